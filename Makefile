@@ -1,0 +1,53 @@
+# concourse-tekton: Concourse pipelines, run natively on Kubernetes through Tekton.
+#
+# `make help` lists the targets. Every target runs from a fresh clone: the Go toolchain
+# fetches what it needs through the module proxy.
+
+GO       ?= go
+PKGS     ?= ./...
+BIN      ?= bin
+BENCHTIME ?= 1x
+BENCHCOUNT ?= 6
+FUZZTIME ?= 30s
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the binaries into ./bin.
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/...
+
+.PHONY: test
+test: ## Run the hermetic tests (unit, golden, corpus): what CI runs first.
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 $(PKGS)
+
+.PHONY: bench
+bench: ## Run the benchmarks, several times, and summarise them with benchstat.
+	@mkdir -p $(BIN)
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) $(PKGS) | tee $(BIN)/bench.txt
+	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20250515181824-4e4b8dbcd2b4 $(BIN)/bench.txt
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME each (default 30s).
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+.PHONY: lint
+lint: ## Check formatting and run go vet.
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+.PHONY: fmt
+fmt: ## Format the Go sources.
+	gofmt -w $$(git ls-files '*.go')
+
+.PHONY: update-golden
+update-golden: ## Rewrite the golden files from the current output.
+	$(GO) test ./concourse/... ./translate/... ./internal/... -update
