@@ -41,8 +41,11 @@ drain() {
 	[ -x "$BIN_K8S/kubectl" ] && [ -f "$E2E_STATE/pki/admin.kubeconfig" ] || return 0
 	[ -f "$E2E_STATE/pids/kubelet.pid" ] && ours "$(cat "$E2E_STATE/pids/kubelet.pid")" || return 0
 	KUBECTL get --raw /readyz >/dev/null 2>&1 || return 0
-	log "deleting workloads so the kubelet tears their pods down"
-	KUBECTL delete taskruns.tekton.dev,pipelineruns.tekton.dev --all -A --wait=false >/dev/null 2>&1 || true
+	log "deleting pods so the kubelet tears them down"
+	# First the controllers, so that nothing recreates the pods we delete (Tekton's
+	# affinity assistants are StatefulSets; local-path runs helper pods).
+	local n
+	for n in tekton-controller local-path-provisioner csi-provisioner kube-controller-manager kube-scheduler; do stop "$n"; done
 	KUBECTL delete pods --all -A --grace-period=1 --wait=false >/dev/null 2>&1 || true
 	local deadline=$((SECONDS + 90))
 	while [ -n "$(KUBECTL get pods -A -o name 2>/dev/null)" ]; do
@@ -109,9 +112,10 @@ remove_host_leftovers() {
 	for l in /var/log/containers/*; do
 		[ -L "$l" ] && case $(readlink "$l") in "$E2E_STATE"/*) rm -f "$l" ;; esac
 	done
-	for d in /var/log/containers /var/lib/cni/results /var/lib/cni; do
+	# containerd 1.6 puts its shims' sockets in /run/containerd/s whatever its config says.
+	for d in /var/log/containers /var/lib/cni /run/containerd; do
 		grep -qx "path $d" "$E2E_CACHE/baseline.txt" 2>/dev/null && continue
-		rmdir "$d" 2>/dev/null || true
+		[ -d "$d" ] && find "$d" -depth -type d -empty -delete 2>/dev/null || true
 	done
 }
 
