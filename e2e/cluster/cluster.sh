@@ -90,6 +90,9 @@ cluster_test() {
 		run_tests
 		return
 	fi
+	# Compile the tests before the cluster exists, so a compile error costs no cluster
+	# and the cluster does not idle while they compile.
+	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -c -o /dev/null ./e2e) || die "the e2e tests do not compile"
 	# A failed up tears itself down. Once up, we stop it whatever happens, and prove
 	# the machine is clean.
 	cluster_up >/dev/null

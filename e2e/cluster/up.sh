@@ -226,7 +226,7 @@ start_tekton() {
 	# Everything but the Deployments, Services and HPA, which this harness replaces by
 	# local processes and a selector-less Service.
 	for f in "$cfg"/*.yaml; do
-		case $(basename "$f") in controller.yaml | webhook.yaml | webhook-hpa.yaml | events.yaml) continue ;; esac
+		case $(basename "$f") in controller.yaml | webhook.yaml | webhook-hpa.yaml | events.yaml | 500-webhooks.yaml) continue ;; esac
 		KUBECTL apply --server-side -f "$f" >/dev/null || die "applying $f"
 	done
 	KUBECTL apply --server-side -f "$cfg/300-crds" >/dev/null || die "applying Tekton's CRDs"
@@ -244,6 +244,9 @@ subsets:
 - addresses: [{ip: $NODE_IP}]
   ports: [{name: https-webhook, port: 8443}]
 YAML
+	# Only now the webhook configurations: from here on the apiserver calls the webhook
+	# for Tekton's objects and ConfigMaps, which must all exist already.
+	KUBECTL apply -f "$cfg/500-webhooks.yaml" >/dev/null || die "applying Tekton's webhook configurations"
 	start tekton-webhook "${DEAD_PROXY_ENV[@]}" "${TEKTON_ENV[@]}" WEBHOOK_PORT=8443 \
 		WEBHOOK_SERVICE_NAME=tekton-pipelines-webhook WEBHOOK_SECRET_NAME=webhook-certs \
 		WEBHOOK_ADMISSION_CONTROLLER_NAME=webhook.pipeline.tekton.dev \
