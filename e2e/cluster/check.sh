@@ -13,7 +13,7 @@ snapshot() {
 	for d in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/k8s.io /sys/fs/cgroup/k8s.io; do
 		[ -d "$d" ] && echo "cgroup $d"
 	done
-	for d in /var/log/containers /var/lib/cni /run/containerd; do
+	for d in /var/log/containers /var/lib/cni /run/containerd /usr/libexec/kubernetes; do
 		[ -e "$d" ] && echo "path $d"
 	done
 	local p

@@ -18,21 +18,31 @@ ours() {
 	return 1
 }
 
-# stop NAME: SIGTERM the daemon by its recorded PID, SIGKILL it after a grace period.
+# stop NAME...: SIGTERM the daemons by their recorded PIDs, all at once, and SIGKILL
+# those still running after a grace period (knative's webhook drains for longer).
 stop() {
-	local pidf=$E2E_STATE/pids/$1.pid pid i
-	[ -f "$pidf" ] || return 0
-	pid=$(cat "$pidf")
-	if ours "$pid"; then
+	local n pid pids=() i
+	for n in "$@"; do
+		[ -f "$E2E_STATE/pids/$n.pid" ] || continue
+		pid=$(cat "$E2E_STATE/pids/$n.pid")
+		rm -f "$E2E_STATE/pids/$n.pid"
+		ours "$pid" || continue
 		kill -TERM "$pid" 2>/dev/null || true
-		for i in $(seq 1 40); do ours "$pid" || break; sleep 0.25; done
-		if ours "$pid"; then
-			log "$1 (pid $pid) ignored SIGTERM; killing it"
-			kill -KILL "$pid" 2>/dev/null || true
-			sleep 0.2
+		pids+=("$pid:$n")
+	done
+	for i in $(seq 1 40); do
+		local alive=0 p
+		for p in "${pids[@]}"; do ours "${p%%:*}" && alive=1; done
+		[ $alive = 0 ] && return 0
+		sleep 0.25
+	done
+	for p in "${pids[@]}"; do
+		if ours "${p%%:*}"; then
+			log "${p#*:} (pid ${p%%:*}) ignored SIGTERM for 10s; killing it"
+			kill -KILL "${p%%:*}" 2>/dev/null || true
 		fi
-	fi
-	rm -f "$pidf"
+	done
+	sleep 0.2
 }
 
 # drain deletes the workloads through the API, so that the kubelet stops the pods'
@@ -44,8 +54,7 @@ drain() {
 	log "deleting pods so the kubelet tears them down"
 	# First the controllers, so that nothing recreates the pods we delete (Tekton's
 	# affinity assistants are StatefulSets; local-path runs helper pods).
-	local n
-	for n in tekton-controller local-path-provisioner csi-provisioner kube-controller-manager kube-scheduler; do stop "$n"; done
+	stop tekton-controller tekton-webhook local-path-provisioner csi-provisioner kube-controller-manager kube-scheduler
 	KUBECTL delete pods --all -A --grace-period=1 --wait=false >/dev/null 2>&1 || true
 	local deadline=$((SECONDS + 90))
 	while [ -n "$(KUBECTL get pods -A -o name 2>/dev/null)" ]; do
@@ -113,7 +122,7 @@ remove_host_leftovers() {
 		[ -L "$l" ] && case $(readlink "$l") in "$E2E_STATE"/*) rm -f "$l" ;; esac
 	done
 	# containerd 1.6 puts its shims' sockets in /run/containerd/s whatever its config says.
-	for d in /var/log/containers /var/lib/cni /run/containerd; do
+	for d in /var/log/containers /var/lib/cni /run/containerd /usr/libexec/kubernetes; do
 		grep -qx "path $d" "$E2E_CACHE/baseline.txt" 2>/dev/null && continue
 		[ -d "$d" ] && find "$d" -depth -type d -empty -delete 2>/dev/null || true
 	done
@@ -123,12 +132,12 @@ cluster_down() {
 	[ -d "$E2E_STATE" ] || { log "no cluster state at $E2E_STATE: nothing to tear down"; return 0; }
 	log "tearing the cluster down"
 	drain
-	local n
-	for n in local-path-provisioner csi-provisioner tekton-controller tekton-webhook kubelet labcsi; do stop "$n"; done
+	stop local-path-provisioner csi-provisioner tekton-controller tekton-webhook kubelet labcsi
 	kill_containers
 	stop containerd
 	kill_containers
-	for n in kube-scheduler kube-controller-manager kube-apiserver etcd; do stop "$n"; done
+	stop kube-scheduler kube-controller-manager kube-apiserver
+	stop etcd
 	# Anything of ours not recorded (a crash between start and the PID file).
 	local p pid
 	for p in /proc/[0-9]*; do

@@ -190,7 +190,8 @@ start_control_plane() {
 		--authentication-kubeconfig="$pki/kcm.kubeconfig" --authorization-kubeconfig="$pki/kcm.kubeconfig" \
 		--bind-address=127.0.0.1 --leader-elect=false --service-account-private-key-file="$pki/sa.key" \
 		--root-ca-file="$pki/ca.crt" --use-service-account-credentials=true \
-		--cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" --profiling=false
+		--cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" --profiling=false \
+		--flex-volume-plugin-dir="$E2E_STATE/run/kcm-volume-plugins"
 	start kube-scheduler -- "$BIN_K8S/kube-scheduler" --kubeconfig="$pki/scheduler.kubeconfig" \
 		--authentication-kubeconfig="$pki/scheduler.kubeconfig" --authorization-kubeconfig="$pki/scheduler.kubeconfig" \
 		--bind-address=127.0.0.1 --leader-elect=false --profiling=false
@@ -211,7 +212,8 @@ start_node() {
 	log "starting the kubelet"
 	start kubelet -- "$BIN_K8S/kubelet" --config="$E2E_STATE/conf/kubelet.yaml" \
 		--kubeconfig="$E2E_STATE/pki/kubelet.kubeconfig" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" \
-		--root-dir="$E2E_STATE/run/kubelet" --cert-dir="$E2E_STATE/run/kubelet/pki"
+		--root-dir="$E2E_STATE/run/kubelet" --cert-dir="$E2E_STATE/run/kubelet/pki" \
+		--volume-plugin-dir="$E2E_STATE/run/kubelet-volume-plugins"
 	wait_for "the node" 120 KUBECTL wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s
 }
 
