@@ -16,6 +16,8 @@ start() {
 	# setsid: the daemon outlives the shell that started it (make, CI) and its signals.
 	setsid env "${envs[@]}" "$@" >"$E2E_STATE/logs/$name.log" 2>&1 </dev/null &
 	echo $! >"$E2E_STATE/pids/$name.pid"
+	# Not a job of this shell: down kills it by PID, and bash need not report that.
+	disown $!
 }
 
 # wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds.
