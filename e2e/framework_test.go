@@ -169,34 +169,35 @@ func done(s *apis.Condition) (finished, succeeded bool) {
 	return true, s.IsTrue()
 }
 
-func waitTaskRun(t *testing.T, ns, name string) *pipelinev1.TaskRun {
+// waitRun polls a Tekton run until its Succeeded condition is final and returns it.
+func waitRun[T any](t *testing.T, what string, timeout time.Duration, get func(context.Context) (T, error), cond func(T) *apis.Condition) T {
 	t.Helper()
-	var tr *pipelinev1.TaskRun
-	poll(t, "TaskRun "+name, 3*time.Minute, func(ctx context.Context) (bool, error) {
+	var run T
+	poll(t, what, timeout, func(ctx context.Context) (bool, error) {
 		var err error
-		tr, err = testCluster.tekton.TektonV1().TaskRuns(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		if run, err = get(ctx); err != nil {
 			return false, err
 		}
-		finished, _ := done(tr.Status.GetCondition(apis.ConditionSucceeded))
+		finished, _ := done(cond(run))
 		return finished, nil
 	})
-	return tr
+	return run
+}
+
+func waitTaskRun(t *testing.T, ns, name string) *pipelinev1.TaskRun {
+	t.Helper()
+	return waitRun(t, "TaskRun "+name, 3*time.Minute, func(ctx context.Context) (*pipelinev1.TaskRun, error) {
+		return testCluster.tekton.TektonV1().TaskRuns(ns).Get(ctx, name, metav1.GetOptions{})
+	}, func(tr *pipelinev1.TaskRun) *apis.Condition { return tr.Status.GetCondition(apis.ConditionSucceeded) })
 }
 
 func waitPipelineRun(t *testing.T, ns, name string) *pipelinev1.PipelineRun {
 	t.Helper()
-	var pr *pipelinev1.PipelineRun
-	poll(t, "PipelineRun "+name, 4*time.Minute, func(ctx context.Context) (bool, error) {
-		var err error
-		pr, err = testCluster.tekton.TektonV1().PipelineRuns(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		finished, _ := done(pr.Status.GetCondition(apis.ConditionSucceeded))
-		return finished, nil
+	return waitRun(t, "PipelineRun "+name, 4*time.Minute, func(ctx context.Context) (*pipelinev1.PipelineRun, error) {
+		return testCluster.tekton.TektonV1().PipelineRuns(ns).Get(ctx, name, metav1.GetOptions{})
+	}, func(pr *pipelinev1.PipelineRun) *apis.Condition {
+		return pr.Status.GetCondition(apis.ConditionSucceeded)
 	})
-	return pr
 }
 
 func mustSucceed(t *testing.T, kind, name string, c *apis.Condition) {
