@@ -73,7 +73,7 @@ func parseTree(file string, data []byte) (*node, Diagnostics) {
 		if err.Error() == "EOF" {
 			return &node{kind: scalarNode}, nil
 		}
-		return nil, Diagnostics{yamlErrorDiagnostic(file, err)}
+		return nil, Diagnostics{yamlErrorDiagnostic(file, data, err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -95,17 +95,29 @@ func parseTree(file string, data []byte) (*node, Diagnostics) {
 	return n, b.diags
 }
 
-var yamlLineRegexp = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+var (
+	yamlLineRegexp      = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+	unknownAnchorRegexp = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+)
 
-func yamlErrorDiagnostic(file string, err error) Diagnostic {
+func yamlErrorDiagnostic(file string, data []byte, err error) Diagnostic {
 	msg := err.Error()
-	d := Diagnostic{File: file, Message: "invalid YAML: " + msg}
+	d := Diagnostic{File: file, Pos: Pos{Line: 1, Col: 1}, Message: "invalid YAML: " + msg}
 	if m := yamlLineRegexp.FindStringSubmatch(msg); m != nil {
 		if m[1] != "" {
 			line, _ := strconv.Atoi(m[1])
 			d.Pos = Pos{Line: line, Col: 1}
 		}
 		d.Message = "invalid YAML: " + m[2]
+		if a := unknownAnchorRegexp.FindStringSubmatch(m[2]); a != nil {
+			// The parser does not say where; the first use of the alias is where to look.
+			if i := bytes.Index(data, []byte("*"+a[1])); i >= 0 {
+				line := bytes.Count(data[:i], []byte("\n")) + 1
+				col := i - bytes.LastIndexByte(data[:i], '\n')
+				d.Pos = Pos{Line: line, Col: col}
+			}
+			d.Message += " (an anchor must be defined in the same file, before its first use)"
+		}
 	}
 	return d
 }
@@ -135,6 +147,10 @@ func (b *treeBuilder) build(y *yaml.Node) *node {
 		delete(b.expanding, y.Alias)
 		return n
 	case yaml.MappingNode:
+		if name, ok := oldStyleParam(y); ok {
+			b.errorf(posOf(y), "old-style template {{%s}} is no longer supported: use ((%s)) and pass the value with -v, -y or -l", name, name)
+			return &node{kind: scalarNode, pos: posOf(y)}
+		}
 		return b.buildMap(y)
 	case yaml.SequenceNode:
 		n := &node{kind: listNode, pos: posOf(y), items: make([]*node, 0, len(y.Content))}
@@ -192,6 +208,22 @@ func (b *treeBuilder) buildMap(y *yaml.Node) *node {
 		n.entries = append(n.entries, e)
 	}
 	return n
+}
+
+// oldStyleParam recognises `{{name}}`, Concourse's long-gone template syntax, which YAML
+// reads as a flow map whose only key is a flow map: {{name: null}: null}.
+func oldStyleParam(y *yaml.Node) (string, bool) {
+	if y.Style&yaml.FlowStyle == 0 || len(y.Content) != 2 {
+		return "", false
+	}
+	k, v := y.Content[0], y.Content[1]
+	if k.Kind != yaml.MappingNode || k.Style&yaml.FlowStyle == 0 || len(k.Content) != 2 || v.Tag != "!!null" {
+		return "", false
+	}
+	if k.Content[0].Kind != yaml.ScalarNode || k.Content[1].Tag != "!!null" {
+		return "", false
+	}
+	return k.Content[0].Value, true
 }
 
 // mergeEntries returns the entries a merge key brings in: from one map, or from a list of
