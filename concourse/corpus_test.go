@@ -54,7 +54,7 @@ var invalidCorpus = map[string]string{
 	"cloudfoundry-incubator__kubo-ci__docker.yml": `jobs[ship-it].plan[0].do[0].name: unknown field "name"`,
 	// `((!public-pipelines))` is not a var reference ('!' is not allowed), so a bool field
 	// gets a string.
-	"apache__geode__ci__pipelines__meta.yml":           `jobs[set-pipeline].public: cannot use string as a boolean (got "((!public-pipelines))")`,
+	"apache__geode__ci__pipelines__meta.yml": `jobs[set-pipeline].public: cannot use string as a boolean (got "((!public-pipelines))")`,
 	// A var in a bool field must be given when the pipeline is set; the file expects -v.
 	"apache__geode__ci__pipelines__images__images.yml": `jobs[build-concourse-docker-image].public: ((public-pipelines)) is not given`,
 	// A task config with the `image` key Concourse removed (and no platform).
