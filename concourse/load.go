@@ -119,7 +119,7 @@ func (p *Pipeline) checkOldTemplates(n *node, path Path) Diagnostics {
 		if s, ok := n.scalar.(string); ok && strings.Contains(s, "{{") {
 			if m := oldStyleTemplate.FindString(s); m != "" {
 				name := strings.Trim(m, "{}")
-				diags = append(diags, Diagnostic{File: p.File, Pos: n.pos, Path: path,
+				diags = append(diags, Diagnostic{File: p.File, Pos: n.pos, Path: p.namedPath(path),
 					Message: fmt.Sprintf("old-style template %s is no longer supported: use ((%s)) and pass the value with -v, -y or -l", m, name)})
 			}
 		}
@@ -138,7 +138,7 @@ func (p *Pipeline) interpolate(n *node, path Path, static vars.Variables) Diagno
 			if strings.Contains(e.key, "((") {
 				v, missing, err := vars.InterpolateString(e.key, static)
 				if err != nil {
-					diags = append(diags, Diagnostic{File: p.File, Pos: e.keyPos, Path: path.Child(Key(e.key)), Message: err.Error()})
+					diags = append(diags, Diagnostic{File: p.File, Pos: e.keyPos, Path: p.namedPath(path.Child(Key(e.key))), Message: err.Error()})
 					continue
 				}
 				p.noteMissing(missing, e.keyPos, path.Child(Key(e.key)))
@@ -157,7 +157,7 @@ func (p *Pipeline) interpolate(n *node, path Path, static vars.Variables) Diagno
 		}
 		v, missing, err := vars.InterpolateString(s, static)
 		if err != nil {
-			return Diagnostics{{File: p.File, Pos: n.pos, Path: path, Message: err.Error()}}
+			return Diagnostics{{File: p.File, Pos: n.pos, Path: p.namedPath(path), Message: err.Error()}}
 		}
 		p.noteMissing(missing, n.pos, path)
 		if str, isString := v.(string); isString {
@@ -171,7 +171,7 @@ func (p *Pipeline) interpolate(n *node, path Path, static vars.Variables) Diagno
 
 func (p *Pipeline) noteMissing(missing []vars.Reference, pos Pos, path Path) {
 	for _, ref := range missing {
-		p.Unresolved = append(p.Unresolved, VarUse{Ref: ref, Pos: pos, Path: path})
+		p.Unresolved = append(p.Unresolved, VarUse{Ref: ref, Pos: pos, Path: p.namedPath(path)})
 	}
 }
 

@@ -254,8 +254,9 @@ func (b *treeBuilder) mergeEntries(v *yaml.Node) []entry {
 	}
 }
 
-// keyString turns a key into the string JSON needs, the way Concourse's YAML-to-JSON
-// conversion does (so `1:` is "1" and `true:` is "true").
+// keyString turns a key into the string JSON needs. Keys keep the text they were written
+// with: go-yaml v2 would read a key `N` or `on` as a boolean and Concourse would see
+// "false" or "true", which is never what the author meant.
 func (b *treeBuilder) keyString(k *yaml.Node) (string, bool) {
 	if k.Kind == yaml.AliasNode && k.Alias != nil {
 		k = k.Alias
@@ -264,12 +265,10 @@ func (b *treeBuilder) keyString(k *yaml.Node) (string, bool) {
 		b.errorf(posOf(k), "a map key must be a scalar, not a %s", kindName(k.Kind))
 		return "", false
 	}
-	v, err := resolveScalar(k)
-	if err != nil {
-		b.errorf(posOf(k), "%v", err)
-		return "", false
+	if k.Style&yaml.TaggedStyle == 0 && yaml11Nulls[k.Value] && k.Style == 0 {
+		return "null", true
 	}
-	return scalarString(v), true
+	return k.Value, true
 }
 
 func kindName(k yaml.Kind) string {
@@ -322,18 +321,17 @@ var (
 // are booleans, 0x1F and 0o17 and 017 are integers, quoted scalars are strings.
 func resolveScalar(y *yaml.Node) (any, error) {
 	s := y.Value
-	switch y.Tag {
-	case "!!str", "!!binary":
-		return s, nil
-	case "!!null":
-		return nil, nil
-	case "!!bool", "!!int", "!!float", "!!timestamp", "":
-	default:
-		if y.Style&yaml.TaggedStyle != 0 {
+	if y.Style&yaml.TaggedStyle != 0 {
+		switch y.Tag {
+		case "!!str", "!!binary":
+			return s, nil
+		case "!!null":
+			return nil, nil
+		case "!!bool", "!!int", "!!float", "!!timestamp":
+		default:
 			return s, nil
 		}
-	}
-	if y.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+	} else if y.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
 		return s, nil
 	}
 	if yaml11Nulls[s] {
