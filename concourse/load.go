@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -274,15 +275,44 @@ func (p *Pipeline) strictKeys(n *node, path Path, known map[string]bool) Diagnos
 
 // decodeValue decodes a node into out through its JSON form, reporting a decode error at
 // the position of the field it concerns.
+//
+// A boolean or a number written where a string is wanted (`task: n`, `version: {v: 1}`) is
+// read as the text it was written as, the way Concourse's YAML decoding does it.
 func (p *Pipeline) decodeValue(n *node, path Path, out any) Diagnostics {
-	buf, err := n.appendJSON(nil)
-	if err != nil {
-		return Diagnostics{p.Diagnostic(SeverityError, path, "%v", err)}
-	}
-	if err := json.Unmarshal(buf, out); err != nil {
+	for attempt := 0; ; attempt++ {
+		buf, err := n.appendJSON(nil)
+		if err != nil {
+			return Diagnostics{p.Diagnostic(SeverityError, path, "%v", err)}
+		}
+		err = json.Unmarshal(buf, out)
+		if err == nil {
+			return nil
+		}
+		if attempt < maxStringRetries && p.textForString(path, err) {
+			continue
+		}
 		return Diagnostics{p.decodeError(path, err)}
 	}
-	return nil
+}
+
+// maxStringRetries bounds the decode retries of decodeValue.
+const maxStringRetries = 10_000
+
+// textForString turns the scalar a type mismatch points at back into its text, when the
+// field wants a string and the scalar was typed from plain text. It reports whether it did.
+func (p *Pipeline) textForString(path Path, err error) bool {
+	err = unwrapJSONError(err)
+	var pe *pathError
+	var tm *typeMismatch
+	if !errors.As(err, &pe) || !errors.As(err, &tm) || tm.target.Kind() != reflect.String {
+		return false
+	}
+	n := p.nodeAt(path.Child(pe.path...))
+	if n == nil || n.kind != scalarNode || n.raw == "" {
+		return false
+	}
+	n.scalar, n.raw = n.raw, ""
+	return true
 }
 
 func (p *Pipeline) decodeError(path Path, err error) Diagnostic {

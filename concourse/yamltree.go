@@ -19,6 +19,9 @@ type node struct {
 	kind    nodeKind
 	pos     Pos
 	scalar  any // nil, bool, int64, uint64, float64 or string
+	// raw is the text of a plain scalar that was typed as a boolean or a number. A field
+	// of type string takes the text instead, as Concourse's YAML decoding does.
+	raw string
 	entries []entry
 	items   []*node
 }
@@ -163,7 +166,12 @@ func (b *treeBuilder) build(y *yaml.Node) *node {
 		if err != nil {
 			b.errorf(posOf(y), "%v", err)
 		}
-		return &node{kind: scalarNode, pos: posOf(y), scalar: v}
+		n := &node{kind: scalarNode, pos: posOf(y), scalar: v}
+		switch v.(type) {
+		case bool, int64, uint64, float64:
+			n.raw = y.Value
+		}
+		return n
 	case yaml.DocumentNode:
 		if len(y.Content) == 0 {
 			return &node{kind: scalarNode, pos: posOf(y)}
