@@ -16,12 +16,12 @@ import (
 // typed the way Concourse's YAML library (go-yaml v2, YAML 1.1) types them, and the
 // position of everything kept for error messages.
 type node struct {
-	kind    nodeKind
-	pos     Pos
-	scalar  any // nil, bool, int64, uint64, float64 or string
+	kind   nodeKind
+	pos    Pos
+	scalar any // nil, bool, int64, uint64, float64 or string
 	// raw is the text of a plain scalar that was typed as a boolean or a number. A field
 	// of type string takes the text instead, as Concourse's YAML decoding does.
-	raw string
+	raw     string
 	entries []entry
 	items   []*node
 }
