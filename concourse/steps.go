@@ -193,8 +193,8 @@ var nestedStepKeys = map[string]bool{
 // stepDecodeError places a decode error in the step's map: type errors already name their
 // field; errors from nested decoders are relative to the key they decoded.
 func stepDecodeError(key string, err error) error {
-	var pe *pathError
-	if errors.As(err, &pe) && nestedStepKeys[key] {
+	var te *json.UnmarshalTypeError
+	if nestedStepKeys[key] && !errors.As(err, &te) {
 		return atPath(err, Key(key))
 	}
 	return unwrapJSONError(err)
