@@ -21,9 +21,10 @@ build: ## Build the binaries into ./bin.
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/...
 
 .PHONY: test
-test: ## Run the hermetic tests (unit, golden, corpus): what CI runs first.
+test: ## Run the hermetic tests (unit, golden, corpus) and print the corpus tables.
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 $(PKGS)
+	@$(GO) test -count=1 -run '^TestCorpus' -v $(PKGS) | grep -E '^corpus ' || true
 
 .PHONY: bench
 bench: ## Run the benchmarks, several times, and summarise them with benchstat.
