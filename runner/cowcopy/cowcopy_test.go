@@ -16,13 +16,13 @@ import (
 
 // entry is what a copy must keep of a file.
 type entry struct {
-	Mode   fs.FileMode
-	Size   int64
-	Sum    string
-	Link   string
-	MTime  time.Time
-	UID    uint32
-	GID    uint32
+	Mode  fs.FileMode
+	Size  int64
+	Sum   string
+	Link  string
+	MTime time.Time
+	UID   uint32
+	GID   uint32
 }
 
 // snapshot describes every file below root by its relative path.
