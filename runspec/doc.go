@@ -56,7 +56,8 @@
 //	  scopes/<scope>/vars/<name>    local vars (load_var, get metadata, across values), JSON
 //	  results/<plan>                the version and metadata a get, put or check produced,
 //	                                read by a get's version_from
-//	  pipelines/<plan>.yml          the pipeline config a set_pipeline step would set
+//	  pipelines/<plan>.json         the pipeline a set_pipeline step would set (team, name,
+//	                                instance vars, config), for the backend to apply
 //
 // Scopes: the root scope is "" (escaped as "%"); an across substep combination opens a
 // child scope named after its plan ID. Spec.Scope lists the scopes a step runs in,

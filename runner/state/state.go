@@ -379,7 +379,7 @@ func (d Dir) ReadConfig(taskPlanID string) ([]byte, bool, error) {
 // WritePipeline records the config a set_pipeline step would set, for the backend to
 // apply; it returns the file's path.
 func (d Dir) WritePipeline(planID string, config []byte) (string, error) {
-	path := d.file(runspec.PipelinesDir, planID) + ".yml"
+	path := d.file(runspec.PipelinesDir, planID) + ".json"
 	return path, write(path, config)
 }
 
