@@ -261,24 +261,23 @@ func (s *step) watch(ctx context.Context, cancel context.CancelCauseFunc, g guar
 }
 
 // record writes the outcome to the state directory and as the Tekton result, and fires
-// the fail-fast groups whose child this outcome ends as failed or errored.
+// the fail-fast groups whose child this outcome ends, failed or errored.
 func (s *step) record(o runspec.Outcome) error {
 	var errs []error
 	errs = append(errs, s.state.WriteOutcome(s.spec.PlanID, o))
 	errs = append(errs, s.writeResult("outcome", []byte(o)))
-	if o == runspec.Failed || o == runspec.Errored {
-		for _, l := range s.spec.Context {
-			if l.Kind != runspec.LayerFailFast {
-				continue
-			}
-			end, done, err := s.evaluate(*l.Child, false)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if done && (end == runspec.Failed || end == runspec.Errored) {
-				errs = append(errs, s.state.Fire(l.ID, l.Child.ID))
-			}
+	// Any leaf may be the last of its child (a hook that succeeded ends a failed child).
+	for _, l := range s.spec.Context {
+		if l.Kind != runspec.LayerFailFast {
+			continue
+		}
+		end, done, err := s.evaluate(*l.Child, false)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if done && (end == runspec.Failed || end == runspec.Errored) {
+			errs = append(errs, s.state.Fire(l.ID, l.Child.ID))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
