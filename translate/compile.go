@@ -142,7 +142,16 @@ type compiler struct {
 	specs map[string]*runspec.Spec
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
-	err     error
+	// images are the artifacts a task may use as its image (`image: name`), by name: the
+	// result of the get that fetched it from a registry, or "" with why it cannot be one.
+	images map[string]artifactImage
+	err    error
+}
+
+// artifactImage is what the compiler knows of an artifact, for tasks that run it as image.
+type artifactImage struct {
+	ref    string // a Tekton result reference to the image, or ""
+	reason string // why it cannot be run, when ref is ""
 }
 
 func (c *compiler) fail(p *concourse.Plan, step, format string, args ...any) {
@@ -337,7 +346,7 @@ func (c *compiler) retry(id concourse.PlanID, attempts []concourse.Plan, e cond,
 		}
 		// The next attempt runs when everything so far failed or errored (Concourse retries
 		// errors too): a join over the attempts so far says so.
-		sofar := &handle{tree: runspec.Node{ID: string(id), Kind: runspec.KindRetry, Steps: append([]runspec.Node{}, h.tree.Steps...)},
+		sofar := &handle{tree: runspec.Node{ID: fmt.Sprintf("%s/after-attempt-%d", id, i+1), Kind: runspec.KindRetry, Steps: append([]runspec.Node{}, h.tree.Steps...)},
 			name: fmt.Sprintf("%s-attempt-%d", h.name, i+1), entry: e, tasks: append([]string{}, h.tasks...)}
 		entry = c.test(sofar, failedOrErr)
 	}
@@ -546,13 +555,16 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	}
 	variant := taskVariant{privileged: g.TypeImage.Privileged}
 	if g.Version != nil || g.VersionFrom != nil {
-		return c.leaf(p.ID, "get-"+g.Name, spec, img, variant, g.Tags, e)
+		h := c.leaf(p.ID, "get-"+g.Name, spec, img, variant, g.Tags, e)
+		c.producedBy(g.Name, g.Type, h.leaf)
+		return h
 	}
 	// No version given: find the latest first, so the job runs standalone.
 	checkID := p.ID + "/check"
 	check := c.check(checkID, "check-"+g.Name, g.Type, g.Resource, g.Source, g.TypeImage, nil, g.Tags, e, sc)
 	spec.Get.VersionFrom = string(checkID)
 	get := c.leaf(p.ID, "get-"+g.Name, spec, img, variant, g.Tags, c.test(check, onlySuccess))
+	c.producedBy(g.Name, g.Type, get.leaf)
 	s := c.test(get, onlySuccess)
 	return &handle{
 		tree:    runspec.Node{ID: string(p.ID) + "/checked", Kind: runspec.KindDo, Steps: []runspec.Node{check.tree, get.tree}},
@@ -561,6 +573,15 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 		tasks:   append(append([]string{}, check.tasks...), get.tasks...),
 		success: &s,
 	}
+}
+
+// producedBy records that a get named name, of resource type typ, registers an artifact.
+func (c *compiler) producedBy(name, typ, task string) {
+	if typ == "registry-image" || typ == "docker-image" {
+		c.images[name] = artifactImage{ref: "$(tasks." + task + ".results.image)"}
+		return
+	}
+	c.images[name] = artifactImage{reason: fmt.Sprintf("it is fetched by a get of a %s resource", typ)}
 }
 
 func (c *compiler) check(id concourse.PlanID, name, typ, resource string, source concourse.Source, ti concourse.TypeImage, from concourse.Version, tags concourse.Tags, e cond, sc scope) *handle {
@@ -604,10 +625,22 @@ func (c *compiler) withStepTimeout(sc scope, id concourse.PlanID, d string) scop
 
 func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 	t := p.Task
+	artifactImage := ""
 	if t.ImageArtifactName != "" {
-		c.fail(p, t.Name, "the task's image comes from the artifact %q, and an image here must come from a registry: use image_resource (registry-image) or rootfs_uri in its config", t.ImageArtifactName)
-		return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: t.Name, entry: e}
+		a, known := c.images[t.ImageArtifactName]
+		switch {
+		case a.ref != "":
+			artifactImage = a.ref
+		case known:
+			c.fail(p, t.Name, "the task's image is the artifact %q, and %s: a task image here must be pulled from a registry (fetch it with a get of a registry-image resource, or use image_resource)", t.ImageArtifactName, a.reason)
+		default:
+			c.fail(p, t.Name, "the task's image is the artifact %q, which no earlier get of a registry-image or docker-image resource fetches: a task image here must be pulled from a registry", t.ImageArtifactName)
+		}
+		if artifactImage == "" {
+			return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: t.Name, entry: e}
+		}
 	}
+	defer c.taskOutputs(t, t.Config)
 	spec := c.spec(runspec.ModeTask, p.ID, t.Name, c.withStepTimeout(sc, p.ID, t.Timeout))
 	spec.Task = &runspec.Task{Vars: t.Vars, InputMapping: t.InputMapping, OutputMapping: t.OutputMapping, Privileged: t.Privileged}
 	if len(t.Params) > 0 {
@@ -624,7 +657,10 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 		}
 	}
 	if cfg != nil {
-		img, ok := c.taskImage(p, t.Name, cfg)
+		img, ok := artifactImage, true
+		if img == "" {
+			img, ok = c.taskImage(p, t.Name, cfg)
+		}
 		if !ok {
 			return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: t.Name, entry: e}
 		}
@@ -644,7 +680,11 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 	spec.Task.File = t.ConfigPath
 	variant.limits = mergeLimits(nil, t.Limits)
 	variant.asRoot = true // the user comes from the file; the runner drops to it
-	task := c.leaf(p.ID, "task-"+t.Name, spec, "$(tasks."+resolve.leaf+".results.image)", variant, t.Tags, c.test(resolve, onlySuccess))
+	img := "$(tasks." + resolve.leaf + ".results.image)"
+	if artifactImage != "" {
+		img = artifactImage
+	}
+	task := c.leaf(p.ID, "task-"+t.Name, spec, img, variant, t.Tags, c.test(resolve, onlySuccess))
 	s := c.test(task, onlySuccess)
 	return &handle{
 		tree:    runspec.Node{ID: string(p.ID) + "/resolved", Kind: runspec.KindDo, Steps: []runspec.Node{resolve.tree, task.tree}},
@@ -652,6 +692,20 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 		entry:   e,
 		tasks:   append(append([]string{}, resolve.tasks...), task.tasks...),
 		success: &s,
+	}
+}
+
+// taskOutputs records the artifacts a task registers: none of them can be a task's image.
+func (c *compiler) taskOutputs(t *concourse.TaskPlan, cfg *concourse.TaskConfig) {
+	if cfg == nil {
+		return
+	}
+	for _, o := range cfg.Outputs {
+		name := o.Name
+		if m, ok := t.OutputMapping[name]; ok {
+			name = m
+		}
+		c.images[name] = artifactImage{reason: fmt.Sprintf("it is an output of task %q", t.Name)}
 	}
 }
 
@@ -750,6 +804,9 @@ func (c *compiler) finish(tasks []v1.PipelineTask) {
 		if err != nil && c.err == nil {
 			c.err = err
 		}
+		// Tekton reads $(...) in a param as a variable and rejects the ones it does not
+		// know, such as a script's $(pwd). In JSON strings, \u0028 is '(' to the runner.
+		encoded = strings.ReplaceAll(encoded, "$(", `$\u0028`)
 		tasks[i].Params = append(tasks[i].Params,
 			v1.Param{Name: "mode", Value: *v1.NewStructuredValues(string(spec.Mode))},
 			v1.Param{Name: "spec", Value: *v1.NewStructuredValues(encoded)})

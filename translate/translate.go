@@ -42,6 +42,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		taskDefs: map[string]*v1.Task{},
 		specs:    map[string]*runspec.Spec{},
 		secrets:  map[string]bool{},
+		images:   map[string]artifactImage{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
 	if c.err != nil {

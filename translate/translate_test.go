@@ -121,7 +121,7 @@ func TestUnsupported(t *testing.T) {
 		{
 			name: "image from an artifact",
 			yaml: "jobs:\n- name: test\n  plan:\n  - task: t\n    image: img\n    config: {platform: linux, run: {path: x}}\n",
-			want: `step "t" (plan 1): the task's image comes from the artifact "img"`,
+			want: `step "t" (plan 1): the task's image is the artifact "img", which no earlier get of a registry-image or docker-image resource fetches`,
 		},
 		{
 			name: "runtime across values",
