@@ -393,15 +393,15 @@ func TestSemanticsTable(t *testing.T) {
 		return concourse.Plan{ID: concourse.PlanID(id), Do: &d}
 	}
 	plans := map[string]concourse.Plan{
-		"do":          do("9", task("1"), task("2")),
-		"in_parallel": {ID: "9", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("2")}}},
-		"try":         do("9", concourse.Plan{ID: "8", Try: &concourse.TryPlan{Step: task("1")}}, task("2")),
-		"attempts":    do("9", concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{task("1"), task("2")}}, task("3")),
-		"on_success":  {ID: "9", OnSuccess: &concourse.OnSuccessPlan{Step: task("1"), Next: task("2")}},
-		"on_failure":  {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: task("1"), Next: task("2")}},
-		"on_error":    {ID: "9", OnError: &concourse.OnErrorPlan{Step: task("1"), Next: task("2")}},
-		"on_abort":    {ID: "9", OnAbort: &concourse.OnAbortPlan{Step: task("1"), Next: task("2")}},
-		"ensure":      {ID: "9", Ensure: &concourse.EnsurePlan{Step: task("1"), Next: task("2")}},
+		"do":                    do("9", task("1"), task("2")),
+		"in_parallel":           {ID: "9", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("2")}}},
+		"try":                   do("9", concourse.Plan{ID: "8", Try: &concourse.TryPlan{Step: task("1")}}, task("2")),
+		"attempts":              do("9", concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{task("1"), task("2")}}, task("3")),
+		"on_success":            {ID: "9", OnSuccess: &concourse.OnSuccessPlan{Step: task("1"), Next: task("2")}},
+		"on_failure":            {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: task("1"), Next: task("2")}},
+		"on_error":              {ID: "9", OnError: &concourse.OnErrorPlan{Step: task("1"), Next: task("2")}},
+		"on_abort":              {ID: "9", OnAbort: &concourse.OnAbortPlan{Step: task("1"), Next: task("2")}},
+		"ensure":                {ID: "9", Ensure: &concourse.EnsurePlan{Step: task("1"), Next: task("2")}},
 		"ensure on a composite": {ID: "9", Ensure: &concourse.EnsurePlan{Step: do("8", task("1"), task("3")), Next: task("2")}},
 		"hook on a composite":   {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8", task("1"), task("3")), Next: task("2")}},
 	}
