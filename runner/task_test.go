@@ -48,7 +48,7 @@ func TestTaskProcess(t *testing.T) {
 		{name: "non-zero exit is a failure", script: "echo bad; exit 3", want: runspec.Failed, wantStdout: "bad\n"},
 		{name: "working directory", script: `pwd`, want: runspec.Succeeded, wantStdout: "TMPBUILD/" + wd + "\n"},
 		{
-			name: "params: step params override config params and warn",
+			name:   "params: step params override config params and warn",
 			script: `echo "$A $B $C $N"`, extra: map[string]any{"params": map[string]any{"A": "config", "B": "config", "N": 1.5}},
 			params: map[string]any{"B": "step", "C": true},
 			want:   runspec.Succeeded, wantStdout: "config step true 1.5\n",
@@ -64,7 +64,7 @@ func TestTaskProcess(t *testing.T) {
 			want:  runspec.Succeeded, wantStdout: "TMPBUILD/" + wd + "/a/b\n",
 		},
 		{
-			name: "relative run.path resolved in the working directory",
+			name:  "relative run.path resolved in the working directory",
 			extra: map[string]any{"run": map[string]any{"path": "src/run.sh"}, "inputs": []any{map[string]any{"name": "src"}}},
 			want:  runspec.Succeeded, wantStdout: "from the input\n",
 		},
