@@ -266,3 +266,29 @@ func TestResolveImages(t *testing.T) {
 		})
 	}
 }
+
+func TestAcrossVars(t *testing.T) {
+	w := newWorld(t)
+	w.artifact("vars", map[string]string{"v": "outer", "w": "inner"})
+	outer := w.spec(runspec.ModeLoadVar, "1", "x")
+	outer.LoadVar = &runspec.LoadVar{File: "vars/v", Reveal: true}
+	w.checkRun(w.run(outer), "1", runspec.Succeeded)
+
+	echo := func(planID string, scope []string, across map[string]any) string {
+		task := w.taskSpec(planID, "t", shConfig(`echo "((.:x)) ((.:y))"`, nil))
+		task.Scope, task.AcrossVars = scope, across
+		r := w.run(task)
+		w.checkRun(r, planID, runspec.Succeeded)
+		return r.stdout
+	}
+	if got := echo("a/0/1", []string{"a/0"}, map[string]any{"x": "across-x", "y": "across-y"}); got != "across-x across-y\n" {
+		t.Errorf("across vars shadow outer local vars: got %q", got)
+	}
+	inner := w.spec(runspec.ModeLoadVar, "a/1/1", "x")
+	inner.Scope = []string{"a/1"}
+	inner.LoadVar = &runspec.LoadVar{File: "vars/w", Reveal: true}
+	w.checkRun(w.run(inner), "a/1/1", runspec.Succeeded)
+	if got := echo("a/1/2", []string{"a/1"}, map[string]any{"x": "across-x", "y": "across-y"}); got != "inner across-y\n" {
+		t.Errorf("a load_var in the substep shadows its across var: got %q", got)
+	}
+}

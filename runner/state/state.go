@@ -317,19 +317,25 @@ func (d Dir) SetVar(scope []string, name string, v Var) error {
 // LookupVar looks a local var up from the innermost scope out.
 func (d Dir) LookupVar(scope []string, name string) (Var, bool, error) {
 	for _, s := range innermostFirst(scope) {
-		data, found, err := read(d.scoped(s, "vars", name))
-		if err != nil {
-			return Var{}, false, err
-		}
-		if found {
-			var v Var
-			if err := decodeJSON(data, &v); err != nil {
-				return Var{}, false, fmt.Errorf("reading var %s: %w", name, err)
-			}
-			return v, true, nil
+		v, found, err := d.LookupVarIn(s, name)
+		if err != nil || found {
+			return v, found, err
 		}
 	}
 	return Var{}, false, nil
+}
+
+// LookupVarIn looks a local var up in one scope only.
+func (d Dir) LookupVarIn(scope, name string) (Var, bool, error) {
+	data, found, err := read(d.scoped(scope, "vars", name))
+	if err != nil || !found {
+		return Var{}, false, err
+	}
+	var v Var
+	if err := decodeJSON(data, &v); err != nil {
+		return Var{}, false, fmt.Errorf("reading var %s: %w", name, err)
+	}
+	return v, true, nil
 }
 
 // Result is what a get, put or check produced.
