@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -235,10 +236,15 @@ func (d Dir) Artifact(scope []string, name string) (string, bool, error) {
 			return "", false, err
 		}
 		if found {
-			return string(data), true, nil
+			return cleanVolumePath(string(data)), true, nil
 		}
 	}
 	return "", false, nil
+}
+
+// cleanVolumePath keeps a registered path inside the volume, whatever the file says.
+func cleanVolumePath(p string) string {
+	return path.Clean("/" + p)[1:]
 }
 
 // Artifacts returns every artifact visible from the scope, name to volume path.
@@ -269,7 +275,7 @@ func (d Dir) Artifacts(scope []string) (map[string]string, error) {
 				return nil, err
 			}
 			if found {
-				out[name] = string(data)
+				out[name] = cleanVolumePath(string(data))
 			}
 		}
 	}
