@@ -66,6 +66,7 @@ func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stder
 		creds:    paths.Creds,
 		pipeline: spec.Build.PipelineName,
 		sources:  spec.VarSources,
+		across:   spec.AcrossVars,
 		secrets:  secrets,
 	}
 	outcome := s.execute(ctx)

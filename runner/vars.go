@@ -27,6 +27,7 @@ type buildVars struct {
 	creds    string
 	pipeline string
 	sources  []string
+	across   map[string]any
 	secrets  *redact.Secrets
 }
 
@@ -38,7 +39,7 @@ func (b *buildVars) Get(ref vars.Reference) (any, bool, error) {
 	secret := true
 	switch {
 	case ref.Source == ".":
-		v, found, err := b.state.LookupVar(b.scope, ref.Path)
+		v, found, err := b.local(ref.Path)
 		if err != nil || !found {
 			return nil, found, err
 		}
@@ -66,6 +67,21 @@ func (b *buildVars) Get(ref vars.Reference) (any, bool, error) {
 		b.secrets.Add(value)
 	}
 	return value, true, nil
+}
+
+// local looks a local var up: the substep's own scope, then its across values, then the
+// scopes around it.
+func (b *buildVars) local(name string) (state.Var, bool, error) {
+	if len(b.scope) > 0 && b.across != nil {
+		v, found, err := b.state.LookupVarIn(b.scope[len(b.scope)-1], name)
+		if err != nil || found {
+			return v, found, err
+		}
+	}
+	if v, ok := b.across[name]; ok {
+		return state.Var{Value: v}, true, nil
+	}
+	return b.state.LookupVar(b.scope, name)
 }
 
 func (b *buildVars) credential(dir, name string) (any, bool, error) {

@@ -65,6 +65,19 @@
 // root; writes go to the innermost. So artifacts and local vars made inside an across are
 // not visible after it, as in Concourse.
 //
+// # What the translator provides in the pod
+//
+//   - the build volume at Paths.Volume; for get and task steps preferably also its
+//     directory WorkPath(planID) mounted at /tmp/build, with Paths.Work set to it, so that
+//     fetched artifacts and task outputs are registered where they are made (otherwise
+//     the runner copies them into volumes/);
+//   - the Kubernetes Secrets the build may read, mounted under Paths.Creds (a directory
+//     per Secret, a file per key; var sources in a subdirectory each);
+//   - an emptyDir at /scratch for tasks (Concourse gives every container one);
+//   - for resource steps, the resource type's image with its scripts at /opt/resource;
+//   - the pod's image, resources, privileges and container limits: the runner only
+//     runs the process.
+//
 // # Context
 //
 // Spec.Context is the chain of Concourse contexts a leaf runs under, outermost first: the

@@ -48,6 +48,11 @@ type Spec struct {
 	// Scope is the chain of across substep scopes the step runs in, outermost first; the
 	// root scope "" is implied.
 	Scope []string `json:"scope,omitempty"`
+	// AcrossVars are the values of the enclosing across steps' vars for this substep
+	// (inner ones shadowing outer ones), given by the translator that unrolled them. They
+	// are local vars, ((.:name)), not redacted: only a var set in the substep's own scope
+	// (a load_var inside it) shadows them.
+	AcrossVars map[string]any `json:"across_vars,omitempty"`
 	// VarSources lists the names of the pipeline's var_sources: ((name:var)) is looked up
 	// in the credentials directory under <name>/.
 	VarSources []string `json:"var_sources,omitempty"`

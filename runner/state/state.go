@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -235,10 +236,15 @@ func (d Dir) Artifact(scope []string, name string) (string, bool, error) {
 			return "", false, err
 		}
 		if found {
-			return string(data), true, nil
+			return cleanVolumePath(string(data)), true, nil
 		}
 	}
 	return "", false, nil
+}
+
+// cleanVolumePath keeps a registered path inside the volume, whatever the file says.
+func cleanVolumePath(p string) string {
+	return path.Clean("/" + p)[1:]
 }
 
 // Artifacts returns every artifact visible from the scope, name to volume path.
@@ -269,7 +275,7 @@ func (d Dir) Artifacts(scope []string) (map[string]string, error) {
 				return nil, err
 			}
 			if found {
-				out[name] = string(data)
+				out[name] = cleanVolumePath(string(data))
 			}
 		}
 	}
@@ -317,19 +323,25 @@ func (d Dir) SetVar(scope []string, name string, v Var) error {
 // LookupVar looks a local var up from the innermost scope out.
 func (d Dir) LookupVar(scope []string, name string) (Var, bool, error) {
 	for _, s := range innermostFirst(scope) {
-		data, found, err := read(d.scoped(s, "vars", name))
-		if err != nil {
-			return Var{}, false, err
-		}
-		if found {
-			var v Var
-			if err := decodeJSON(data, &v); err != nil {
-				return Var{}, false, fmt.Errorf("reading var %s: %w", name, err)
-			}
-			return v, true, nil
+		v, found, err := d.LookupVarIn(s, name)
+		if err != nil || found {
+			return v, found, err
 		}
 	}
 	return Var{}, false, nil
+}
+
+// LookupVarIn looks a local var up in one scope only.
+func (d Dir) LookupVarIn(scope, name string) (Var, bool, error) {
+	data, found, err := read(d.scoped(scope, "vars", name))
+	if err != nil || !found {
+		return Var{}, false, err
+	}
+	var v Var
+	if err := decodeJSON(data, &v); err != nil {
+		return Var{}, false, fmt.Errorf("reading var %s: %w", name, err)
+	}
+	return v, true, nil
 }
 
 // Result is what a get, put or check produced.

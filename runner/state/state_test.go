@@ -207,3 +207,16 @@ func TestUnescapeInvertsEscape(t *testing.T) {
 		}
 	}
 }
+
+func TestArtifactPathsStayInTheVolume(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	if err := d.RegisterArtifact(nil, "evil", "../../../etc"); err != nil {
+		t.Fatal(err)
+	}
+	if p, _, _ := d.Artifact(nil, "evil"); p != "etc" {
+		t.Errorf("Artifact = %q, want etc", p)
+	}
+	if all, _ := d.Artifacts(nil); all["evil"] != "etc" {
+		t.Errorf("Artifacts = %v", all)
+	}
+}
