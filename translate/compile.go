@@ -91,6 +91,8 @@ type scope struct {
 	layers     []runspec.Layer
 	hookStatus string
 	scope      []string
+	// acrossVars are the enclosing across steps' values for this substep.
+	acrossVars map[string]any
 }
 
 func (s scope) with(l runspec.Layer) scope {
@@ -186,6 +188,7 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 		HookStatus: sc.hookStatus,
 		Context:    sc.layers,
 		Scope:      sc.scope,
+		AcrossVars: sc.acrossVars,
 		VarSources: c.opts.VarSources,
 	}
 }
@@ -424,6 +427,13 @@ func (c *compiler) across(p *concourse.Plan, e cond, sc scope) *handle {
 	h := c.parallel(p.ID, runspec.KindAcross, substeps, limit, p.Across.FailFast, e, sc, func(i int) scope {
 		s := sc
 		s.scope = append(append([]string{}, sc.scope...), fmt.Sprintf("%s/%d", p.ID, i))
+		s.acrossVars = map[string]any{}
+		for k, v := range sc.acrossVars {
+			s.acrossVars[k] = v
+		}
+		for k, v := range combos[i] {
+			s.acrossVars[k] = v
+		}
 		return s
 	})
 	h.name = "across-" + h.name
