@@ -226,9 +226,12 @@ const maxConfigResult = 2048
 
 func runResolve(_ context.Context, s *step) (bool, error) {
 	r := s.spec.Resolve
-	raw, err := s.readTaskFile(r.File, r.Vars)
-	if err != nil {
-		return false, err
+	raw := r.Config
+	if raw == nil {
+		var err error
+		if raw, err = s.readTaskFile(r.File, r.Vars); err != nil {
+			return false, err
+		}
 	}
 	m, ok := raw.(map[string]any)
 	if !ok {

@@ -80,7 +80,10 @@ type Resolve struct {
 	// TaskPlanID is the plan ID of the task step the config is for.
 	TaskPlanID string `json:"task_plan_id"`
 	// File is the task's `file:` (artifact/path).
-	File string `json:"file"`
+	File string `json:"file,omitempty"`
+	// Config is, instead of File, a `config:` task's config whose image the build's vars
+	// decide (an image_resource with a ((var)) in its source).
+	Config any `json:"config,omitempty"`
 	// Vars are the task step's `vars:`.
 	Vars map[string]any `json:"vars,omitempty"`
 }

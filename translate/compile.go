@@ -566,7 +566,7 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	variant := taskVariant{privileged: g.TypeImage.Privileged}
 	if g.Version != nil || g.VersionFrom != nil {
 		h := c.leaf(p.ID, "get-"+g.Name, spec, img, variant, g.Tags, e)
-		c.producedBy(g.Name, g.Type, h.leaf)
+		c.producedBy(g.Name, g.Type, h.leaf, g.Source)
 		return h
 	}
 	// No version given: find the latest first, so the job runs standalone.
@@ -574,7 +574,7 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	check := c.check(checkID, "check-"+g.Name, g.Type, g.Resource, g.Source, g.TypeImage, nil, g.Tags, e, sc)
 	spec.Get.VersionFrom = string(checkID)
 	get := c.leaf(p.ID, "get-"+g.Name, spec, img, variant, g.Tags, c.test(check, onlySuccess))
-	c.producedBy(g.Name, g.Type, get.leaf)
+	c.producedBy(g.Name, g.Type, get.leaf, g.Source)
 	s := c.test(get, onlySuccess)
 	return &handle{
 		tree:    runspec.Node{ID: string(p.ID) + "/checked", Kind: runspec.KindDo, Steps: []runspec.Node{check.tree, get.tree}},
@@ -586,10 +586,17 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 }
 
 // producedBy records that a get named name, of resource type typ, registers an artifact.
-func (c *compiler) producedBy(name, typ, task string) {
+func (c *compiler) producedBy(name, typ, task string, source concourse.Source) {
 	if typ == "registry-image" || typ == "docker-image" {
 		c.images[name] = artifactImage{ref: "$(tasks." + task + ".results.image)"}
 		return
+	}
+	if mirror, _ := source["mirror_self"].(bool); typ == "mock" && mirror {
+		// Concourse's test resource fetches itself: its artifact is its own image.
+		if img, ok := c.opts.ResourceImages["mock"]; ok {
+			c.images[name] = artifactImage{ref: img}
+			return
+		}
 	}
 	c.images[name] = artifactImage{reason: fmt.Sprintf("it is fetched by a get of a %s resource", typ)}
 }
@@ -666,30 +673,35 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 			cfg = &static
 		}
 	}
+	var raw any
 	if cfg != nil {
-		img, ok := artifactImage, true
-		if img == "" {
-			img, ok = c.taskImage(p, t.Name, cfg)
-		}
-		if !ok {
-			return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: t.Name, entry: e}
-		}
-		raw, err := toJSONValue(cfg)
-		if err != nil {
+		var err error
+		if raw, err = toJSONValue(cfg); err != nil {
 			c.fail(p, t.Name, "encoding its config: %v", err)
 		}
 		spec.Task.Config = raw
 		variant.limits, variant.asRoot = mergeLimits(cfg.Limits, t.Limits), cfg.Run.User != ""
-		return c.leaf(p.ID, "task-"+t.Name, spec, img, variant, t.Tags, e)
+		if artifactImage != "" {
+			return c.leaf(p.ID, "task-"+t.Name, spec, artifactImage, variant, t.Tags, e)
+		}
+		if !imageNeedsVars(cfg) {
+			img, ok := c.taskImage(p, t.Name, cfg)
+			if !ok {
+				return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: t.Name, entry: e}
+			}
+			return c.leaf(p.ID, "task-"+t.Name, spec, img, variant, t.Tags, e)
+		}
 	}
-	// The config is in an artifact: a resolve step reads it when the build runs and hands
-	// the image to the task.
+	// The config is in an artifact, or its image takes the build's vars: a resolve step
+	// reads and interpolates it when the build runs and hands the image to the task.
 	resolveSpec := c.spec(runspec.ModeResolve, p.ID+"/resolve", t.Name, sc)
-	resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Vars: t.Vars}
+	resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: raw, Vars: t.Vars}
+	if raw == nil {
+		spec.Task.File = t.ConfigPath
+		variant.limits = mergeLimits(nil, t.Limits)
+		variant.asRoot = true // the user comes from the file; the runner drops to it
+	}
 	resolve := c.leaf(p.ID+"/resolve", "resolve-"+t.Name, resolveSpec, c.opts.RunnerImage, taskVariant{}, nil, e)
-	spec.Task.File = t.ConfigPath
-	variant.limits = mergeLimits(nil, t.Limits)
-	variant.asRoot = true // the user comes from the file; the runner drops to it
 	img := "$(tasks." + resolve.leaf + ".results.image)"
 	if artifactImage != "" {
 		img = artifactImage
@@ -719,7 +731,29 @@ func (c *compiler) taskOutputs(t *concourse.TaskPlan, cfg *concourse.TaskConfig)
 	}
 }
 
+// imageNeedsVars reports whether a config's image is only known once the build's vars are.
+func imageNeedsVars(cfg *concourse.TaskConfig) bool {
+	ir := cfg.ImageResource
+	if ir == nil || (ir.Type != "registry-image" && ir.Type != "docker-image") {
+		return false
+	}
+	for _, k := range []string{"repository", "tag"} {
+		if s, ok := ir.Source[k].(string); ok && strings.Contains(s, "((") {
+			return true
+		}
+	}
+	return strings.Contains(ir.Version["digest"], "((")
+}
+
 func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.TaskConfig) (string, bool) {
+	if ir := cfg.ImageResource; ir != nil && ir.Type == "mock" {
+		// Concourse's test resource: with mirror_self its image is its own.
+		if mirror, _ := ir.Source["mirror_self"].(bool); mirror {
+			if img, ok := c.opts.ResourceImages["mock"]; ok {
+				return img, true
+			}
+		}
+	}
 	if ir := cfg.ImageResource; ir != nil {
 		if img, ok := imageFromResource(ir.Type, ir.Source, ir.Version); ok {
 			return img, true
