@@ -292,3 +292,21 @@ func TestAcrossVars(t *testing.T) {
 		t.Errorf("a load_var in the substep shadows its across var: got %q", got)
 	}
 }
+
+// TestResolveEmbeddedConfig resolves the image of a `config:` task whose image_resource
+// takes a build var (the translator cannot know the image before the build runs).
+func TestResolveEmbeddedConfig(t *testing.T) {
+	w := newWorld(t)
+	w.secret("registry", map[string]string{"value": "registry.example"})
+	res := w.spec(runspec.ModeResolve, "r", "")
+	res.Resolve = &runspec.Resolve{TaskPlanID: "t", Config: map[string]any{
+		"platform":       "linux",
+		"image_resource": map[string]any{"type": "registry-image", "source": map[string]any{"repository": "((registry))/app", "tag": "2"}},
+		"run":            map[string]any{"path": "true"},
+	}}
+	r := w.run(res)
+	w.checkRun(r, "r", runspec.Succeeded)
+	if got := w.result("r", "image"); got != "registry.example/app:2" {
+		t.Errorf("image = %q", got)
+	}
+}
