@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -262,7 +264,7 @@ func runPut(ctx context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, name := range sortedKeys(inputs) {
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
 		if _, err := cowcopy.Tree(filepath.Join(s.paths.Volume, inputs[name]), filepath.Join(dir, name), cowcopy.Options{}); err != nil {
 			return false, fmt.Errorf("mounting input %s: %w", name, err)
 		}
@@ -331,7 +333,7 @@ func detectInputs(value any) []string {
 			}
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			names = append(names, detectInputs(v[k])...)
 		}
 	case []any:
@@ -393,13 +395,4 @@ func nonNil(m map[string]any) map[string]any {
 		return map[string]any{}
 	}
 	return m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

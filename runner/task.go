@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,7 +118,7 @@ func (s *step) taskConfig(raw map[string]any, stepParams map[string]any) (concou
 				params[k] = v
 			}
 		}
-		for _, k := range sortedKeys(stepParams) {
+		for _, k := range slices.Sorted(maps.Keys(stepParams)) {
 			if _, ok := params[k]; !ok {
 				fmt.Fprintf(s.stderr, "[WARNING] %s was defined in pipeline but missing from task file\n", k)
 			}
@@ -281,7 +283,7 @@ func prepareOutputs(cfg concourse.TaskConfig, wd string) (map[string]string, err
 
 // registerOutputs registers each output under its mapped name once the process exited.
 func (s *step) registerOutputs(outputs map[string]string, mapping map[string]string) error {
-	for _, name := range sortedKeys(outputs) {
+	for _, name := range slices.Sorted(maps.Keys(outputs)) {
 		artifact := name
 		if m, ok := mapping[name]; ok {
 			artifact = m
@@ -356,7 +358,7 @@ func taskEnv(cfg concourse.TaskConfig, externalURL string) []string {
 	if externalURL != "" {
 		env = setEnv(env, "ATC_EXTERNAL_URL", externalURL)
 	}
-	for _, k := range sortedKeys(cfg.Params) {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Params)) {
 		env = setEnv(env, k, cfg.Params[k])
 	}
 	return env
