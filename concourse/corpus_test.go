@@ -11,31 +11,10 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/testcorpus"
 )
 
-// corpusDir finds ../shared/corpus beside the project's root, or $CONCOURSE_TEKTON_CORPUS.
-func corpusDir(t testing.TB) string {
-	t.Helper()
-	if dir := os.Getenv("CONCOURSE_TEKTON_CORPUS"); dir != "" {
-		return dir
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			corpus := filepath.Join(dir, "..", "shared", "corpus")
-			if _, err := os.Stat(corpus); err != nil {
-				t.Skipf("the pipeline corpus is absent: expected it at %s (beside the project's root), or set CONCOURSE_TEKTON_CORPUS", corpus)
-			}
-			return corpus
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatalf("no go.mod above %s", wd)
-		}
-	}
-}
+func corpusDir(t testing.TB) string { return testcorpus.Dir(t) }
 
 // invalidCorpus are the corpus pipelines that current Concourse rejects too, each with the
 // error we must report for it (a substring) and why.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -53,31 +54,35 @@ var oldStyleTemplate = regexp.MustCompile(`\{\{[-\w\pL]+\}\}`)
 // The returned diagnostics hold every problem found, errors and warnings; the pipeline is nil
 // when the YAML could not be read at all.
 func ParsePipeline(file string, data []byte, static vars.Variables) (*Pipeline, Diagnostics) {
-	p, diags := decodePipeline(file, data, static)
-	if p == nil || len(diags.Errors()) > 0 {
+	p, diags, decoded := decodePipeline(file, data, static)
+	if !decoded {
 		diags.sort()
 		return p, diags
 	}
+	// Unknown keys do not stop validation: the rest of the config decoded, and reporting
+	// every problem at once saves round trips.
 	diags = append(diags, p.Validate()...)
 	diags.sort()
 	return p, diags
 }
 
-func decodePipeline(file string, data []byte, static vars.Variables) (*Pipeline, Diagnostics) {
+// decodePipeline reads the document into p.Config. decoded reports whether every value
+// decoded (unknown keys aside), so that validation can run.
+func decodePipeline(file string, data []byte, static vars.Variables) (p *Pipeline, diags Diagnostics, decoded bool) {
 	tree, diags := parseTree(file, data)
 	if tree == nil {
-		return nil, diags
+		return nil, diags, false
 	}
-	p := &Pipeline{File: file, tree: tree}
+	p = &Pipeline{File: file, tree: tree}
 	if tree.kind != mapNode {
 		if tree.kind == scalarNode && tree.scalar == nil {
-			return p, append(diags, p.Diagnostic(SeverityError, nil, "the pipeline is empty"))
+			return p, append(diags, p.Diagnostic(SeverityError, nil, "the pipeline is empty")), false
 		}
-		return p, append(diags, p.Diagnostic(SeverityError, nil, "a pipeline must be a map with jobs, resources and so on"))
+		return p, append(diags, p.Diagnostic(SeverityError, nil, "a pipeline must be a map with jobs, resources and so on")), false
 	}
 	diags = append(diags, p.checkOldTemplates(tree, nil)...)
 	if len(diags.Errors()) > 0 {
-		return p, diags
+		return p, diags, false
 	}
 	if static == nil {
 		static = vars.StaticVariables{}
@@ -85,7 +90,7 @@ func decodePipeline(file string, data []byte, static vars.Variables) (*Pipeline,
 	ds := p.interpolate(tree, nil, static)
 	diags = append(diags, ds...)
 	if len(diags.Errors()) > 0 {
-		return p, diags
+		return p, diags, false
 	}
 
 	kept := tree.entries[:0:0]
@@ -98,8 +103,8 @@ func decodePipeline(file string, data []byte, static vars.Variables) (*Pipeline,
 		kept = append(kept, e)
 	}
 	tree.entries = kept
-	diags = append(diags, p.decode()...)
-	return p, diags
+	unknown, failed := p.decode()
+	return p, append(append(diags, unknown...), failed...), len(failed) == 0
 }
 
 // checkOldTemplates refuses Concourse's long-gone {{param}} syntax, which would otherwise
@@ -176,40 +181,44 @@ func (p *Pipeline) noteMissing(missing []vars.Reference, pos Pos, path Path) {
 }
 
 // decode fills p.Config from the tree, one element at a time, so that one bad resource or
-// job does not hide the problems of the others.
-func (p *Pipeline) decode() Diagnostics {
-	var diags Diagnostics
+// job does not hide the problems of the others. It returns the unknown keys and the values
+// that failed to decode apart.
+func (p *Pipeline) decode() (unknown, failed Diagnostics) {
 	for _, e := range p.tree.entries {
 		path := Path{Key(e.key)}
+		var u, f Diagnostics
 		switch e.key {
 		case "groups":
-			diags = append(diags, decodeList(p, e.value, path, nil, &p.Config.Groups)...)
+			u, f = decodeList(p, e.value, path, groupFields, &p.Config.Groups)
 		case "var_sources":
-			diags = append(diags, decodeList(p, e.value, path, nil, &p.Config.VarSources)...)
+			u, f = decodeList(p, e.value, path, varSourceFields, &p.Config.VarSources)
 		case "resources":
-			diags = append(diags, decodeList(p, e.value, path, resourceFields, &p.Config.Resources)...)
+			u, f = decodeList(p, e.value, path, resourceFields, &p.Config.Resources)
 		case "resource_types":
-			diags = append(diags, decodeList(p, e.value, path, resourceTypeFields, &p.Config.ResourceTypes)...)
+			u, f = decodeList(p, e.value, path, resourceTypeFields, &p.Config.ResourceTypes)
 		case "prototypes":
-			diags = append(diags, decodeList(p, e.value, path, resourceTypeFields, &p.Config.Prototypes)...)
+			u, f = decodeList(p, e.value, path, resourceTypeFields, &p.Config.Prototypes)
 		case "jobs":
-			diags = append(diags, decodeList(p, e.value, path, jobFields, &p.Config.Jobs)...)
+			u, f = decodeList(p, e.value, path, jobFields, &p.Config.Jobs)
 			for i, job := range listItems(e.value) {
 				if r := job.get("build_log_retention"); r != nil {
-					diags = append(diags, p.strictKeys(r, Path{Key("jobs"), Named(i, nameOf(job)), Key("build_log_retention")}, buildLogRetentionFields)...)
+					u = append(u, p.strictKeys(r, Path{Key("jobs"), Named(i, nameOf(job)), Key("build_log_retention")}, buildLogRetentionFields)...)
 				}
 			}
 		case "display":
-			diags = append(diags, p.strictKeys(e.value, path, displayFields)...)
-			diags = append(diags, p.decodeValue(e.value, path, &p.Config.Display)...)
+			u = p.strictKeys(e.value, path, displayFields)
+			f = p.decodeValue(e.value, path, &p.Config.Display)
 		case "user_data":
 			p.Config.UserData = e.value.toValue()
 		}
+		unknown, failed = append(unknown, u...), append(failed, f...)
 	}
-	return diags
+	return unknown, failed
 }
 
 var (
+	groupFields             = jsonFieldNames(GroupConfig{})
+	varSourceFields         = jsonFieldNames(VarSourceConfig{})
 	displayFields           = jsonFieldNames(DisplayConfig{})
 	buildLogRetentionFields = jsonFieldNames(BuildLogRetention{})
 )
@@ -231,30 +240,27 @@ func nameOf(n *node) string {
 	return ""
 }
 
-// decodeList decodes a list of T element by element; known, when set, makes unknown keys
-// errors (Concourse decodes these strictly).
-func decodeList[T any](p *Pipeline, n *node, path Path, known map[string]bool, out *[]T) Diagnostics {
+// decodeList decodes a list of T element by element, reporting keys not in known (Concourse
+// decodes these strictly) apart from values that fail to decode.
+func decodeList[T any](p *Pipeline, n *node, path Path, known map[string]bool, out *[]T) (unknown, failed Diagnostics) {
 	if n.kind == scalarNode && n.scalar == nil {
-		return nil
+		return nil, nil
 	}
 	if n.kind != listNode {
-		return Diagnostics{p.Diagnostic(SeverityError, path, "must be a list")}
+		return nil, Diagnostics{p.Diagnostic(SeverityError, path, "must be a list")}
 	}
-	var diags Diagnostics
 	items := make([]T, len(n.items))
 	for i, item := range n.items {
 		ipath := path.Child(Named(i, nameOf(item)))
 		if item.kind != mapNode {
-			diags = append(diags, p.Diagnostic(SeverityError, ipath, "must be a map"))
+			failed = append(failed, p.Diagnostic(SeverityError, ipath, "must be a map"))
 			continue
 		}
-		if known != nil {
-			diags = append(diags, p.strictKeys(item, ipath, known)...)
-		}
-		diags = append(diags, p.decodeValue(item, ipath, &items[i])...)
+		unknown = append(unknown, p.strictKeys(item, ipath, known)...)
+		failed = append(failed, p.decodeValue(item, ipath, &items[i])...)
 	}
 	*out = items
-	return diags
+	return unknown, failed
 }
 
 // strictKeys reports the keys of a map that are not in known.
@@ -274,15 +280,44 @@ func (p *Pipeline) strictKeys(n *node, path Path, known map[string]bool) Diagnos
 
 // decodeValue decodes a node into out through its JSON form, reporting a decode error at
 // the position of the field it concerns.
+//
+// A boolean or a number written where a string is wanted (`task: n`, `version: {v: 1}`) is
+// read as the text it was written as, the way Concourse's YAML decoding does it.
 func (p *Pipeline) decodeValue(n *node, path Path, out any) Diagnostics {
-	buf, err := n.appendJSON(nil)
-	if err != nil {
-		return Diagnostics{p.Diagnostic(SeverityError, path, "%v", err)}
-	}
-	if err := json.Unmarshal(buf, out); err != nil {
+	for attempt := 0; ; attempt++ {
+		buf, err := n.appendJSON(nil)
+		if err != nil {
+			return Diagnostics{p.Diagnostic(SeverityError, path, "%v", err)}
+		}
+		err = json.Unmarshal(buf, out)
+		if err == nil {
+			return nil
+		}
+		if attempt < maxStringRetries && p.textForString(path, err) {
+			continue
+		}
 		return Diagnostics{p.decodeError(path, err)}
 	}
-	return nil
+}
+
+// maxStringRetries bounds the decode retries of decodeValue.
+const maxStringRetries = 10_000
+
+// textForString turns the scalar a type mismatch points at back into its text, when the
+// field wants a string and the scalar was typed from plain text. It reports whether it did.
+func (p *Pipeline) textForString(path Path, err error) bool {
+	err = unwrapJSONError(err)
+	var pe *pathError
+	var tm *typeMismatch
+	if !errors.As(err, &pe) || !errors.As(err, &tm) || tm.target.Kind() != reflect.String {
+		return false
+	}
+	n := p.nodeAt(path.Child(pe.path...))
+	if n == nil || n.kind != scalarNode || n.raw == "" {
+		return false
+	}
+	n.scalar, n.raw = n.raw, ""
+	return true
 }
 
 func (p *Pipeline) decodeError(path Path, err error) Diagnostic {

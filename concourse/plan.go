@@ -220,6 +220,7 @@ type ArtifactOutputPlan struct {
 
 // DependentGetPlan is the deprecated get that followed a put.
 type DependentGetPlan struct {
+	Type     string `json:"type,omitempty"`
 	Name     string `json:"name"`
 	Resource string `json:"resource"`
 }

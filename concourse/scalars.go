@@ -223,6 +223,10 @@ func (c *CheckEvery) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return errors.New(`invalid check_every: use a duration such as "10m", or "never"`)
 	}
+	if s == "" {
+		*c = CheckEvery{}
+		return nil
+	}
 	if s == "never" {
 		*c = CheckEvery{Never: true, raw: s}
 		return nil
@@ -242,6 +246,9 @@ func (c CheckEvery) MarshalJSON() ([]byte, error) {
 	}
 	if c.Never {
 		return json.Marshal("never")
+	}
+	if c.Interval == 0 {
+		return json.Marshal("")
 	}
 	return json.Marshal(c.Interval.String())
 }

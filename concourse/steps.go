@@ -126,7 +126,7 @@ func (step *Step) UnmarshalJSON(data []byte) error {
 		}
 		cur := d.new()
 		if err := json.Unmarshal(data, cur); err != nil {
-			return atPath(unwrapJSONError(err), Key(d.key))
+			return stepDecodeError(d.key, err)
 		}
 		if step.Config == nil {
 			step.Config = cur
@@ -183,6 +183,23 @@ func (step Step) MarshalJSON() ([]byte, error) {
 	return json.Marshal(fields)
 }
 
+// nestedStepKeys are the step keys whose value is decoded by a nested decoder (a step or a
+// list of steps) that reports paths relative to that value.
+var nestedStepKeys = map[string]bool{
+	"ensure": true, "on_error": true, "on_abort": true, "on_failure": true, "on_success": true,
+	"try": true, "in_parallel": true,
+}
+
+// stepDecodeError places a decode error in the step's map: type errors already name their
+// field; errors from nested decoders are relative to the key they decoded.
+func stepDecodeError(key string, err error) error {
+	var te *json.UnmarshalTypeError
+	if nestedStepKeys[key] && !errors.As(err, &te) {
+		return atPath(err, Key(key))
+	}
+	return unwrapJSONError(err)
+}
+
 // decodeSteps decodes a list of steps one by one, so that an error names its index.
 func decodeSteps(raws []json.RawMessage, key string) ([]Step, error) {
 	if raws == nil {
@@ -207,9 +224,19 @@ func unwrapJSONError(err error) error {
 				p = append(p, Key(f))
 			}
 		}
-		return &pathError{path: p, err: fmt.Errorf("cannot use %s as %s", te.Value, goTypeName(te.Type))}
+		return &pathError{path: p, err: &typeMismatch{value: te.Value, target: te.Type}}
 	}
 	return err
+}
+
+// typeMismatch is a JSON value of the wrong type for its field.
+type typeMismatch struct {
+	value  string
+	target reflect.Type
+}
+
+func (e *typeMismatch) Error() string {
+	return fmt.Sprintf("cannot use %s as %s", e.value, goTypeName(e.target))
 }
 
 func splitDotted(s string) []string {
@@ -403,9 +430,11 @@ type InParallelConfig struct {
 func (c *InParallelConfig) UnmarshalJSON(data []byte) error {
 	var list []json.RawMessage
 	if err := json.Unmarshal(data, &list); err == nil {
-		steps, err := decodeSteps(list, "steps")
-		if err != nil {
-			return err
+		steps := make([]Step, len(list))
+		for i, r := range list {
+			if err := json.Unmarshal(r, &steps[i]); err != nil {
+				return atPath(unwrapJSONError(err), Index(i))
+			}
 		}
 		*c = InParallelConfig{Steps: steps}
 		return nil

@@ -279,7 +279,7 @@ func (v *validator) jobs() {
 		jpath := Path{Key("jobs"), Named(i, job.Name)}
 		v.jobSettings(job, jpath)
 		gets := map[string]Path{}
-		v.p.WalkJob(job, jpath, func(s StepConfig, path Path, scope *walkScope) {
+		v.p.walkJob(job, jpath, func(s StepConfig, path Path, scope *walkScope) {
 			v.step(job, s, path, scope, resources, gets, jobsByName, passedDeps)
 		}, func(step Step, path Path) {
 			if step.Aggregate {

@@ -16,8 +16,13 @@ func (s *walkScope) shadows(name string) bool {
 }
 
 // WalkJob calls visit for every step config of a job (modifiers, hooks and nested steps
-// included), with its path in the document, and step for every step envelope.
-func (p *Pipeline) WalkJob(job *JobConfig, jpath Path, visit func(StepConfig, Path, *walkScope), step func(Step, Path)) {
+// included) with its path in the document (jpath is the job's), and step, when not nil,
+// for every step envelope.
+func (p *Pipeline) WalkJob(job *JobConfig, jpath Path, visit func(StepConfig, Path), step func(Step, Path)) {
+	p.walkJob(job, jpath, func(s StepConfig, path Path, _ *walkScope) { visit(s, path) }, step)
+}
+
+func (p *Pipeline) walkJob(job *JobConfig, jpath Path, visit func(StepConfig, Path, *walkScope), step func(Step, Path)) {
 	w := &pathWalker{p: p, visit: visit, step: step}
 	for i := range job.PlanSequence {
 		w.walkStep(job.PlanSequence[i], jpath.Child(Key("plan"), Index(i)), nil)

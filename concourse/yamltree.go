@@ -16,9 +16,12 @@ import (
 // typed the way Concourse's YAML library (go-yaml v2, YAML 1.1) types them, and the
 // position of everything kept for error messages.
 type node struct {
-	kind    nodeKind
-	pos     Pos
-	scalar  any // nil, bool, int64, uint64, float64 or string
+	kind   nodeKind
+	pos    Pos
+	scalar any // nil, bool, int64, uint64, float64 or string
+	// raw is the text of a plain scalar that was typed as a boolean or a number. A field
+	// of type string takes the text instead, as Concourse's YAML decoding does.
+	raw     string
 	entries []entry
 	items   []*node
 }
@@ -50,8 +53,9 @@ func (n *node) get(key string) *node {
 	return nil
 }
 
-// maxNodes bounds alias expansion ("billion laughs"): no real pipeline comes near it.
-const maxNodes = 2_000_000
+// maxNodes bounds alias expansion ("billion laughs"). The largest corpus pipeline has
+// about 30,000 nodes once its aliases are expanded.
+const maxNodes = 500_000
 
 type treeBuilder struct {
 	file  string
@@ -163,7 +167,12 @@ func (b *treeBuilder) build(y *yaml.Node) *node {
 		if err != nil {
 			b.errorf(posOf(y), "%v", err)
 		}
-		return &node{kind: scalarNode, pos: posOf(y), scalar: v}
+		n := &node{kind: scalarNode, pos: posOf(y), scalar: v}
+		switch v.(type) {
+		case bool, int64, uint64, float64:
+			n.raw = y.Value
+		}
+		return n
 	case yaml.DocumentNode:
 		if len(y.Content) == 0 {
 			return &node{kind: scalarNode, pos: posOf(y)}

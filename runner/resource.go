@@ -243,7 +243,27 @@ func runGet(ctx context.Context, s *step) (bool, error) {
 	if err := s.state.SetVar(s.spec.Scope, s.spec.Name, state.Var{Value: metadata}); err != nil {
 		return false, err
 	}
+	if ref := imageRef(g.Type, source, vr.Version); ref != "" {
+		// A task's `image:` naming this artifact runs this image, pulled from its registry.
+		if err := s.writeResult("image", []byte(ref)); err != nil {
+			return false, err
+		}
+	}
 	return true, s.publish(state.Result{Version: vr.Version, Metadata: vr.Metadata})
+}
+
+// imageRef is the registry reference of an image fetched by a registry-image or
+// docker-image get: its repository at the fetched digest.
+func imageRef(typ string, source map[string]any, version map[string]string) string {
+	if typ != "registry-image" && typ != "docker-image" {
+		return ""
+	}
+	repo, _ := source["repository"].(string)
+	digest := version["digest"]
+	if repo == "" || digest == "" {
+		return ""
+	}
+	return repo + "@" + digest
 }
 
 func runPut(ctx context.Context, s *step) (bool, error) {

@@ -67,7 +67,10 @@ func ParseReference(name string) (Reference, error) {
 		}
 		fields = append(fields, seg)
 	}
-	ref.Path, ref.Fields = fields[0], fields[1:]
+	ref.Path = fields[0]
+	if len(fields) > 1 {
+		ref.Fields = fields[1:]
+	}
 	return ref, nil
 }
 
