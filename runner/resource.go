@@ -412,6 +412,9 @@ func (s *step) keep(dir, name string) (string, error) {
 	}
 	volPath := runspec.ArtifactPath(s.spec.PlanID, name)
 	dst := filepath.Join(s.paths.Volume, volPath)
+	if err := state.MkdirShared(filepath.Dir(dst)); err != nil {
+		return "", fmt.Errorf("saving artifact %s: %w", name, err)
+	}
 	if err := os.RemoveAll(dst); err != nil {
 		return "", fmt.Errorf("saving artifact %s: %w", name, err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runner/cowcopy"
 	"github.com/concourse-tekton/concourse-tekton/runner/proc"
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -330,6 +331,9 @@ func (s *step) saveCaches(caches []cache) error {
 		return nil
 	}
 	for _, c := range caches {
+		if err := state.MkdirShared(filepath.Dir(c.store)); err != nil {
+			return fmt.Errorf("saving cache %s: %w", c.dir, err)
+		}
 		next := c.store + ".next-" + runspec.Escape(s.spec.PlanID)
 		if err := os.RemoveAll(next); err != nil {
 			return fmt.Errorf("saving cache %s: %w", c.dir, err)
