@@ -195,14 +195,14 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 		return false, err
 	}
 	res, err := proc.Run(ctx, proc.Cmd{
-		Path:        path,
-		Args:        cfg.Run.Args,
-		Dir:         dir,
-		Env:         env,
-		Stdout:      s.stdout,
-		MergeStderr: true,
-		Credential:  cred,
-		Grace:       s.opts.grace,
+		Path:       path,
+		Args:       cfg.Run.Args,
+		Dir:        dir,
+		Env:        env,
+		Stdout:     s.stdout,
+		TTY:        true,
+		Credential: cred,
+		Grace:      s.opts.grace,
 	})
 	if err != nil {
 		return false, err
