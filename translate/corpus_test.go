@@ -72,3 +72,46 @@ func TestCorpusConvert(t *testing.T) {
 	fmt.Printf("corpus convert: %d jobs: %d converted and valid, %d not converted (listed with -v); largest object %d bytes (%s)\n",
 		jobs, converted, len(unsupported), largest, largestName)
 }
+
+// BenchmarkCorpusConvert loads, plans and compiles every job of every valid corpus
+// pipeline; compare it with BenchmarkCorpusRawYAML in package concourse.
+func BenchmarkCorpusConvert(b *testing.B) {
+	files, _ := filepath.Glob(filepath.Join(testcorpus.Dir(b), "pipelines", "*.yml"))
+	type input struct {
+		name string
+		data []byte
+	}
+	var inputs []input
+	var size int64
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inputs = append(inputs, input{filepath.Base(f), data})
+		size += int64(len(data))
+	}
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, in := range inputs {
+			p, diags := concourse.ParsePipeline(in.name, in.data, nil)
+			if p == nil || len(diags.Errors()) > 0 {
+				continue
+			}
+			for j := range p.Config.Jobs {
+				plan, err := planner.Plan(&p.Config, &p.Config.Jobs[j], planner.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := translate.Translate(plan, translate.Options{Pipeline: "corpus", Job: p.Config.Jobs[j].Name})
+				if err != nil {
+					continue
+				}
+				if _, err := translate.MarshalYAML(r.Objects()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+}

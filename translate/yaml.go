@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
 // Objects returns the build's objects in the order to apply them: Tasks, the Pipeline,
@@ -45,9 +45,38 @@ func ObjectYAML(obj any) ([]byte, error) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
-	delete(m, "status")
-	if meta, ok := m["metadata"].(map[string]any); ok {
-		delete(meta, "creationTimestamp")
+	dropEmpty(m)
+	// yaml.v3 sorts map keys and quotes strings YAML 1.1 readers (kubectl) would take for
+	// booleans or numbers.
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	return yaml.Marshal(m)
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// dropEmpty removes what Go's zero values add and nobody wrote: empty `status` maps (of
+// the object and of embedded claim templates) and null creation timestamps.
+func dropEmpty(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if st, ok := x["status"].(map[string]any); ok && len(st) == 0 {
+			delete(x, "status")
+		}
+		if ts, ok := x["creationTimestamp"]; ok && ts == nil {
+			delete(x, "creationTimestamp")
+		}
+		for _, e := range x {
+			dropEmpty(e)
+		}
+	case []any:
+		for _, e := range x {
+			dropEmpty(e)
+		}
+	}
 }
