@@ -194,3 +194,16 @@ func TestTryDoesNotFireFailFast(t *testing.T) {
 		t.Error("a failure inside try fired the group")
 	}
 }
+
+func TestOnErrorAndOnAbortHooksAreNeverAborted(t *testing.T) {
+	w := newWorld(t)
+	hook := runspec.Layer{Kind: runspec.LayerDetach, ID: "h", Always: true}
+	r := w.start(w.sleeper("1", "1", hook), nil)
+	waitFile(t, w.startedFile("1"))
+	w.startArgs(abortArgs(w), nil).wait(t)
+	got := r.wait(t)
+	w.checkRun(got, "1", runspec.Succeeded)
+	if !strings.Contains(got.stdout, "done") {
+		t.Errorf("stdout %q", got.stdout)
+	}
+}

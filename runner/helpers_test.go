@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -86,6 +88,28 @@ func TestParseVar(t *testing.T) {
 		}
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("parseVar(%s, %s) (-want +got):\n%s", tt.file, tt.format, diff)
+		}
+	}
+}
+
+func TestResultsWithin(t *testing.T) {
+	field := func(name string, size int) state.MetadataField {
+		return state.MetadataField{Name: name, Value: strings.Repeat("x", size)}
+	}
+	tests := []struct {
+		name                      string
+		r                         state.Result
+		wantVersion, wantMetadata string
+	}{
+		{"small", state.Result{Version: map[string]string{"v": "1"}, Metadata: []state.MetadataField{{Name: "a", Value: "b"}}}, `{"v":"1"}`, `[{"name":"a","value":"b"}]`},
+		{"no metadata", state.Result{Version: map[string]string{"v": "1"}}, `{"v":"1"}`, `[]`},
+		{"metadata cut", state.Result{Version: map[string]string{"v": "1"}, Metadata: []state.MetadataField{field("a", 10), field("b", 100)}}, `{"v":"1"}`, `[{"name":"a","value":"xxxxxxxxxx"}]`},
+		{"huge version", state.Result{Version: map[string]string{"v": strings.Repeat("y", 200)}}, `{}`, `[]`},
+	}
+	for _, tt := range tests {
+		v, m, err := resultsWithin(tt.r, 80)
+		if err != nil || string(v) != tt.wantVersion || string(m) != tt.wantMetadata {
+			t.Errorf("%s: resultsWithin = %s, %s, %v; want %s, %s", tt.name, v, m, err, tt.wantVersion, tt.wantMetadata)
 		}
 	}
 }

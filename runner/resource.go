@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,24 +145,46 @@ func (s *step) interpolateMap(m map[string]any) (map[string]any, error) {
 	return out.(map[string]any), nil
 }
 
-// publish writes a version result to the state directory and as Tekton results.
+// resultBudget is how many bytes of version and metadata results a step may write:
+// Tekton passes results in the pod's termination message, 4 KiB for all of them, and a
+// step whose results do not fit fails. The state directory keeps everything.
+const resultBudget = 3072
+
+// publish writes a version result to the state directory and as Tekton results, the
+// latter cut to fit resultBudget: the version whole or not at all, then as many metadata
+// fields as fit.
 func (s *step) publish(r state.Result) error {
 	if err := s.state.WriteResult(s.spec.PlanID, r); err != nil {
 		return err
 	}
-	version, err := json.Marshal(r.Version)
+	version, metadata, err := resultsWithin(r, resultBudget)
 	if err != nil {
-		return fmt.Errorf("encoding the version: %w", err)
+		return err
 	}
-	metadata := r.Metadata
-	if metadata == nil {
-		metadata = []state.MetadataField{}
-	}
-	md, err := json.Marshal(metadata)
+	return errors.Join(s.writeResult("version", version), s.writeResult("metadata", metadata))
+}
+
+func resultsWithin(r state.Result, budget int) (version, metadata []byte, err error) {
+	version, err = json.Marshal(r.Version)
 	if err != nil {
-		return fmt.Errorf("encoding the metadata: %w", err)
+		return nil, nil, fmt.Errorf("encoding the version: %w", err)
 	}
-	return errors.Join(s.writeResult("version", version), s.writeResult("metadata", md))
+	if len(version) > budget {
+		version = []byte("{}")
+	}
+	fields := r.Metadata
+	for n := len(fields); ; n-- {
+		kept := fields[:n]
+		if kept == nil {
+			kept = []state.MetadataField{}
+		}
+		if metadata, err = json.Marshal(kept); err != nil {
+			return nil, nil, fmt.Errorf("encoding the metadata: %w", err)
+		}
+		if len(version)+len(metadata) <= budget || n == 0 {
+			return version, metadata, nil
+		}
+	}
 }
 
 func runCheck(ctx context.Context, s *step) (bool, error) {
@@ -282,7 +306,7 @@ func runPut(ctx context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, name := range sortedKeys(inputs) {
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
 		if _, err := cowcopy.Tree(filepath.Join(s.paths.Volume, inputs[name]), filepath.Join(dir, name), cowcopy.Options{}); err != nil {
 			return false, fmt.Errorf("mounting input %s: %w", name, err)
 		}
@@ -351,7 +375,7 @@ func detectInputs(value any) []string {
 			}
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
+		for _, k := range slices.Sorted(maps.Keys(v)) {
 			names = append(names, detectInputs(v[k])...)
 		}
 	case []any:
@@ -388,6 +412,9 @@ func (s *step) keep(dir, name string) (string, error) {
 	}
 	volPath := runspec.ArtifactPath(s.spec.PlanID, name)
 	dst := filepath.Join(s.paths.Volume, volPath)
+	if err := state.MkdirShared(filepath.Dir(dst)); err != nil {
+		return "", fmt.Errorf("saving artifact %s: %w", name, err)
+	}
 	if err := os.RemoveAll(dst); err != nil {
 		return "", fmt.Errorf("saving artifact %s: %w", name, err)
 	}
@@ -413,13 +440,4 @@ func nonNil(m map[string]any) map[string]any {
 		return map[string]any{}
 	}
 	return m
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

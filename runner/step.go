@@ -199,7 +199,7 @@ func (s *step) start() (guard, error) {
 		case runspec.LayerFailFast:
 			groups = append(groups, member{group: l.ID, child: l.Child.ID})
 		case runspec.LayerDetach:
-			detached, err := s.state.Detach(l.ID, done())
+			detached, err := s.state.Detach(l.ID, l.Always || done())
 			if err != nil {
 				return guard{}, err
 			}

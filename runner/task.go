@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +21,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runner/cowcopy"
 	"github.com/concourse-tekton/concourse-tekton/runner/proc"
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -116,7 +119,7 @@ func (s *step) taskConfig(raw map[string]any, stepParams map[string]any) (concou
 				params[k] = v
 			}
 		}
-		for _, k := range sortedKeys(stepParams) {
+		for _, k := range slices.Sorted(maps.Keys(stepParams)) {
 			if _, ok := params[k]; !ok {
 				fmt.Fprintf(s.stderr, "[WARNING] %s was defined in pipeline but missing from task file\n", k)
 			}
@@ -192,14 +195,14 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 		return false, err
 	}
 	res, err := proc.Run(ctx, proc.Cmd{
-		Path:        path,
-		Args:        cfg.Run.Args,
-		Dir:         dir,
-		Env:         env,
-		Stdout:      s.stdout,
-		MergeStderr: true,
-		Credential:  cred,
-		Grace:       s.opts.grace,
+		Path:       path,
+		Args:       cfg.Run.Args,
+		Dir:        dir,
+		Env:        env,
+		Stdout:     s.stdout,
+		TTY:        true,
+		Credential: cred,
+		Grace:      s.opts.grace,
 	})
 	if err != nil {
 		return false, err
@@ -281,7 +284,7 @@ func prepareOutputs(cfg concourse.TaskConfig, wd string) (map[string]string, err
 
 // registerOutputs registers each output under its mapped name once the process exited.
 func (s *step) registerOutputs(outputs map[string]string, mapping map[string]string) error {
-	for _, name := range sortedKeys(outputs) {
+	for _, name := range slices.Sorted(maps.Keys(outputs)) {
 		artifact := name
 		if m, ok := mapping[name]; ok {
 			artifact = m
@@ -328,6 +331,9 @@ func (s *step) saveCaches(caches []cache) error {
 		return nil
 	}
 	for _, c := range caches {
+		if err := state.MkdirShared(filepath.Dir(c.store)); err != nil {
+			return fmt.Errorf("saving cache %s: %w", c.dir, err)
+		}
 		next := c.store + ".next-" + runspec.Escape(s.spec.PlanID)
 		if err := os.RemoveAll(next); err != nil {
 			return fmt.Errorf("saving cache %s: %w", c.dir, err)
@@ -356,7 +362,7 @@ func taskEnv(cfg concourse.TaskConfig, externalURL string) []string {
 	if externalURL != "" {
 		env = setEnv(env, "ATC_EXTERNAL_URL", externalURL)
 	}
-	for _, k := range sortedKeys(cfg.Params) {
+	for _, k := range slices.Sorted(maps.Keys(cfg.Params)) {
 		env = setEnv(env, k, cfg.Params[k])
 	}
 	return env

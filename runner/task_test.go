@@ -45,6 +45,10 @@ func TestTaskProcess(t *testing.T) {
 			name: "stdout and stderr merged in order", script: "echo one; echo two >&2; echo three",
 			want: runspec.Succeeded, wantStdout: "one\ntwo\nthree\n",
 		},
+		{
+			name: "a terminal, as in Concourse", script: "[ -t 1 ] && echo terminal",
+			want: runspec.Succeeded, wantStdout: "terminal\n",
+		},
 		{name: "non-zero exit is a failure", script: "echo bad; exit 3", want: runspec.Failed, wantStdout: "bad\n"},
 		{name: "working directory", script: `pwd`, want: runspec.Succeeded, wantStdout: "TMPBUILD/" + wd + "\n"},
 		{

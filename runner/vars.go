@@ -103,7 +103,8 @@ func (b *buildVars) credential(dir, name string) (any, bool, error) {
 }
 
 // readSecret reads a mounted Secret: a directory with a file per key. Names starting with
-// ".." are the kubelet's own (the atomic-update symlinks of a secret volume).
+// ".." are the kubelet's own (the atomic-update symlinks of a secret volume). An empty
+// directory is no Secret.
 func readSecret(dir string) (any, bool, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
@@ -125,6 +126,11 @@ func readSecret(dir string) (any, bool, error) {
 			return nil, false, fmt.Errorf("reading credential %s: %w", filepath.Base(dir), err)
 		}
 		values[e.Name()] = string(data)
+	}
+	if len(values) == 0 {
+		// An optional Secret volume whose Secret does not exist is an empty directory:
+		// that is no credential, and the lookup goes on.
+		return nil, false, nil
 	}
 	if v, ok := values["value"]; ok {
 		return v, true, nil

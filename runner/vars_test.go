@@ -32,12 +32,18 @@ func TestCredentials(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t)
-			w.secret("app.token", map[string]string{"value": "pipeline-token"})
+			w.kubeletSecret("app.token", map[string]string{"value": "pipeline-token"})
 			w.secret("token", map[string]string{"value": "team-token"})
 			w.secret("shared", map[string]string{"value": "shared-secret"})
 			w.secret("db", map[string]string{"user": "admin", "password": "hunter22"})
 			w.secret("tiny", map[string]string{"value": "x"})
 			w.secret("vault/api", map[string]string{"value": "vault-api-key"})
+			// Optional Secret volumes of Secrets that do not exist: empty directories.
+			for _, empty := range []string{"app.shared", "app.nope", "nope"} {
+				if err := os.MkdirAll(filepath.Join(w.creds, empty), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
 			spec := w.taskSpec("1", "t", shConfig(`echo "$V"; echo "$V" | tr 'a-z' 'A-Z' >/dev/null`, map[string]any{"params": map[string]any{"V": tt.ref}}))
 			spec.VarSources = []string{"vault"}
 			r := w.run(spec)
@@ -308,5 +314,21 @@ func TestResolveEmbeddedConfig(t *testing.T) {
 	w.checkRun(r, "r", runspec.Succeeded)
 	if got := w.result("r", "image"); got != "registry.example/app:2" {
 		t.Errorf("image = %q", got)
+	}
+}
+
+// kubeletSecret writes a Secret the way the kubelet mounts one: the keys in a timestamped
+// directory, a ..data link to it, and a link per key through ..data.
+func (w *world) kubeletSecret(name string, keys map[string]string) {
+	w.t.Helper()
+	dir := filepath.Join(w.creds, name)
+	write(w.t, filepath.Join(dir, "..2026_11_21_00_00_00.000000001"), keys)
+	if err := os.Symlink("..2026_11_21_00_00_00.000000001", filepath.Join(dir, "..data")); err != nil {
+		w.t.Fatal(err)
+	}
+	for k := range keys {
+		if err := os.Symlink(filepath.Join("..data", k), filepath.Join(dir, k)); err != nil {
+			w.t.Fatal(err)
+		}
 	}
 }

@@ -84,7 +84,8 @@
 // build's own (abort) is implied at the root; a timeout layer adds a deadline shared by
 // every leaf under it (the first to start records the start); a fail-fast layer makes the
 // leaf stop when the group fires; a detach layer marks a hook that Concourse runs with
-// context.Background() when the context above it is already done when the hook starts
-// (ensure, on_error, on_abort): the first leaf of the hook to start records whether it was,
-// and if so every leaf of the hook ignores the layers above it.
+// context.Background(): an ensure hook when the context above it is already done when the
+// hook starts (the first leaf of the hook to start records whether it was), on_error and
+// on_abort hooks always (Layer.Always). A detached leaf ignores the layers above its
+// detach layer: the abort, their deadlines and their fail-fast groups.
 package runspec

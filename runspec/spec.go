@@ -132,7 +132,8 @@ const (
 	LayerTimeout LayerKind = "timeout"
 	// LayerFailFast is membership of a child of an in_parallel or across with fail_fast.
 	LayerFailFast LayerKind = "fail_fast"
-	// LayerDetach is the step of an ensure, on_error or on_abort hook.
+	// LayerDetach is the step of an ensure, on_error or on_abort hook (Always for the
+	// latter two).
 	LayerDetach LayerKind = "detach"
 )
 
@@ -144,6 +145,10 @@ type Layer struct {
 	ID string `json:"id"`
 	// Duration is a timeout's duration in Go syntax. A bad one errors the step at run time.
 	Duration string `json:"duration,omitempty"`
+	// Always is set on the detach layer of an on_error or on_abort hook: Concourse runs
+	// those with context.Background() whatever the state of the context, where ensure
+	// detaches only when the context is already done.
+	Always bool `json:"always,omitempty"`
 	// Child is, for a fail-fast layer, the group's child the step belongs to, as a plan
 	// tree: when the child ends failed or errored, the group fires.
 	Child *Node `json:"child,omitempty"`

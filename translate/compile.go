@@ -366,11 +366,12 @@ func (c *compiler) hook(id concourse.PlanID, kind runspec.Kind, step, next *conc
 	case runspec.KindOnFailure:
 		when, hsc.hookStatus = onlyFailed, string(runspec.Failed)
 	case runspec.KindOnError:
+		// Concourse runs on_error and on_abort hooks with context.Background(), always.
 		when, hsc.hookStatus = onlyErrored, string(runspec.Errored)
-		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID)})
+		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID), Always: true})
 	case runspec.KindOnAbort:
 		when, hsc.hookStatus = onlyAborted, string(runspec.Aborted)
-		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID)})
+		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID), Always: true})
 	case runspec.KindEnsure:
 		when, hsc.hookStatus = anyOutcome, ""
 		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID)})

@@ -39,9 +39,14 @@ func benchTree(b *testing.B, base string, fileSize int) string {
 // BenchmarkStage stages an input both ways in every iteration and reports each one's
 // throughput and ours as a share of cp -a's (goal: at least 0.7). Both copies start from
 // a synced filesystem, in alternating order, so that neither pays for the other's
-// writeback. tmp is the disk (t.TempDir); shm is a tmpfs, where only the CPU counts.
+// writeback. tmp is the disk (t.TempDir); shm is a tmpfs, where only the CPU counts;
+// COWCOPY_BENCH_DIR adds a directory of your choice (for example on XFS or btrfs, where
+// files are cloned).
 func BenchmarkStage(b *testing.B) {
 	bases := []struct{ name, dir string }{{"tmp", ""}, {"shm", "/dev/shm"}}
+	if dir := os.Getenv("COWCOPY_BENCH_DIR"); dir != "" {
+		bases = append(bases, struct{ name, dir string }{"custom", dir})
+	}
 	for _, base := range bases {
 		for _, bc := range []struct {
 			name     string

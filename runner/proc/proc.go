@@ -32,6 +32,10 @@ type Cmd struct {
 	Stdout      io.Writer
 	Stderr      io.Writer
 	MergeStderr bool
+	// TTY gives the process a terminal (ttyRows×ttyCols) as its stdout and stderr, as
+	// Concourse gives a task; the output is relayed to Stdout. Where no terminal can be
+	// had, stdout and stderr are merged into one pipe instead.
+	TTY bool
 	// Credential, when set, is the user and groups the process runs as.
 	Credential *syscall.Credential
 	// Grace is the time between SIGTERM and SIGKILL; zero means DefaultGrace.
@@ -59,50 +63,70 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	cmd.Stdin = c.Stdin
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.Credential}
 
-	var pipes []*os.File
+	// readers are what we relay from; writers are the child's ends, which we close once
+	// it has them.
+	var readers, writers []*os.File
 	var copiers sync.WaitGroup
+	relayFrom := func(r *os.File, dst io.Writer) {
+		readers = append(readers, r)
+		copiers.Add(1)
+		go func() {
+			defer copiers.Done()
+			// A write error (our own stdout gone) must not block the child: keep draining.
+			// A terminal's end reads EIO once the child's side is closed: that is its EOF.
+			if _, err := io.Copy(dst, r); err != nil {
+				_, _ = io.Copy(io.Discard, r)
+			}
+		}()
+	}
 	relay := func(dst io.Writer) (*os.File, error) {
 		r, w, err := os.Pipe()
 		if err != nil {
 			return nil, fmt.Errorf("creating a pipe: %w", err)
 		}
-		pipes = append(pipes, r, w)
-		copiers.Add(1)
-		go func() {
-			defer copiers.Done()
-			// A write error (our own stdout gone) must not block the child: keep draining.
-			if _, err := io.Copy(dst, r); err != nil {
-				_, _ = io.Copy(io.Discard, r)
-			}
-		}()
+		writers = append(writers, w)
+		relayFrom(r, dst)
 		return w, nil
 	}
 	closeAll := func() {
-		for _, p := range pipes {
-			p.Close()
+		for _, f := range append(readers, writers...) {
+			f.Close()
 		}
 	}
-	out, err := relay(orDiscard(c.Stdout))
-	if err != nil {
+	fail := func(err error) (Result, error) {
+		closeAll()
+		copiers.Wait()
 		return Result{}, err
 	}
-	cmd.Stdout = out
-	cmd.Stderr = out
-	if !c.MergeStderr {
-		if cmd.Stderr, err = relay(orDiscard(c.Stderr)); err != nil {
-			closeAll()
-			copiers.Wait()
-			return Result{}, err
+	if c.TTY {
+		if master, slave, err := openPTY(); err == nil {
+			writers = append(writers, slave)
+			relayFrom(master, orDiscard(c.Stdout))
+			cmd.Stdout, cmd.Stderr = slave, slave
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1, Credential: c.Credential}
+		} else {
+			c.MergeStderr = true
+		}
+	}
+	if cmd.Stdout == nil {
+		out, err := relay(orDiscard(c.Stdout))
+		if err != nil {
+			return fail(err)
+		}
+		cmd.Stdout = out
+		cmd.Stderr = out
+		if !c.MergeStderr {
+			if cmd.Stderr, err = relay(orDiscard(c.Stderr)); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	if err := cmd.Start(); err != nil {
-		closeAll()
-		copiers.Wait()
-		return Result{}, fmt.Errorf("starting %s: %w", c.Path, err)
+		return fail(fmt.Errorf("starting %s: %w", c.Path, err))
 	}
 	// The child has its copies of the write ends: ours must go for the reads to end.
-	for i := 1; i < len(pipes); i += 2 {
-		pipes[i].Close()
+	for _, w := range writers {
+		w.Close()
 	}
 
 	pgid := cmd.Process.Pid
@@ -127,12 +151,12 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	}
 	// What the process left running in its group would outlive its container: stop it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	for i := 0; i < len(pipes); i += 2 {
-		_ = pipes[i].SetReadDeadline(time.Now().Add(drainTimeout))
+	for _, r := range readers {
+		_ = r.SetReadDeadline(time.Now().Add(drainTimeout))
 	}
 	copiers.Wait()
-	for i := 0; i < len(pipes); i += 2 {
-		pipes[i].Close()
+	for _, r := range readers {
+		r.Close()
 	}
 	res.ExitStatus = exitStatus(cmd.ProcessState)
 	return res, nil

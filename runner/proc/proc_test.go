@@ -84,7 +84,7 @@ func TestInterruptTermThenKill(t *testing.T) {
 		want   int
 		term   bool
 	}{
-		{"exits on SIGTERM", "trap 'touch " + marker + "; exit 7' TERM; echo ready; while :; do sleep 0.05; done", 7, true},
+		{"exits on SIGTERM", "trap ': > " + marker + "; exit 7' TERM; echo ready; while :; do sleep 0.05; done", 7, true},
 		{"ignores SIGTERM, then killed", "trap '' TERM; echo ready; while :; do sleep 0.05; done", 137, false},
 	}
 	for _, tt := range tests {
@@ -97,7 +97,7 @@ func TestInterruptTermThenKill(t *testing.T) {
 			start := time.Now()
 			go func() {
 				var err error
-				res, err = Run(ctx, Cmd{Path: "/bin/sh", Args: []string{"-c", tt.script}, Stdout: &out, Grace: 300 * time.Millisecond})
+				res, err = Run(ctx, Cmd{Path: "/bin/sh", Args: []string{"-c", tt.script}, Stdout: &out, Grace: time.Second})
 				errc <- err
 			}()
 			waitFor(t, func() bool { return strings.Contains(out.String(), "ready") })
@@ -152,4 +152,53 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func TestTTY(t *testing.T) {
+	if _, _, err := openPTY(); err != nil {
+		t.Skipf("no terminal here: %v", err)
+	}
+	tests := []struct {
+		name, script, want string
+	}{
+		{"a terminal of 500x500", `[ -t 1 ] && [ -t 2 ] && echo terminal; stty size </dev/tty`, "terminal\n500 500\n"},
+		{"stderr merged, lines as written", `echo one; echo two >&2; printf 'three\n'`, "one\ntwo\nthree\n"},
+		{"stdin is empty, not the terminal", `cat; echo after`, "after\n"},
+		{"a background child does not hold the log open", `sleep 30 & echo bye`, "bye\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out syncBuffer
+			start := time.Now()
+			res, err := Run(context.Background(), Cmd{Path: "/bin/sh", Args: []string{"-c", tt.script}, Stdout: &out, TTY: true})
+			if err != nil || res.ExitStatus != 0 {
+				t.Fatalf("res %+v err %v out %q", res, err, out.String())
+			}
+			if out.String() != tt.want {
+				t.Errorf("out = %q, want %q", out.String(), tt.want)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+	t.Run("interrupted", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		var out syncBuffer
+		errc := make(chan error, 1)
+		var res Result
+		go func() {
+			var err error
+			res, err = Run(ctx, Cmd{Path: "/bin/sh", Args: []string{"-c", "trap 'echo term; exit 5' TERM; echo ready; while :; do sleep 0.05; done"}, Stdout: &out, TTY: true, Grace: time.Second})
+			errc <- err
+		}()
+		waitFor(t, func() bool { return strings.Contains(out.String(), "ready") })
+		cancel()
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+		if !res.Interrupted || res.ExitStatus != 5 || !strings.Contains(out.String(), "term") {
+			t.Errorf("res %+v out %q", res, out.String())
+		}
+	})
 }

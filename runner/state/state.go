@@ -66,7 +66,7 @@ func writeOnce(path string, data []byte) ([]byte, bool, error) {
 }
 
 func temp(path string, data []byte) (string, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := MkdirShared(filepath.Dir(path)); err != nil {
 		return "", fmt.Errorf("creating the directory of %s: %w", path, err)
 	}
 	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
@@ -74,12 +74,37 @@ func temp(path string, data []byte) (string, error) {
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	_, werr := f.Write(data)
+	perr := f.Chmod(0o666)
 	cerr := f.Close()
-	if err := errors.Join(werr, cerr); err != nil {
+	if err := errors.Join(werr, perr, cerr); err != nil {
 		os.Remove(f.Name())
 		return "", fmt.Errorf("writing %s: %w", path, err)
 	}
 	return f.Name(), nil
+}
+
+// MkdirShared makes dir and its missing parents writable by everyone. The pods of one
+// build run as whatever users their images say (root for a resource, 1000 for a task,
+// 65532 for the runner's own image), and each must be able to add its files; the volume
+// belongs to the build alone.
+func MkdirShared(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := MkdirShared(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// The umask took bits away from the mode; a directory another process made in the
+	// meantime is left as it is.
+	if err := os.Chmod(dir, 0o777); err != nil && !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return nil
 }
 
 // read returns a file's content, with found false when there is no such file.

@@ -3,7 +3,9 @@ package state
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -218,5 +220,27 @@ func TestArtifactPathsStayInTheVolume(t *testing.T) {
 	}
 	if all, _ := d.Artifacts(nil); all["evil"] != "etc" {
 		t.Errorf("Artifacts = %v", all)
+	}
+}
+
+func TestSharedModes(t *testing.T) {
+	d := Dir{Path: filepath.Join(t.TempDir(), "state")}
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	if err := d.WriteOutcome("1", runspec.Succeeded); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{
+		d.Path: 0o777 | os.ModeDir,
+		filepath.Join(d.Path, runspec.OutcomesDir):      0o777 | os.ModeDir,
+		filepath.Join(d.Path, runspec.OutcomesDir, "1"): 0o666,
+	} {
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Mode() != want {
+			t.Errorf("%s has mode %v, want %v", path, info.Mode(), want)
+		}
 	}
 }
