@@ -42,8 +42,12 @@ func (c *compiler) stepTask(v taskVariant) string {
 }
 
 func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
-	mounts := []corev1.VolumeMount{{Name: "runner", MountPath: runnerDir}}
-	volumes := []corev1.Volume{{Name: "runner", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	// Every Concourse container has an empty /scratch.
+	mounts := []corev1.VolumeMount{{Name: "runner", MountPath: runnerDir}, {Name: "scratch", MountPath: "/scratch"}}
+	volumes := []corev1.Volume{
+		{Name: "runner", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
 	for _, s := range v.secrets {
 		name := "cred-" + shortHash(s.secret+"\x00"+s.path)
 		optional := true
