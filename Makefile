@@ -36,7 +36,7 @@ bench: ## Run the benchmarks, several times, and summarise them with benchstat.
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s).
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg; \
 	  done; \
 	done
 

@@ -300,8 +300,9 @@ func (p *Pipeline) decodeValue(n *node, path Path, out any) Diagnostics {
 	}
 }
 
-// maxStringRetries bounds the decode retries of decodeValue.
-const maxStringRetries = 10_000
+// maxStringRetries bounds the decode retries of decodeValue: each retry re-reads the whole
+// value, and no real config has more than a handful of such scalars in one job.
+const maxStringRetries = 64
 
 // textForString turns the scalar a type mismatch points at back into its text, when the
 // field wants a string and the scalar was typed from plain text. It reports whether it did.
