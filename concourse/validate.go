@@ -81,41 +81,27 @@ func (v *validator) names() {
 		v.identifier(path.Child(Key("name")), "group", g.Name)
 		dup("group", g.Name, path, "group")
 	}
-	for i, r := range v.c.Resources {
-		path := Path{Key("resources"), Named(i, r.Name)}
-		if r.Name == "" {
-			v.errorf(path, "resource has no name")
+	// Resources have their own name space; resource types and prototypes share one.
+	typed := func(list, kind, space string, i int, name, typ string) {
+		path := Path{Key(list), Named(i, name)}
+		if name == "" {
+			v.errorf(path, "%s has no name", kind)
 		} else {
-			v.identifier(path.Child(Key("name")), "resource", r.Name)
-			dup("resource", r.Name, path, "resource")
+			v.identifier(path.Child(Key("name")), kind, name)
+			dup(space, name, path, kind)
 		}
-		if r.Type == "" {
-			v.errorf(path, "resource %q has no type", r.Name)
+		if typ == "" {
+			v.errorf(path, "%s %q has no type", kind, name)
 		}
+	}
+	for i, r := range v.c.Resources {
+		typed("resources", "resource", "resource", i, r.Name, r.Type)
 	}
 	for i, t := range v.c.ResourceTypes {
-		path := Path{Key("resource_types"), Named(i, t.Name)}
-		if t.Name == "" {
-			v.errorf(path, "resource type has no name")
-		} else {
-			v.identifier(path.Child(Key("name")), "resource type", t.Name)
-			dup("type", t.Name, path, "resource type")
-		}
-		if t.Type == "" {
-			v.errorf(path, "resource type %q has no type", t.Name)
-		}
+		typed("resource_types", "resource type", "type", i, t.Name, t.Type)
 	}
 	for i, t := range v.c.Prototypes {
-		path := Path{Key("prototypes"), Named(i, t.Name)}
-		if t.Name == "" {
-			v.errorf(path, "prototype has no name")
-		} else {
-			v.identifier(path.Child(Key("name")), "prototype", t.Name)
-			dup("type", t.Name, path, "prototype")
-		}
-		if t.Type == "" {
-			v.errorf(path, "prototype %q has no type", t.Name)
-		}
+		typed("prototypes", "prototype", "type", i, t.Name, t.Type)
 	}
 	for i, j := range v.c.Jobs {
 		path := Path{Key("jobs"), Named(i, j.Name)}
