@@ -52,3 +52,21 @@ fmt: ## Format the Go sources.
 .PHONY: update-golden
 update-golden: ## Rewrite the golden files (and examples/booklit/tekton) from the current output.
 	$(GO) test ./concourse/planner/ ./translate/ ./internal/cli/ -update
+
+E2E_CLUSTER ?= e2e/cluster/cluster.sh
+
+.PHONY: e2e
+e2e: ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
+	GO=$(GO) $(E2E_CLUSTER) test
+
+.PHONY: e2e-up
+e2e-up: ## Start the local e2e cluster (root; ~10 GB disk, ~8 min the first time) and print its kubeconfig path.
+	$(E2E_CLUSTER) up
+
+.PHONY: e2e-down
+e2e-down: ## Stop the local e2e cluster and restore the machine.
+	$(E2E_CLUSTER) down
+
+.PHONY: e2e-teardown-check
+e2e-teardown-check: ## Fail unless the machine is as it was before the last e2e-up (processes, mounts, links, routes, sysctls).
+	$(E2E_CLUSTER) check-clean

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The e2e cluster: a real single-node Kubernetes with Tekton and CSI storage, offline.
+#
+#   cluster.sh up           build what is missing, start the cluster (idempotent)
+#   cluster.sh down         stop everything, restore the host (idempotent)
+#   cluster.sh status       exit 0 if the cluster is up and healthy
+#   cluster.sh check-clean  fail unless the host is as it was before up
+#   cluster.sh kubeconfig   print the kubeconfig path the tests use
+#   cluster.sh build        only build (binaries and images)
+#   cluster.sh test         make e2e: up if needed, go test -tags e2e, then down and
+#                           check-clean if it started the cluster; with E2E_KUBECONFIG
+#                           set, only the tests, against that cluster
+#
+# See /work/shared/docs/local-cluster.md for the recipe and its reasons, README.md for use.
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+for f in lib build pki up down check; do
+	# shellcheck source=/dev/null
+	source "$here/$f.sh"
+done
+
+DAEMONS="etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet tekton-webhook tekton-controller labcsi csi-provisioner local-path-provisioner"
+
+cluster_healthy() {
+	local n
+	for n in $DAEMONS; do
+		[ -f "$E2E_STATE/pids/$n.pid" ] && ours "$(cat "$E2E_STATE/pids/$n.pid")" || return 1
+	done
+	KUBECTL get --raw /readyz >/dev/null 2>&1
+}
+
+need_root() { [ "$(id -u)" = 0 ] || die "the e2e cluster needs root (bridges, mounts, containerd, kubelet)"; }
+
+cluster_build() {
+	install_packages
+	build_all
+	build_tools
+	mkdir -p "$E2E_CACHE/images"
+	build_images
+}
+
+cluster_up() {
+	need_root
+	if cluster_healthy; then
+		log "already up"
+		echo "$E2E_KUBECONFIG_PATH"
+		return 0
+	fi
+	if [ -d "$E2E_STATE" ]; then
+		log "found a stale or broken cluster; tearing it down first"
+		cluster_down
+	fi
+	local t0=$SECONDS
+	cluster_build
+	log "built in $((SECONDS - t0))s; starting"
+	save_baseline
+	mkdir -p "$E2E_STATE"
+	# Whatever goes wrong from here on, put the machine back as it was (the kubelet
+	# changes host sysctls; bridges, routes and mounts are ours to remove).
+	trap 'rc=$?; trap - EXIT INT TERM; if [ $rc -ne 0 ]; then log "up failed; tearing down"; cluster_down; fi; exit $rc' EXIT
+	trap 'exit 130' INT TERM
+	local t1=$SECONDS
+	make_pki
+	write_configs
+	setup_network
+	start_control_plane
+	start_node
+	start_tekton
+	start_storage
+	cp "$E2E_STATE/pki/admin.kubeconfig" "$E2E_KUBECONFIG_PATH"
+	trap - EXIT INT TERM
+	log "up in $((SECONDS - t1))s (total $((SECONDS - t0))s); kubeconfig:"
+	echo "$E2E_KUBECONFIG_PATH"
+}
+
+run_tests() {
+	log "running the e2e tests against $E2E_KUBECONFIG"
+	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 30m ./e2e/...)
+}
+
+cluster_test() {
+	if [ -n "${E2E_KUBECONFIG:-}" ]; then
+		run_tests
+		return
+	fi
+	need_root
+	export E2E_KUBECONFIG=$E2E_KUBECONFIG_PATH
+	if cluster_healthy; then
+		log "using the running cluster; it stays up (make e2e-down stops it)"
+		run_tests
+		return
+	fi
+	# Compile the tests before the cluster exists, so a compile error costs no cluster
+	# and the cluster does not idle while they compile.
+	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -c -o /dev/null ./e2e) || die "the e2e tests do not compile"
+	# A failed up tears itself down. Once up, we stop it whatever happens, and prove
+	# the machine is clean.
+	cluster_up >/dev/null
+	trap 'rc=$?; trap - EXIT INT TERM; cluster_down || rc=1; check_clean || rc=1; exit $rc' EXIT
+	trap 'exit 130' INT TERM
+	local t0=$SECONDS
+	run_tests
+	log "tests took $((SECONDS - t0))s"
+}
+
+case ${1:-} in
+test) cluster_test ;;
+up) cluster_up ;;
+down) need_root && cluster_down ;;
+status) cluster_healthy ;;
+check-clean) check_clean ;;
+kubeconfig) echo "$E2E_KUBECONFIG_PATH" ;;
+build) cluster_build ;;
+*)
+	sed -n '2,15p' "$0" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,61 @@
+# Shared settings of the e2e cluster harness. Sourced by cluster.sh, never run on its own.
+#
+# Everything the harness builds or runs lives outside the repository, under $E2E_CACHE:
+#   go/          private GOCACHE and GOMODCACHE (a shared default cache lost entries mid-build)
+#   src/         generated build modules and copies of upstream modules
+#   bin/<set>/   built binaries, one directory per pinned version so a bump rebuilds
+#   images/      image tarballs built by e2e/cmd/e2eimages
+#   state/       the running cluster: pki, config, logs, pids, runtime roots
+# The kubeconfig of a running cluster is $E2E_STATE/kubeconfig.
+
+K8S_VERSION=v1.36.3
+K8S_STAGING_VERSION=v0.36.3
+ETCD_VERSION=v3.6.8
+TEKTON_VERSION=v1.15.1
+CSI_PROVISIONER_VERSION=v5.3.0
+LOCAL_PATH_VERSION=v0.0.30
+
+E2E_CACHE=${E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/concourse-tekton}
+E2E_STATE=${E2E_STATE:-$E2E_CACHE/state}
+E2E_KUBECONFIG_PATH=$E2E_STATE/kubeconfig
+
+BIN_K8S=$E2E_CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION
+BIN_TEKTON=$E2E_CACHE/bin/tekton-$TEKTON_VERSION
+BIN_ADDONS=$E2E_CACHE/bin/addons-csi-$CSI_PROVISIONER_VERSION-lp-$LOCAL_PATH_VERSION
+TEKTON_SRC=$E2E_CACHE/src/tekton-$TEKTON_VERSION
+
+# Network: the node IP lives on a bridge we create, pods on a second one, and the service
+# CIDR is blackholed because there is no kube-proxy (it would follow the default route).
+NODE_BRIDGE=labnode0
+NODE_IP=10.87.0.1
+POD_BRIDGE=labcni0
+POD_CIDR=10.88.0.0/16
+SERVICE_CIDR=10.96.0.0/24
+NODE_NAME=labnode
+
+# Image references: non-latest tags so the pull policy is IfNotPresent and nothing asks a
+# registry; the .invalid domain guarantees a pull could never resolve anyway.
+IMG_PREFIX=e2e.invalid
+IMG_PAUSE=$IMG_PREFIX/pause:3.10
+IMG_BUSYBOX=$IMG_PREFIX/busybox:1.35
+
+# The three host sysctls the kubelet rewrites; saved before it starts, restored on down.
+KUBELET_SYSCTLS="vm.overcommit_memory kernel.panic kernel.panic_on_oops"
+
+# A dead proxy for everything that might pull or fetch (containerd, Tekton, add-ons): an
+# accidental pull fails on this machine. Never for the apiserver: its webhook calls would
+# be proxied and fail.
+DEAD_PROXY_ENV=(HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 http_proxy=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost)
+
+export GOTOOLCHAIN=local
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+log() { printf '%s e2e-cluster: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# goenv runs go with the harness's private caches.
+goenv() {
+	env GOCACHE="$E2E_CACHE/go/cache" GOMODCACHE="$E2E_CACHE/go/mod" GOFLAGS="-buildvcs=false -modcacherw" \
+		CGO_ENABLED=0 GOWORK=off "$@"
+}

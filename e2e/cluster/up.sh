@@ -1,0 +1,368 @@
+# Starting the e2e cluster. Sourced by cluster.sh; cluster_up is the entry point.
+#
+# Every daemon runs in its own session (setsid), logs to $E2E_STATE/logs/NAME.log and
+# has its PID in $E2E_STATE/pids/NAME.pid; down stops them by those PIDs only.
+
+KUBECTL() { "$BIN_K8S/kubectl" --kubeconfig "$E2E_STATE/pki/admin.kubeconfig" "$@"; }
+
+# start NAME [VAR=value...] -- COMMAND ARGS...
+start() {
+	local name=$1
+	shift
+	local envs=()
+	while [ "$1" != "--" ]; do envs+=("$1") && shift; done
+	shift
+	mkdir -p "$E2E_STATE/logs" "$E2E_STATE/pids"
+	# setsid: the daemon outlives the shell that started it (make, CI) and its signals.
+	setsid env "${envs[@]}" "$@" >"$E2E_STATE/logs/$name.log" 2>&1 </dev/null &
+	echo $! >"$E2E_STATE/pids/$name.pid"
+	# Not a job of this shell: down kills it by PID, and bash need not report that.
+	disown $!
+}
+
+# wait_for WHAT SECONDS COMMAND...: retries COMMAND until it succeeds.
+wait_for() {
+	local what=$1 secs=$2
+	shift 2
+	local deadline=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $deadline ] || die "timed out after ${secs}s waiting for $what (logs: $E2E_STATE/logs)"
+		sleep 0.5
+	done
+}
+
+install_packages() {
+	local missing=()
+	for p in containerd runc containernetworking-plugins busybox-static openssl iproute2; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing Debian packages: ${missing[*]}"
+	apt-get update -q >/dev/null || die "apt-get update failed"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null || die "apt-get install failed"
+	# The package starts a system containerd; the harness runs its own, on its own socket.
+	if [ -d /run/systemd/system ]; then systemctl disable --now containerd >/dev/null 2>&1 || true; fi
+}
+
+build_tools() {
+	local out=$E2E_CACHE/bin/tools
+	mkdir -p "$out"
+	log "building the harness's own tools"
+	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/" \
+		./e2e/cmd/pause ./e2e/cmd/labcsi ./e2e/cmd/mock-resource ./e2e/cmd/e2eimages) || die "building the tools failed"
+}
+
+build_images() {
+	log "building images"
+	"$E2E_CACHE/bin/tools/e2eimages" -out "$E2E_CACHE/images" -prefix "$IMG_PREFIX" -busybox /bin/busybox \
+		-pause "$E2E_CACHE/bin/tools/pause" -tekton "$BIN_TEKTON" -tekton-tag "$TEKTON_VERSION" \
+		-mock "$E2E_CACHE/bin/tools/mock-resource" >"$E2E_CACHE/images/index.txt" || die "building images failed"
+}
+
+write_configs() {
+	local conf=$E2E_STATE/conf run=$E2E_STATE/run
+	mkdir -p "$conf/cni" "$run"
+	cat >"$conf/containerd.toml" <<TOML
+version = 2
+root = "$run/containerd/root"
+state = "$run/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
+[grpc]
+  address = "$run/containerd/containerd.sock"
+[ttrpc]
+  address = "$run/containerd/containerd.sock.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$IMG_PAUSE"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  enable_selinux = false
+  disable_apparmor = true
+  # The VM lacks CAP_SYS_RESOURCE: an oom_score_adj below containerd's own would fail.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = "/usr/sbin/runc"
+        Root = "$run/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$conf/cni"
+    max_conf_num = 1
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = ""
+TOML
+	# Pods only reach this host: no gateway, no masquerading, no iptables, no forwarding.
+	cat >"$conf/cni/10-e2enet.conflist" <<JSON
+{
+  "cniVersion": "0.4.0",
+  "name": "e2enet",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$POD_BRIDGE",
+      "isGateway": false,
+      "ipMasq": false,
+      "hairpinMode": false,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "dataDir": "$run/cni-ipam"}
+    }
+  ]
+}
+JSON
+	cat >"$conf/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+containerRuntimeEndpoint: unix://$run/containerd/containerd.sock
+address: $NODE_IP
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: $E2E_STATE/pki/ca.crt}
+authorization: {mode: AlwaysAllow}
+makeIPTablesUtilChains: false
+protectKernelDefaults: false
+failSwapOn: false
+cgroupsPerQOS: true
+enforceNodeAllocatable: ["pods"]
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+imageGCHighThresholdPercent: 99
+imageGCLowThresholdPercent: 98
+clusterDomain: cluster.local
+clusterDNS: []
+resolvConf: /etc/resolv.conf
+serializeImagePulls: false
+syncFrequency: 5s
+fileCheckFrequency: 20s
+nodeStatusUpdateFrequency: 10s
+maxPods: 50
+podPidsLimit: -1
+containerLogMaxSize: 10Mi
+podLogsDir: $run/pod-logs
+volumePluginDir: $run/kubelet-volume-plugins
+logging: {verbosity: 1}
+YAML
+}
+
+setup_network() {
+	ip link show "$NODE_BRIDGE" >/dev/null 2>&1 || ip link add "$NODE_BRIDGE" type bridge
+	ip addr replace "$NODE_IP/32" dev "$NODE_BRIDGE"
+	ip link set "$NODE_BRIDGE" up
+	# No kube-proxy: a ClusterIP would otherwise follow the default route off the machine.
+	ip route replace blackhole "$SERVICE_CIDR"
+}
+
+save_sysctls() {
+	[ -f "$E2E_STATE/sysctl.orig" ] && return 0
+	local s
+	for s in $KUBELET_SYSCTLS; do echo "$s=$(sysctl -n "$s")"; done >"$E2E_STATE/sysctl.orig.tmp"
+	mv "$E2E_STATE/sysctl.orig.tmp" "$E2E_STATE/sysctl.orig"
+}
+
+start_control_plane() {
+	local pki=$E2E_STATE/pki
+	log "starting etcd and the control plane"
+	start etcd -- "$BIN_K8S/etcd" -data-dir "$E2E_STATE/run/etcd" -listen 127.0.0.1:2379 -peer 127.0.0.1:2380
+	wait_for etcd 30 curl -fsS http://127.0.0.1:2379/health
+	# No dead proxy here: the apiserver's webhook calls must go straight to the webhook.
+	start kube-apiserver -- "$BIN_K8S/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
+		--bind-address=127.0.0.1 --secure-port=6443 --advertise-address="$NODE_IP" \
+		--endpoint-reconciler-type=none --service-cluster-ip-range="$SERVICE_CIDR" --allow-privileged=true \
+		--authorization-mode=Node,RBAC --client-ca-file="$pki/ca.crt" \
+		--tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
+		--kubelet-client-certificate="$pki/apiserver-kubelet-client.crt" --kubelet-client-key="$pki/apiserver-kubelet-client.key" \
+		--kubelet-preferred-address-types=InternalIP \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
+		--enable-aggregator-routing=true --profiling=false
+	wait_for "the apiserver" 90 KUBECTL get --raw /readyz
+	start kube-controller-manager -- "$BIN_K8S/kube-controller-manager" --kubeconfig="$pki/kcm.kubeconfig" \
+		--authentication-kubeconfig="$pki/kcm.kubeconfig" --authorization-kubeconfig="$pki/kcm.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false --service-account-private-key-file="$pki/sa.key" \
+		--root-ca-file="$pki/ca.crt" --use-service-account-credentials=true \
+		--cluster-signing-cert-file="$pki/ca.crt" --cluster-signing-key-file="$pki/ca.key" --profiling=false \
+		--flex-volume-plugin-dir="$E2E_STATE/run/kcm-volume-plugins"
+	start kube-scheduler -- "$BIN_K8S/kube-scheduler" --kubeconfig="$pki/scheduler.kubeconfig" \
+		--authentication-kubeconfig="$pki/scheduler.kubeconfig" --authorization-kubeconfig="$pki/scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false --profiling=false
+}
+
+CTR() { ctr --address "$E2E_STATE/run/containerd/containerd.sock" -n k8s.io "$@"; }
+
+start_node() {
+	log "starting containerd and importing images"
+	start containerd "${DEAD_PROXY_ENV[@]}" -- /usr/bin/containerd --config "$E2E_STATE/conf/containerd.toml"
+	wait_for containerd 30 CTR version
+	local tar
+	for tar in "$E2E_CACHE"/images/*.tar "$REPO_ROOT"/bin/images/*.tar; do
+		[ -f "$tar" ] || continue
+		CTR images import --no-unpack=false "$tar" >/dev/null || die "importing $tar"
+	done
+	save_sysctls
+	log "starting the kubelet"
+	start kubelet -- "$BIN_K8S/kubelet" --config="$E2E_STATE/conf/kubelet.yaml" \
+		--kubeconfig="$E2E_STATE/pki/kubelet.kubeconfig" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" \
+		--root-dir="$E2E_STATE/run/kubelet" --cert-dir="$E2E_STATE/run/kubelet/pki" \
+		--volume-plugin-dir="$E2E_STATE/run/kubelet-volume-plugins"
+	wait_for "the node" 120 KUBECTL wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s
+}
+
+TEKTON_ENV=(SYSTEM_NAMESPACE=tekton-pipelines KUBERNETES_MIN_VERSION=v1.28.0 CONFIG_DEFAULTS_NAME=config-defaults
+	CONFIG_LOGGING_NAME=config-logging CONFIG_OBSERVABILITY_NAME=config-observability CONFIG_FEATURE_FLAGS_NAME=feature-flags
+	CONFIG_SPIRE=config-spire METRICS_DOMAIN=tekton.dev/pipeline)
+
+start_tekton() {
+	log "installing Tekton $TEKTON_VERSION with its webhook"
+	local cfg=$TEKTON_SRC/config f
+	KUBECTL apply -f "$cfg/100-namespace/100-namespace.yaml" >/dev/null
+	# Everything but the Deployments, Services and HPA, which this harness replaces by
+	# local processes and a selector-less Service.
+	for f in "$cfg"/*.yaml; do
+		case $(basename "$f") in controller.yaml | webhook.yaml | webhook-hpa.yaml | events.yaml | 500-webhooks.yaml) continue ;; esac
+		KUBECTL apply --server-side -f "$f" >/dev/null || die "applying $f"
+	done
+	KUBECTL apply --server-side -f "$cfg/300-crds" >/dev/null || die "applying Tekton's CRDs"
+	KUBECTL apply -f - >/dev/null <<YAML || die "creating the webhook's Service"
+apiVersion: v1
+kind: Service
+metadata: {name: tekton-pipelines-webhook, namespace: tekton-pipelines}
+spec:
+  ports: [{name: https-webhook, port: 443, targetPort: 8443}]
+---
+apiVersion: v1
+kind: Endpoints
+metadata: {name: tekton-pipelines-webhook, namespace: tekton-pipelines}
+subsets:
+- addresses: [{ip: $NODE_IP}]
+  ports: [{name: https-webhook, port: 8443}]
+YAML
+	# Only now the webhook configurations: from here on the apiserver calls the webhook
+	# for Tekton's objects and ConfigMaps, which must all exist already.
+	KUBECTL apply -f "$cfg/500-webhooks.yaml" >/dev/null || die "applying Tekton's webhook configurations"
+	start tekton-webhook "${DEAD_PROXY_ENV[@]}" "${TEKTON_ENV[@]}" WEBHOOK_PORT=8443 \
+		WEBHOOK_SERVICE_NAME=tekton-pipelines-webhook WEBHOOK_SECRET_NAME=webhook-certs \
+		WEBHOOK_ADMISSION_CONTROLLER_NAME=webhook.pipeline.tekton.dev \
+		CONFIG_LEADERELECTION_NAME=config-leader-election-webhook PROBES_PORT=18081 PROFILING_PORT=18009 -- \
+		"$BIN_TEKTON/webhook" -kubeconfig="$E2E_STATE/pki/admin.kubeconfig" -disable-ha
+	# The webhook mints its certificate and injects its CA into the webhook
+	# configurations and the CRDs; wait until the apiserver can call it.
+	wait_for "the Tekton webhook" 120 tekton_webhook_ready
+	start tekton-controller "${DEAD_PROXY_ENV[@]}" "${TEKTON_ENV[@]}" \
+		CONFIG_LEADERELECTION_NAME=config-leader-election-controller PROBES_PORT=18080 PROFILING_PORT=18008 -- \
+		"$BIN_TEKTON/controller" -kubeconfig="$E2E_STATE/pki/admin.kubeconfig" -disable-ha \
+		-entrypoint-image="$IMG_PREFIX/tekton/entrypoint:$TEKTON_VERSION" \
+		-nop-image="$IMG_PREFIX/tekton/nop:$TEKTON_VERSION" \
+		-workingdirinit-image="$IMG_PREFIX/tekton/workingdirinit:$TEKTON_VERSION" \
+		-sidecarlogresults-image="$IMG_PREFIX/tekton/sidecarlogresults-not-built:$TEKTON_VERSION" \
+		-shell-image="$IMG_BUSYBOX" -shell-image-win=unused.invalid/pwsh:1
+	wait_for "the Tekton controller" 60 curl -fsS http://127.0.0.1:18080/readiness
+}
+
+# tekton_webhook_ready succeeds once the apiserver validates a Task through the webhook.
+tekton_webhook_ready() {
+	KUBECTL create --dry-run=server -f - <<YAML
+apiVersion: tekton.dev/v1
+kind: Task
+metadata: {name: probe, namespace: default}
+spec:
+  steps: [{name: probe, image: $IMG_BUSYBOX, script: "true"}]
+YAML
+}
+
+CSI_DRIVER=labcsi.e2e.invalid
+
+start_storage() {
+	log "starting storage: labcsi + csi-provisioner (default class), local-path-provisioner"
+	local run=$E2E_STATE/run
+	start labcsi "${DEAD_PROXY_ENV[@]}" -- "$E2E_CACHE/bin/tools/labcsi" -name "$CSI_DRIVER" -node-id "$NODE_NAME" \
+		-root "$run/labcsi/volumes" -csi-socket "$run/labcsi/csi.sock" -plugins-registry "$run/kubelet/plugins_registry"
+	wait_for "labcsi" 30 test -S "$run/labcsi/csi.sock"
+	start csi-provisioner "${DEAD_PROXY_ENV[@]}" -- "$BIN_ADDONS/csi-provisioner" --csi-address="$run/labcsi/csi.sock" \
+		--kubeconfig="$E2E_STATE/pki/admin.kubeconfig" --leader-election=false --timeout=60s
+	KUBECTL apply -f - >/dev/null <<YAML || die "creating the CSI driver and storage classes"
+apiVersion: storage.k8s.io/v1
+kind: CSIDriver
+metadata: {name: $CSI_DRIVER}
+spec:
+  attachRequired: false
+  podInfoOnMount: false
+  fsGroupPolicy: File
+  volumeLifecycleModes: [Persistent]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: labcsi
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: $CSI_DRIVER
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: local-path}
+provisioner: rancher.io/local-path
+reclaimPolicy: Delete
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: local-path-storage}
+YAML
+	start_local_path
+	wait_for "the CSI driver on the node" 60 sh -c "'$BIN_K8S/kubectl' --kubeconfig '$E2E_STATE/pki/admin.kubeconfig' get csinode '$NODE_NAME' -o jsonpath='{.spec.drivers[*].name}' | grep -q '$CSI_DRIVER'"
+}
+
+# start_local_path runs rancher's local-path-provisioner as a local process; its helper
+# pods (which make and remove the volume directories) run the busybox image.
+start_local_path() {
+	local dir=$E2E_STATE/run/local-path
+	mkdir -p "$dir"
+	KUBECTL apply -f - >/dev/null <<YAML || die "configuring local-path-provisioner"
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: local-path-provisioner-service-account, namespace: local-path-storage}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: local-path-config, namespace: local-path-storage}
+data:
+  config.json: |-
+    {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["$dir"]}]}
+  setup: |-
+    #!/bin/sh
+    set -eu
+    mkdir -m 0777 -p "\$VOL_DIR"
+  teardown: |-
+    #!/bin/sh
+    set -eu
+    rm -rf "\$VOL_DIR"
+  helperPod.yaml: |-
+    apiVersion: v1
+    kind: Pod
+    metadata:
+      name: helper-pod
+    spec:
+      priorityClassName: system-node-critical
+      containers:
+      - name: helper-pod
+        image: $IMG_BUSYBOX
+        imagePullPolicy: IfNotPresent
+YAML
+	start local-path-provisioner "${DEAD_PROXY_ENV[@]}" -- "$BIN_ADDONS/local-path-provisioner" --debug start \
+		--kubeconfig "$E2E_STATE/pki/admin.kubeconfig" --namespace local-path-storage \
+		--helper-image "$IMG_BUSYBOX" --configmap-name local-path-config \
+		--service-account-name local-path-provisioner-service-account
+}

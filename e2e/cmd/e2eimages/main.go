@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/concourse-tekton/concourse-tekton/e2e/images"
+	"github.com/concourse-tekton/concourse-tekton/internal/ociimage"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	out := flag.String("out", "", "directory to write the tarballs to")
+	prefix := flag.String("prefix", "e2e.invalid", "registry part of every reference (never pulled from)")
+	busybox := flag.String("busybox", "/bin/busybox", "a static busybox binary")
+	pause := flag.String("pause", "", "the pause binary")
+	tektonDir := flag.String("tekton", "", "directory holding Tekton's entrypoint, nop and workingdirinit binaries")
+	tektonTag := flag.String("tekton-tag", "", "tag of Tekton's images (its version)")
+	mock := flag.String("mock", "", "the mock resource binary")
+	flag.Parse()
+	if *out == "" || *pause == "" || *tektonDir == "" || *tektonTag == "" || *mock == "" {
+		flag.Usage()
+		return fmt.Errorf("-out, -pause, -tekton, -tekton-tag and -mock are required")
+	}
+
+	bb, err := os.ReadFile(*busybox)
+	if err != nil {
+		return fmt.Errorf("reading busybox: %w", err)
+	}
+	list, err := exec.Command(*busybox, "--list-full").Output()
+	if err != nil {
+		return fmt.Errorf("listing busybox applets: %w", err)
+	}
+	applets := strings.Fields(string(list))
+	read := func(p string) ([]byte, error) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", p, err)
+		}
+		return b, nil
+	}
+
+	var all []images.Image
+	p, err := read(*pause)
+	if err != nil {
+		return err
+	}
+	all = append(all, images.Pause(*prefix+"/pause:3.10", p), images.Busybox(*prefix+"/busybox:1.35", bb, applets))
+	for _, name := range []string{"entrypoint", "nop", "workingdirinit"} {
+		b, err := read(filepath.Join(*tektonDir, name))
+		if err != nil {
+			return err
+		}
+		all = append(all, images.Tekton(*prefix+"/tekton/"+name+":"+*tektonTag, name, b))
+	}
+	m, err := read(*mock)
+	if err != nil {
+		return err
+	}
+	all = append(all, images.Resource(*prefix+"/mock-resource:v1", m, bb, applets))
+
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", *out, err)
+	}
+	for _, img := range all {
+		built, err := ociimage.Build(img.Files, img.Config)
+		if err != nil {
+			return fmt.Errorf("building %s: %w", img.Ref, err)
+		}
+		file := filepath.Join(*out, fileName(img.Ref)+".tar")
+		if err := ociimage.WriteTarball(file, img.Ref, built); err != nil {
+			return err
+		}
+		fmt.Printf("%s %s\n", img.Ref, file)
+	}
+	return nil
+}
+
+// fileName turns "e2e.invalid/tekton/nop:v1" into "tekton-nop".
+func fileName(ref string) string {
+	r := ref[strings.Index(ref, "/")+1:]
+	r = r[:strings.LastIndex(r, ":")]
+	return strings.ReplaceAll(r, "/", "-")
+}

@@ -1,0 +1,88 @@
+package images
+
+import (
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/concourse-tekton/concourse-tekton/internal/ociimage"
+)
+
+// Image is one image to build: its reference, its files and its configuration.
+type Image struct {
+	Ref    string
+	Files  []ociimage.File
+	Config ociimage.Config
+}
+
+// Path is the PATH of every image that has a shell.
+const Path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// Pause is the sandbox image: the pause binary alone.
+func Pause(ref string, pause []byte) Image {
+	return Image{
+		Ref:    ref,
+		Files:  []ociimage.File{{Path: "/pause", Mode: 0o755, Data: pause}},
+		Config: ociimage.Config{Entrypoint: []string{"/pause"}},
+	}
+}
+
+// BusyboxFiles is a minimal userland: busybox at /bin/busybox, a symlink to it for every
+// applet (applets as `busybox --list-full` prints them, e.g. "usr/bin/awk"), a sticky
+// /tmp, and root and nobody in passwd and group so that tools that look users up work.
+func BusyboxFiles(busybox []byte, applets []string) []ociimage.File {
+	files := []ociimage.File{
+		{Path: "/bin/busybox", Mode: 0o755, Data: busybox},
+		{Path: "/tmp", Mode: fs.ModeDir | fs.ModeSticky | 0o777},
+		{Path: "/root", Mode: fs.ModeDir | 0o700},
+		{Path: "/etc/passwd", Mode: 0o644, Data: []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
+		{Path: "/etc/group", Mode: 0o644, Data: []byte("root:x:0:\nnogroup:x:65534:\n")},
+	}
+	seen := map[string]bool{"bin/busybox": true}
+	sorted := append([]string(nil), applets...)
+	sort.Strings(sorted)
+	for _, a := range sorted {
+		p := strings.TrimPrefix(path.Clean("/"+strings.TrimSpace(a)), "/")
+		if p == "" || p == "." || seen[p] {
+			continue
+		}
+		seen[p] = true
+		files = append(files, ociimage.File{Path: p, Mode: fs.ModeSymlink | 0o777, Target: "/bin/busybox"})
+	}
+	if !seen["bin/sh"] {
+		files = append(files, ociimage.File{Path: "bin/sh", Mode: fs.ModeSymlink | 0o777, Target: "/bin/busybox"})
+	}
+	return files
+}
+
+// Busybox is the shell image steps run in.
+func Busybox(ref string, busybox []byte, applets []string) Image {
+	return Image{
+		Ref:    ref,
+		Files:  BusyboxFiles(busybox, applets),
+		Config: ociimage.Config{Cmd: []string{"sh"}, Env: []string{Path}},
+	}
+}
+
+// Tekton is one of Tekton's own images: ko puts the binary at /ko-app/<name>, and
+// Tekton's controller names that path in the pods it creates.
+func Tekton(ref, name string, binary []byte) Image {
+	p := "/ko-app/" + name
+	return Image{
+		Ref:    ref,
+		Files:  []ociimage.File{{Path: p, Mode: 0o755, Data: binary}},
+		Config: ociimage.Config{Entrypoint: []string{p}, Env: []string{Path}},
+	}
+}
+
+// Resource is a Concourse resource type image: one binary serving check, in and out
+// (it dispatches on its name) at /opt/resource, on top of busybox so that `sh` exists.
+func Resource(ref string, resource, busybox []byte, applets []string) Image {
+	files := BusyboxFiles(busybox, applets)
+	files = append(files, ociimage.File{Path: "/opt/resource/resource", Mode: 0o755, Data: resource})
+	for _, script := range []string{"check", "in", "out"} {
+		files = append(files, ociimage.File{Path: "/opt/resource/" + script, Mode: fs.ModeSymlink | 0o777, Target: "resource"})
+	}
+	return Image{Ref: ref, Files: files, Config: ociimage.Config{Env: []string{Path}, Cmd: []string{"sh"}}}
+}

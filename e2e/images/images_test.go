@@ -1,0 +1,70 @@
+package images
+
+import (
+	"io/fs"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/concourse-tekton/concourse-tekton/internal/ociimage"
+)
+
+func TestBusyboxFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		applets []string
+		want    []string // symlinks to busybox
+	}{
+		{"adds sh when missing", []string{"usr/bin/awk"}, []string{"usr/bin/awk", "bin/sh"}},
+		{"sorted, deduplicated, busybox itself skipped", []string{"bin/sh", "/bin/ash", "bin/busybox", "bin/sh", ""}, []string{"bin/ash", "bin/sh"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range BusyboxFiles([]byte("bb"), tc.applets) {
+				if f.Mode&fs.ModeSymlink != 0 {
+					if f.Target != "/bin/busybox" {
+						t.Errorf("%s points to %q", f.Path, f.Target)
+					}
+					got = append(got, f.Path)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("symlinks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestImagesBuild(t *testing.T) {
+	for _, img := range []Image{
+		Pause("e2e.invalid/pause:1", []byte("p")),
+		Busybox("e2e.invalid/busybox:1", []byte("bb"), []string{"bin/sh", "bin/ls"}),
+		Tekton("e2e.invalid/tekton/nop:1", "nop", []byte("nop")),
+		Resource("e2e.invalid/mock:1", []byte("r"), []byte("bb"), []string{"bin/sh"}),
+	} {
+		t.Run(img.Ref, func(t *testing.T) {
+			if _, err := ociimage.Build(img.Files, img.Config); err != nil {
+				t.Errorf("Build: %v", err)
+			}
+		})
+	}
+}
+
+func TestResourceScripts(t *testing.T) {
+	img := Resource("e2e.invalid/mock:1", []byte("r"), []byte("bb"), nil)
+	got := map[string]string{}
+	for _, f := range img.Files {
+		if len(f.Path) > len("/opt/resource/") && f.Path[:len("/opt/resource/")] == "/opt/resource/" {
+			got[f.Path] = f.Target
+		}
+	}
+	want := map[string]string{
+		"/opt/resource/resource": "",
+		"/opt/resource/check":    "resource",
+		"/opt/resource/in":       "resource",
+		"/opt/resource/out":      "resource",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("/opt/resource (-want +got):\n%s", diff)
+	}
+}
