@@ -16,9 +16,18 @@ FUZZTIME ?= 30s
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+VERSION  ?= dev
+RUNNER_IMAGE ?= ghcr.io/concourse-tekton/runner:$(VERSION)
+LDFLAGS  := -s -w -X github.com/concourse-tekton/concourse-tekton/internal/cli.Version=$(VERSION)
+
 .PHONY: build
 build: ## Build the binaries into ./bin.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+.PHONY: runner-image
+runner-image: build ## Build the step runner's image as bin/images/runner.tar (RUNNER_IMAGE=ref; PUSH=1 pushes it).
+	@mkdir -p $(BIN)/images
+	$(BIN)/runner-image -binary $(BIN)/concourse-runner -ref $(RUNNER_IMAGE) -o $(BIN)/images/runner.tar $(if $(PUSH),-push)
 
 .PHONY: test
 test: ## Run the hermetic tests (unit, golden, corpus) and print the corpus tables.
