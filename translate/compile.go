@@ -536,6 +536,12 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 		if img, ok := imageFromResource(g.Type, g.Source, version); ok {
 			return img, true
 		}
+		if mirror, _ := g.Source["mirror_self"].(bool); g.Type == "mock" && mirror {
+			// Concourse's test resource as a type's image: the mock resource's own image.
+			if img, ok := c.opts.ResourceImages["mock"]; ok {
+				return img, true
+			}
+		}
 		c.fail(p, step, "resource type %q is of type %q: only custom types of type registry-image or docker-image, with a static repository, can be run here", typ, g.Type)
 		return "", false
 	}
