@@ -65,11 +65,11 @@ update-golden: ## Rewrite the golden files (and examples/booklit/tekton) from th
 E2E_CLUSTER ?= e2e/cluster/cluster.sh
 
 .PHONY: e2e
-e2e: ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
+e2e: runner-image ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
 	GO=$(GO) $(E2E_CLUSTER) test
 
 .PHONY: e2e-up
-e2e-up: ## Start the local e2e cluster (root; ~10 GB disk, ~8 min the first time) and print its kubeconfig path.
+e2e-up: runner-image ## Start the local e2e cluster (root; ~10 GB disk, ~8 min the first time) and print its kubeconfig path.
 	$(E2E_CLUSTER) up
 
 .PHONY: e2e-down
