@@ -16,26 +16,36 @@ FUZZTIME ?= 30s
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+VERSION  ?= dev
+RUNNER_IMAGE ?= ghcr.io/concourse-tekton/runner:$(VERSION)
+LDFLAGS  := -s -w -X github.com/concourse-tekton/concourse-tekton/internal/cli.Version=$(VERSION)
+
 .PHONY: build
 build: ## Build the binaries into ./bin.
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+.PHONY: runner-image
+runner-image: build ## Build the step runner's image as bin/images/runner.tar (RUNNER_IMAGE=ref; PUSH=1 pushes it).
+	@mkdir -p $(BIN)/images
+	$(BIN)/runner-image -binary $(BIN)/concourse-runner -ref $(RUNNER_IMAGE) -o $(BIN)/images/runner.tar $(if $(PUSH),-push)
 
 .PHONY: test
-test: ## Run the hermetic tests (unit, golden, corpus): what CI runs first.
+test: ## Run the hermetic tests (unit, golden, corpus) and print the corpus tables.
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 $(PKGS)
+	@$(GO) test -count=1 -run '^TestCorpus' -v $(PKGS) | grep -E '^corpus ' || true
 
 .PHONY: bench
 bench: ## Run the benchmarks, several times, and summarise them with benchstat.
 	@mkdir -p $(BIN)
 	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) $(PKGS) | tee $(BIN)/bench.txt
-	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20250515181824-4e4b8dbcd2b4 $(BIN)/bench.txt
+	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da $(BIN)/bench.txt
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s).
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
 	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 2s $$pkg; \
 	  done; \
 	done
 
@@ -49,17 +59,17 @@ fmt: ## Format the Go sources.
 	gofmt -w $$(git ls-files '*.go')
 
 .PHONY: update-golden
-update-golden: ## Rewrite the golden files from the current output.
-	$(GO) test ./concourse/... ./translate/... ./internal/... -update
+update-golden: ## Rewrite the golden files (and examples/booklit/tekton) from the current output.
+	$(GO) test ./concourse/planner/ ./translate/ ./internal/cli/ -update
 
 E2E_CLUSTER ?= e2e/cluster/cluster.sh
 
 .PHONY: e2e
-e2e: ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
+e2e: runner-image ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
 	GO=$(GO) $(E2E_CLUSTER) test
 
 .PHONY: e2e-up
-e2e-up: ## Start the local e2e cluster (root; ~10 GB disk, ~8 min the first time) and print its kubeconfig path.
+e2e-up: runner-image ## Start the local e2e cluster (root; ~10 GB disk, ~8 min the first time) and print its kubeconfig path.
 	$(E2E_CLUSTER) up
 
 .PHONY: e2e-down

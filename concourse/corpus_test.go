@@ -1,0 +1,170 @@
+package concourse_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/testcorpus"
+)
+
+func corpusDir(t testing.TB) string { return testcorpus.Dir(t) }
+
+// invalidCorpus are the corpus pipelines that current Concourse rejects too, each with the
+// error we must report for it (a substring) and why.
+var invalidCorpus = map[string]string{
+	// corpus/README.md: a duplicate top-level key; current fly rejects it.
+	"concourse__concourse__fly__integration__fixtures__testConfigDuplicate.yml": `:7:1: duplicate key "resources": already defined at line 2`,
+	// corpus/README.md: repeated `<<` merge keys, which fly's yaml.v3 pre-parse forbids.
+	"cloudfoundry__app-autoscaler-release__ci__autoscaler__pipeline.yml": `:195:7: duplicate key "<<": already defined at line 194`,
+	// corpus/README.md: a duplicate input_mapping key.
+	"cloudfoundry__runtime-ci__pipelines__update-releases.yml": `:2865:7: duplicate key "uaa-release-tarball": already defined at line 2850`,
+	// `submodules` is a git get param written as a step field: an unknown step field.
+	"cloudfoundry__routing-release__ci__pipelines__routing-acceptance.yml": `:98:7: jobs[superman-deploy-cf].plan[0].in_parallel[2].submodules: unknown field "submodules"`,
+	// A job written under resources: resources are decoded strictly.
+	"cloudfoundry__buildpacks-ci__pipelines__notifications.yml": `resources[new-rootfs-cves-cflinuxfs4].plan: unknown field "plan"`,
+	// `name:` on a step is not a step field.
+	"cloudfoundry-incubator__kubo-ci__docker.yml": `jobs[ship-it].plan[0].do[0].name: unknown field "name"`,
+	// `((!public-pipelines))` is not a var reference ('!' is not allowed), so a bool field
+	// gets a string.
+	"apache__geode__ci__pipelines__meta.yml": `jobs[set-pipeline].public: cannot use string as a boolean (got "((!public-pipelines))")`,
+	// A var in a bool field must be given when the pipeline is set; the file expects -v.
+	"apache__geode__ci__pipelines__images__images.yml": `jobs[build-concourse-docker-image].public: ((public-pipelines)) is not given`,
+	// A task config with the `image` key Concourse removed (and no platform).
+	"alphagov__paas-cf__concourse__pipelines__concourse-lite-self-terminate.yml": `jobs[delete].plan[1].config.image: unknown field "image"`,
+	// check_every needs its value when the pipeline is set; the file expects it from -v.
+	"Pix4D__cogito__pipelines__cogito.yml": `resource_types[cogito].check_every: ((cogito-image-check_every)) is not given`,
+}
+
+func TestCorpusPipelines(t *testing.T) {
+	dir := filepath.Join(corpusDir(t), "pipelines")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no pipelines in %s: %v", dir, err)
+	}
+	var valid, invalid, jobs, plans, warnings int
+	for _, file := range files {
+		base := filepath.Base(file)
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, diags := concourse.ParsePipeline(base, data, nil)
+		warnings += len(diags.Warnings())
+		errs := diags.Errors()
+		if want, bad := invalidCorpus[base]; bad {
+			invalid++
+			if len(errs) == 0 {
+				t.Errorf("%s: valid, want an error containing %q", base, want)
+				continue
+			}
+			if !strings.Contains(errs.Err().Error(), want) {
+				t.Errorf("%s: errors\n%v\nwant one containing %q", base, errs.Err(), want)
+			}
+			for _, d := range errs {
+				if d.File != base || d.Pos.Line == 0 {
+					t.Errorf("%s: error without a position: %v", base, d)
+				}
+			}
+			continue
+		}
+		if len(errs) > 0 {
+			t.Errorf("%s: want valid, got:\n%v", base, errs.Err())
+			continue
+		}
+		valid++
+		for i := range p.Config.Jobs {
+			jobs++
+			plan, err := planner.Plan(&p.Config, &p.Config.Jobs[i], planner.Options{})
+			if err != nil {
+				t.Errorf("%s: job %s: %v", base, p.Config.Jobs[i].Name, err)
+				continue
+			}
+			if _, err := json.Marshal(plan); err != nil {
+				t.Errorf("%s: job %s: encoding the plan: %v", base, p.Config.Jobs[i].Name, err)
+				continue
+			}
+			plans++
+		}
+	}
+	for name := range invalidCorpus {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("expected-invalid pipeline %s is not in the corpus", name)
+		}
+	}
+	fmt.Printf("corpus pipelines: %d files: %d valid, %d invalid (as expected), %d warnings; %d jobs, %d planned\n",
+		len(files), valid, invalid, warnings, jobs, plans)
+}
+
+func TestCorpusTemplates(t *testing.T) {
+	dir := filepath.Join(corpusDir(t), "templates")
+	files, err := filepath.Glob(filepath.Join(dir, "*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no templates in %s: %v", dir, err)
+	}
+	sort.Strings(files)
+	var valid, refused int
+	for _, file := range files {
+		base := filepath.Base(file)
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, diags := concourse.ParsePipeline(base, data, nil)
+		errs := diags.Errors()
+		if len(errs) == 0 {
+			valid++
+			continue
+		}
+		refused++
+		for _, d := range errs {
+			if d.File != base || d.Message == "" || d.Pos.Line == 0 {
+				t.Errorf("%s: unclear error %#v", base, d)
+			}
+		}
+		t.Logf("%s: %v", base, errs[0])
+	}
+	fmt.Printf("corpus templates: %d files: %d refused with positioned errors, %d happen to be plain valid YAML pipelines\n", len(files), refused, valid)
+}
+
+func TestCorpusTasks(t *testing.T) {
+	dir := filepath.Join(corpusDir(t), "tasks")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no tasks in %s: %v", dir, err)
+	}
+	var valid int
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := concourse.LoadTaskConfig(filepath.Base(file), data); err != nil {
+			t.Errorf("%v", err)
+			continue
+		}
+		valid++
+	}
+	fmt.Printf("corpus tasks: %d files, %d valid\n", len(files), valid)
+}
+
+func TestCorpusVarsFiles(t *testing.T) {
+	dir := filepath.Join(corpusDir(t), "vars")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yml"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vf concourse.VarFlags
+		if err := vf.AddFile(filepath.Base(file), data); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+}

@@ -1,0 +1,474 @@
+package concourse
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+)
+
+// Pipeline is a parsed pipeline config together with where everything in it came from.
+type Pipeline struct {
+	// File is the name the pipeline was read from, used in diagnostics.
+	File   string
+	Config Config
+	// Unresolved are the ((vars)) that the static vars did not give. They stay in the config
+	// for run time, as `fly set-pipeline` leaves them.
+	Unresolved []VarUse
+
+	tree *node
+}
+
+// VarUse is a ((var)) left in a config, and where.
+type VarUse struct {
+	Ref  vars.Reference
+	Pos  Pos
+	Path Path
+}
+
+// Pos returns the position of the node at path (or of its deepest existing ancestor).
+func (p *Pipeline) Pos(path Path) Pos {
+	if p == nil || p.tree == nil {
+		return Pos{}
+	}
+	return p.tree.at(path)
+}
+
+// Diagnostic makes a positioned diagnostic for path.
+func (p *Pipeline) Diagnostic(sev Severity, path Path, format string, args ...any) Diagnostic {
+	return Diagnostic{Severity: sev, File: p.File, Pos: p.Pos(path), Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+var oldStyleTemplate = regexp.MustCompile(`\{\{[-\w\pL]+\}\}`)
+
+// ParsePipeline parses a pipeline the way `fly set-pipeline` does: the YAML is read with its
+// positions (a UTF-8 BOM is accepted, anchors and merge keys work, duplicate keys are an
+// error), the static vars are interpolated (vars they do not give stay for run time), unknown
+// top-level keys are dropped with a warning, unknown keys on resources, resource types,
+// groups and jobs are errors. It then validates the config with Concourse's rules.
+//
+// The returned diagnostics hold every problem found, errors and warnings; the pipeline is nil
+// when the YAML could not be read at all.
+func ParsePipeline(file string, data []byte, static vars.Variables) (*Pipeline, Diagnostics) {
+	p, diags, decoded := decodePipeline(file, data, static)
+	if !decoded {
+		diags.sort()
+		return p, diags
+	}
+	// Unknown keys do not stop validation: the rest of the config decoded, and reporting
+	// every problem at once saves round trips.
+	diags = append(diags, p.Validate()...)
+	diags.sort()
+	return p, diags
+}
+
+// decodePipeline reads the document into p.Config. decoded reports whether every value
+// decoded (unknown keys aside), so that validation can run.
+func decodePipeline(file string, data []byte, static vars.Variables) (p *Pipeline, diags Diagnostics, decoded bool) {
+	tree, diags := parseTree(file, data)
+	if tree == nil {
+		return nil, diags, false
+	}
+	p = &Pipeline{File: file, tree: tree}
+	if tree.kind != mapNode {
+		if tree.kind == scalarNode && tree.scalar == nil {
+			return p, append(diags, p.Diagnostic(SeverityError, nil, "the pipeline is empty")), false
+		}
+		return p, append(diags, p.Diagnostic(SeverityError, nil, "a pipeline must be a map with jobs, resources and so on")), false
+	}
+	diags = append(diags, p.checkOldTemplates(tree, nil)...)
+	if len(diags.Errors()) > 0 {
+		return p, diags, false
+	}
+	if static == nil {
+		static = vars.StaticVariables{}
+	}
+	ds := p.interpolate(tree, nil, static)
+	diags = append(diags, ds...)
+	if len(diags.Errors()) > 0 {
+		return p, diags, false
+	}
+
+	kept := tree.entries[:0:0]
+	for _, e := range tree.entries {
+		if !topLevelKeys[e.key] {
+			diags = append(diags, Diagnostic{Severity: SeverityWarning, File: file, Pos: e.keyPos, Path: Path{Key(e.key)},
+				Message: fmt.Sprintf("unknown top-level key %q is ignored (Concourse drops it; it is fine for YAML anchors)", e.key)})
+			continue
+		}
+		kept = append(kept, e)
+	}
+	tree.entries = kept
+	unknown, failed := p.decode()
+	return p, append(append(diags, unknown...), failed...), len(failed) == 0
+}
+
+// checkOldTemplates refuses Concourse's long-gone {{param}} syntax, which would otherwise
+// pass through as a literal string and fail much later.
+func (p *Pipeline) checkOldTemplates(n *node, path Path) Diagnostics {
+	var diags Diagnostics
+	switch n.kind {
+	case mapNode:
+		for _, e := range n.entries {
+			diags = append(diags, p.checkOldTemplates(e.value, path.Child(Key(e.key)))...)
+		}
+	case listNode:
+		for i, item := range n.items {
+			diags = append(diags, p.checkOldTemplates(item, path.Child(Index(i)))...)
+		}
+	default:
+		if s, ok := n.scalar.(string); ok && strings.Contains(s, "{{") {
+			if m := oldStyleTemplate.FindString(s); m != "" {
+				name := strings.Trim(m, "{}")
+				diags = append(diags, Diagnostic{File: p.File, Pos: n.pos, Path: p.namedPath(path),
+					Message: fmt.Sprintf("old-style template %s is no longer supported: use ((%s)) and pass the value with -v, -y or -l", m, name)})
+			}
+		}
+	}
+	return diags
+}
+
+// interpolate applies the static vars to every string in the tree, map keys included.
+// Whole-string vars keep their type.
+func (p *Pipeline) interpolate(n *node, path Path, static vars.Variables) Diagnostics {
+	var diags Diagnostics
+	switch n.kind {
+	case mapNode:
+		for i := range n.entries {
+			e := &n.entries[i]
+			if strings.Contains(e.key, "((") {
+				v, missing, err := vars.InterpolateString(e.key, static)
+				if err != nil {
+					diags = append(diags, Diagnostic{File: p.File, Pos: e.keyPos, Path: p.namedPath(path.Child(Key(e.key))), Message: err.Error()})
+					continue
+				}
+				p.noteMissing(missing, e.keyPos, path.Child(Key(e.key)))
+				e.key = scalarString(v)
+			}
+			diags = append(diags, p.interpolate(e.value, path.Child(Key(e.key)), static)...)
+		}
+	case listNode:
+		for i, item := range n.items {
+			diags = append(diags, p.interpolate(item, path.Child(Index(i)), static)...)
+		}
+	default:
+		s, ok := n.scalar.(string)
+		if !ok || !strings.Contains(s, "((") {
+			return nil
+		}
+		v, missing, err := vars.InterpolateString(s, static)
+		if err != nil {
+			return Diagnostics{{File: p.File, Pos: n.pos, Path: p.namedPath(path), Message: err.Error()}}
+		}
+		p.noteMissing(missing, n.pos, path)
+		if str, isString := v.(string); isString {
+			n.scalar = str
+		} else {
+			*n = *fromValue(v, n.pos)
+		}
+	}
+	return diags
+}
+
+func (p *Pipeline) noteMissing(missing []vars.Reference, pos Pos, path Path) {
+	for _, ref := range missing {
+		p.Unresolved = append(p.Unresolved, VarUse{Ref: ref, Pos: pos, Path: p.namedPath(path)})
+	}
+}
+
+// decode fills p.Config from the tree, one element at a time, so that one bad resource or
+// job does not hide the problems of the others. It returns the unknown keys and the values
+// that failed to decode apart.
+func (p *Pipeline) decode() (unknown, failed Diagnostics) {
+	for _, e := range p.tree.entries {
+		path := Path{Key(e.key)}
+		var u, f Diagnostics
+		switch e.key {
+		case "groups":
+			u, f = decodeList(p, e.value, path, groupFields, &p.Config.Groups)
+		case "var_sources":
+			u, f = decodeList(p, e.value, path, varSourceFields, &p.Config.VarSources)
+		case "resources":
+			u, f = decodeList(p, e.value, path, resourceFields, &p.Config.Resources)
+		case "resource_types":
+			u, f = decodeList(p, e.value, path, resourceTypeFields, &p.Config.ResourceTypes)
+		case "prototypes":
+			u, f = decodeList(p, e.value, path, resourceTypeFields, &p.Config.Prototypes)
+		case "jobs":
+			u, f = decodeList(p, e.value, path, jobFields, &p.Config.Jobs)
+			for i, job := range listItems(e.value) {
+				if r := job.get("build_log_retention"); r != nil {
+					u = append(u, p.strictKeys(r, Path{Key("jobs"), Named(i, nameOf(job)), Key("build_log_retention")}, buildLogRetentionFields)...)
+				}
+			}
+		case "display":
+			u = p.strictKeys(e.value, path, displayFields)
+			f = p.decodeValue(e.value, path, &p.Config.Display)
+		case "user_data":
+			p.Config.UserData = e.value.toValue()
+		}
+		unknown, failed = append(unknown, u...), append(failed, f...)
+	}
+	return unknown, failed
+}
+
+var (
+	groupFields             = jsonFieldNames(GroupConfig{})
+	varSourceFields         = jsonFieldNames(VarSourceConfig{})
+	displayFields           = jsonFieldNames(DisplayConfig{})
+	buildLogRetentionFields = jsonFieldNames(BuildLogRetention{})
+)
+
+func listItems(n *node) []*node {
+	if n == nil || n.kind != listNode {
+		return nil
+	}
+	return n.items
+}
+
+// nameOf is the `name` of a list element, for paths like jobs[unit].
+func nameOf(n *node) string {
+	if v := n.get("name"); v != nil {
+		if s, ok := v.scalar.(string); ok {
+			return s
+		}
+	}
+	return ""
+}
+
+// decodeList decodes a list of T element by element, reporting keys not in known (Concourse
+// decodes these strictly) apart from values that fail to decode.
+func decodeList[T any](p *Pipeline, n *node, path Path, known map[string]bool, out *[]T) (unknown, failed Diagnostics) {
+	if n.kind == scalarNode && n.scalar == nil {
+		return nil, nil
+	}
+	if n.kind != listNode {
+		return nil, Diagnostics{p.Diagnostic(SeverityError, path, "must be a list")}
+	}
+	items := make([]T, len(n.items))
+	for i, item := range n.items {
+		ipath := path.Child(Named(i, nameOf(item)))
+		if item.kind != mapNode {
+			failed = append(failed, p.Diagnostic(SeverityError, ipath, "must be a map"))
+			continue
+		}
+		unknown = append(unknown, p.strictKeys(item, ipath, known)...)
+		failed = append(failed, p.decodeValue(item, ipath, &items[i])...)
+	}
+	*out = items
+	return unknown, failed
+}
+
+// strictKeys reports the keys of a map that are not in known.
+func (p *Pipeline) strictKeys(n *node, path Path, known map[string]bool) Diagnostics {
+	if n.kind != mapNode {
+		return nil
+	}
+	var diags Diagnostics
+	for _, e := range n.entries {
+		if !known[e.key] {
+			diags = append(diags, Diagnostic{File: p.File, Pos: e.keyPos, Path: path.Child(Key(e.key)),
+				Message: fmt.Sprintf("unknown field %q%s", e.key, suggest(e.key, known))})
+		}
+	}
+	return diags
+}
+
+// decodeValue decodes a node into out through its JSON form, reporting a decode error at
+// the position of the field it concerns.
+//
+// A boolean or a number written where a string is wanted (`task: n`, `version: {v: 1}`) is
+// read as the text it was written as, the way Concourse's YAML decoding does it.
+func (p *Pipeline) decodeValue(n *node, path Path, out any) Diagnostics {
+	for attempt := 0; ; attempt++ {
+		buf, err := n.appendJSON(nil)
+		if err != nil {
+			return Diagnostics{p.Diagnostic(SeverityError, path, "%v", err)}
+		}
+		err = json.Unmarshal(buf, out)
+		if err == nil {
+			return nil
+		}
+		if attempt < maxStringRetries && p.textForString(path, err) {
+			continue
+		}
+		return Diagnostics{p.decodeError(path, err)}
+	}
+}
+
+// maxStringRetries bounds the decode retries of decodeValue: each retry re-reads the whole
+// value, and no real config has more than a handful of such scalars in one job.
+const maxStringRetries = 64
+
+// textForString turns the scalar a type mismatch points at back into its text, when the
+// field wants a string and the scalar was typed from plain text. It reports whether it did.
+func (p *Pipeline) textForString(path Path, err error) bool {
+	err = unwrapJSONError(err)
+	var pe *pathError
+	var tm *typeMismatch
+	if !errors.As(err, &pe) || !errors.As(err, &tm) || tm.target.Kind() != reflect.String {
+		return false
+	}
+	n := p.nodeAt(path.Child(pe.path...))
+	if n == nil || n.kind != scalarNode || n.raw == "" {
+		return false
+	}
+	n.scalar, n.raw = n.raw, ""
+	return true
+}
+
+func (p *Pipeline) decodeError(path Path, err error) Diagnostic {
+	err = unwrapJSONError(err)
+	var pe *pathError
+	if errors.As(err, &pe) {
+		path, err = p.namedPath(path.Child(pe.path...)), pe.err
+	}
+	var ive *invalidValueError
+	if errors.As(err, &ive) {
+		if sub := p.findString(path, ive.value); sub != nil {
+			path = sub
+		}
+	}
+	if n := p.nodeAt(path); n != nil {
+		if s, ok := n.scalar.(string); ok {
+			if len(vars.Names(s)) > 0 {
+				return p.Diagnostic(SeverityError, path, "%s is not given, and this field needs its value when the pipeline is set (it cannot wait for run time): pass it with -v, -y or -l", s)
+			}
+			if ive == nil {
+				return p.Diagnostic(SeverityError, path, "%v (got %q)", err, s)
+			}
+		}
+	}
+	return p.Diagnostic(SeverityError, path, "%v", err)
+}
+
+// findString finds the path of a string scalar with value s under path, depth first.
+func (p *Pipeline) findString(path Path, s string) Path {
+	var find func(n *node, at Path) Path
+	find = func(n *node, at Path) Path {
+		switch n.kind {
+		case mapNode:
+			for _, e := range n.entries {
+				if r := find(e.value, at.Child(Key(e.key))); r != nil {
+					return r
+				}
+			}
+		case listNode:
+			for i, item := range n.items {
+				if r := find(item, at.Child(Index(i))); r != nil {
+					return r
+				}
+			}
+		default:
+			if v, ok := n.scalar.(string); ok && v == s {
+				return at
+			}
+		}
+		return nil
+	}
+	if n := p.nodeAt(path); n != nil {
+		return p.namedPath(find(n, path))
+	}
+	return nil
+}
+
+// namedPath fills in the names of named list elements (jobs[unit]) along a path.
+func (p *Pipeline) namedPath(path Path) Path {
+	out := make(Path, len(path))
+	cur := p.tree
+	for i, e := range path {
+		out[i] = e
+		if cur == nil {
+			continue
+		}
+		if e.isIndex {
+			if cur.kind == listNode && e.index >= 0 && e.index < len(cur.items) {
+				cur = cur.items[e.index]
+				if e.name == "" {
+					if name := nameOf(cur); name != "" && i > 0 && !path[i-1].isIndex && namedLists[path[i-1].key] {
+						out[i] = Named(e.index, name)
+					}
+				}
+				continue
+			}
+			cur = nil
+			continue
+		}
+		cur = cur.get(e.key)
+	}
+	return out
+}
+
+// namedLists are the lists whose elements are known by name in paths.
+var namedLists = map[string]bool{"jobs": true, "resources": true, "resource_types": true, "prototypes": true, "groups": true, "var_sources": true}
+
+// suggest offers the closest known key for a typo.
+func suggest(key string, known map[string]bool) string {
+	best, bestDist := "", 3
+	for _, k := range sortedKeys(known) {
+		if d := editDistance(key, k); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// ParseTaskConfig parses a task file (YAML or JSON) and validates it. Errors carry the
+// position in the file. Task files are not interpolated here: Concourse resolves their vars
+// when the task runs.
+func ParseTaskConfig(data []byte) (TaskConfig, error) {
+	return parseTaskConfig("", data)
+}
+
+// LoadTaskConfig is ParseTaskConfig with the file's name in its errors.
+func LoadTaskConfig(file string, data []byte) (TaskConfig, error) {
+	return parseTaskConfig(file, data)
+}
+
+func parseTaskConfig(file string, data []byte) (TaskConfig, error) {
+	tree, diags := parseTree(file, data)
+	if tree == nil {
+		return TaskConfig{}, diags.Err()
+	}
+	p := &Pipeline{File: file, tree: tree}
+	if tree.kind != mapNode {
+		return TaskConfig{}, Diagnostics{p.Diagnostic(SeverityError, nil, "a task config must be a map with platform, run and so on")}.Err()
+	}
+	var cfg TaskConfig
+	diags = append(diags, p.decodeValue(tree, nil, &cfg)...)
+	if err := diags.Err(); err != nil {
+		return TaskConfig{}, err
+	}
+	for _, fe := range cfg.Validate() {
+		diags = append(diags, p.Diagnostic(SeverityError, fe.Field, "%s", fe.Message))
+	}
+	diags.sort()
+	return cfg, diags.Err()
+}

@@ -1,0 +1,592 @@
+package concourse
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+)
+
+// Validate applies Concourse's pipeline rules (atc/configvalidate) and returns every problem,
+// errors and warnings, each at its position.
+func (p *Pipeline) Validate() Diagnostics {
+	v := &validator{p: p, c: &p.Config}
+	v.names()
+	v.groups()
+	v.varSources()
+	v.display()
+	v.jobs()
+	v.unusedResources()
+	return v.diags
+}
+
+type validator struct {
+	p     *Pipeline
+	c     *Config
+	diags Diagnostics
+	// used records the resources some get or put refers to.
+	used map[string]bool
+}
+
+func (v *validator) errorf(path Path, format string, args ...any) {
+	v.diags = append(v.diags, v.p.Diagnostic(SeverityError, path, format, args...))
+}
+
+func (v *validator) warnf(path Path, format string, args ...any) {
+	v.diags = append(v.diags, v.p.Diagnostic(SeverityWarning, path, format, args...))
+}
+
+// identifierRegexp is Concourse's rule for names: a lowercase letter or a digit first, then
+// lowercase letters, digits, '-', '_' and '.'.
+var (
+	identifierRegexp = regexp.MustCompile(`^[\p{Ll}\p{Lt}\p{Lm}\p{Lo}\d][\p{Ll}\p{Lt}\p{Lm}\p{Lo}\d\-_.]*$`)
+	digitsOnly       = regexp.MustCompile(`^\d+$`)
+)
+
+func (v *validator) identifier(path Path, kind, name string) {
+	if name == "" || strings.Contains(name, "((") {
+		return
+	}
+	if !identifierRegexp.MatchString(name) {
+		v.warnf(path, "%s %q is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'", kind, name)
+	} else if digitsOnly.MatchString(name) {
+		v.warnf(path, "%s %q is not a valid identifier: it must not be only digits", kind, name)
+	}
+}
+
+func (v *validator) names() {
+	type named struct {
+		path Path
+		kind string
+	}
+	seen := map[string]named{}
+	dup := func(space, name string, path Path, kind string) {
+		key := space + "\x00" + name
+		if first, ok := seen[key]; ok {
+			v.errorf(path, "%s %q is defined more than once (also as %s at line %d)", kind, name, first.kind, v.p.Pos(first.path).Line)
+			return
+		}
+		seen[key] = named{path, kind}
+	}
+	for i, g := range v.c.Groups {
+		path := Path{Key("groups"), Named(i, g.Name)}
+		if g.Name == "" {
+			v.errorf(path, "group has no name")
+			continue
+		}
+		v.identifier(path.Child(Key("name")), "group", g.Name)
+		dup("group", g.Name, path, "group")
+	}
+	// Resources have their own name space; resource types and prototypes share one.
+	typed := func(list, kind, space string, i int, name, typ string) {
+		path := Path{Key(list), Named(i, name)}
+		if name == "" {
+			v.errorf(path, "%s has no name", kind)
+		} else {
+			v.identifier(path.Child(Key("name")), kind, name)
+			dup(space, name, path, kind)
+		}
+		if typ == "" {
+			v.errorf(path, "%s %q has no type", kind, name)
+		}
+	}
+	for i, r := range v.c.Resources {
+		typed("resources", "resource", "resource", i, r.Name, r.Type)
+	}
+	for i, t := range v.c.ResourceTypes {
+		typed("resource_types", "resource type", "type", i, t.Name, t.Type)
+	}
+	for i, t := range v.c.Prototypes {
+		typed("prototypes", "prototype", "type", i, t.Name, t.Type)
+	}
+	for i, j := range v.c.Jobs {
+		path := Path{Key("jobs"), Named(i, j.Name)}
+		if j.Name == "" {
+			v.errorf(path, "job has no name")
+			continue
+		}
+		v.identifier(path.Child(Key("name")), "job", j.Name)
+		dup("job", j.Name, path, "job")
+	}
+	for i, s := range v.c.VarSources {
+		path := Path{Key("var_sources"), Named(i, s.Name)}
+		if s.Name == "" {
+			v.errorf(path, "var source has no name")
+			continue
+		}
+		dup("var_source", s.Name, path, "var source")
+	}
+}
+
+func (v *validator) groups() {
+	if len(v.c.Groups) == 0 {
+		return
+	}
+	resources := map[string]bool{}
+	for _, r := range v.c.Resources {
+		resources[r.Name] = true
+	}
+	inGroup := map[string]bool{}
+	for i, g := range v.c.Groups {
+		path := Path{Key("groups"), Named(i, g.Name)}
+		for k, pattern := range g.Jobs {
+			re, err := compileGlob(pattern)
+			if err != nil {
+				v.errorf(path.Child(Key("jobs"), Index(k)), "invalid glob %q: %v", pattern, err)
+				continue
+			}
+			matched := false
+			for _, j := range v.c.Jobs {
+				if re.MatchString(j.Name) {
+					matched, inGroup[j.Name] = true, true
+				}
+			}
+			if !matched {
+				v.errorf(path.Child(Key("jobs"), Index(k)), "group %q has job %q, which matches no job", g.Name, pattern)
+			}
+		}
+		for k, r := range g.Resources {
+			if !resources[r] {
+				v.errorf(path.Child(Key("resources"), Index(k)), "group %q has resource %q, which does not exist", g.Name, r)
+			}
+		}
+	}
+	for i, j := range v.c.Jobs {
+		if j.Name != "" && !inGroup[j.Name] {
+			v.errorf(Path{Key("jobs"), Named(i, j.Name)}, "job %q belongs to no group: once there are groups, every job must be in one", j.Name)
+		}
+	}
+}
+
+var varSourceTypes = map[string]bool{"vault": true, "dummy": true, "ssm": true, "secretsmanager": true, "idtoken": true}
+
+func (v *validator) varSources() {
+	deps := map[string][]string{}
+	index := map[string]int{}
+	for i, s := range v.c.VarSources {
+		index[s.Name] = i
+	}
+	for i, s := range v.c.VarSources {
+		path := Path{Key("var_sources"), Named(i, s.Name)}
+		if !varSourceTypes[s.Type] {
+			v.errorf(path.Child(Key("type")), "unknown var source type %q: use one of dummy, idtoken, secretsmanager, ssm, vault", s.Type)
+		}
+		cfg, isMap := s.Config.(map[string]any)
+		if s.Config != nil && !isMap {
+			v.errorf(path.Child(Key("config")), "var source config must be a map")
+		}
+		if s.Type == "dummy" && isMap {
+			if vs, ok := cfg["vars"]; ok {
+				if _, ok := vs.(map[string]any); !ok {
+					v.errorf(path.Child(Key("config"), Key("vars")), "dummy var source vars must be a map")
+				}
+			}
+		}
+		for _, ref := range referencedVars(s.Config) {
+			if ref.Source == "" || ref.Source == "." {
+				continue
+			}
+			if _, ok := index[ref.Source]; !ok {
+				v.errorf(path.Child(Key("config")), "var source %q uses ((%s)), but there is no var source %q", s.Name, ref, ref.Source)
+				continue
+			}
+			deps[s.Name] = append(deps[s.Name], ref.Source)
+		}
+	}
+	if cycle := findCycle(sortedKeys(deps), deps); cycle != nil {
+		i := index[cycle[0]]
+		v.errorf(Path{Key("var_sources"), Named(i, cycle[0])}, "var sources depend on each other in a cycle: %s", strings.Join(cycle, " -> "))
+	}
+}
+
+// referencedVars lists the ((vars)) in a generic value.
+func referencedVars(val any) []vars.Reference {
+	var refs []vars.Reference
+	var walk func(any)
+	walk = func(x any) {
+		switch t := x.(type) {
+		case string:
+			for _, n := range vars.Names(t) {
+				if r, err := vars.ParseReference(n); err == nil {
+					refs = append(refs, r)
+				}
+			}
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		case map[string]any:
+			for _, k := range sortedKeys(t) {
+				walk(k)
+				walk(t[k])
+			}
+		}
+	}
+	walk(val)
+	return refs
+}
+
+func (v *validator) display() {
+	d := v.c.Display
+	if d == nil || d.BackgroundImage == "" {
+		return
+	}
+	u, err := url.Parse(d.BackgroundImage)
+	if err != nil {
+		v.errorf(Path{Key("display"), Key("background_image")}, "invalid background image URL: %v", err)
+		return
+	}
+	if u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https" {
+		v.errorf(Path{Key("display"), Key("background_image")}, "background image scheme %q is not allowed: use http, https or a relative URL", u.Scheme)
+	}
+}
+
+func (v *validator) jobs() {
+	if len(v.c.Jobs) == 0 {
+		v.errorf(nil, "the pipeline has no jobs: add at least one job")
+		return
+	}
+	v.used = map[string]bool{}
+	resources := map[string]bool{}
+	for _, r := range v.c.Resources {
+		resources[r.Name] = true
+	}
+	jobsByName := map[string]*JobConfig{}
+	for i := range v.c.Jobs {
+		jobsByName[v.c.Jobs[i].Name] = &v.c.Jobs[i]
+	}
+	passedDeps := map[string][]string{}
+	for i := range v.c.Jobs {
+		job := &v.c.Jobs[i]
+		jpath := Path{Key("jobs"), Named(i, job.Name)}
+		v.jobSettings(job, jpath)
+		gets := map[string]Path{}
+		v.p.walkJob(job, jpath, func(s StepConfig, path Path, scope *walkScope) {
+			v.step(job, s, path, scope, resources, gets, jobsByName, passedDeps)
+		}, func(step Step, path Path) {
+			if step.Aggregate {
+				v.warnf(path.Child(Key("aggregate")), "aggregate was removed in Concourse v7 and is read here as in_parallel: rename it to in_parallel")
+			}
+			for _, k := range sortedKeys(step.UnknownFields) {
+				v.errorf(path.Child(Key(k)), "unknown field %q%s", k, suggest(k, allStepKeys))
+			}
+		})
+	}
+	if cycle := findCycle(sortedKeys(passedDeps), passedDeps); cycle != nil {
+		i := 0
+		for k, j := range v.c.Jobs {
+			if j.Name == cycle[0] {
+				i = k
+			}
+		}
+		v.errorf(Path{Key("jobs"), Named(i, cycle[0])}, "the jobs' passed constraints form a cycle: %s", strings.Join(cycle, " -> "))
+	}
+}
+
+// allStepKeys are every key any step type knows, for typo suggestions.
+var allStepKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, fields := range stepFields {
+		for k := range fields {
+			m[k] = true
+		}
+	}
+	return m
+}()
+
+func (v *validator) jobSettings(job *JobConfig, path Path) {
+	if job.BuildLogsToRetain != 0 {
+		v.warnf(path.Child(Key("build_logs_to_retain")), "build_logs_to_retain is deprecated: use build_log_retention")
+	}
+	if job.BuildLogsToRetain < 0 {
+		v.errorf(path.Child(Key("build_logs_to_retain")), "build_logs_to_retain must not be negative")
+	}
+	if r := job.BuildLogRetention; r != nil {
+		rp := path.Child(Key("build_log_retention"))
+		if r.Builds < 0 {
+			v.errorf(rp.Child(Key("builds")), "builds must not be negative")
+		}
+		if r.Days < 0 {
+			v.errorf(rp.Child(Key("days")), "days must not be negative")
+		}
+		if r.MinimumSucceededBuilds < 0 {
+			v.errorf(rp.Child(Key("minimum_succeeded_builds")), "minimum_succeeded_builds must not be negative")
+		}
+		if r.Builds > 0 && r.MinimumSucceededBuilds > r.Builds {
+			v.errorf(rp.Child(Key("minimum_succeeded_builds")), "minimum_succeeded_builds (%d) must not be greater than builds (%d)", r.MinimumSucceededBuilds, r.Builds)
+		}
+	}
+	if job.RawMaxInFlight < 0 {
+		v.errorf(path.Child(Key("max_in_flight")), "max_in_flight must not be negative")
+	}
+}
+
+func (v *validator) step(job *JobConfig, s StepConfig, path Path, scope *walkScope, resources map[string]bool,
+	gets map[string]Path, jobsByName map[string]*JobConfig, passedDeps map[string][]string) {
+	switch st := s.(type) {
+	case *GetStep:
+		v.identifier(path.Child(Key("get")), "get step", st.Name)
+		name := st.ResourceName()
+		v.used[name] = true
+		if !resources[name] && !strings.Contains(name, "((") {
+			v.errorf(path.Child(Key("get")), "unknown resource %q%s", name, v.suggestResource(name))
+		}
+		if first, dup := gets[st.Name]; dup {
+			v.errorf(path.Child(Key("get")), "job %q gets %q more than once (first at line %d): give the steps different names and use `resource:`", job.Name, st.Name, v.p.Pos(first).Line)
+		} else {
+			gets[st.Name] = path.Child(Key("get"))
+		}
+		for k, pattern := range st.Passed {
+			ppath := path.Child(Key("passed"), Index(k))
+			re, err := compileGlob(pattern)
+			if err != nil {
+				v.errorf(ppath, "invalid glob %q: %v", pattern, err)
+				continue
+			}
+			matched := false
+			for _, other := range v.c.Jobs {
+				if !re.MatchString(other.Name) {
+					continue
+				}
+				matched = true
+				if !jobUsesResource(&other, name) {
+					v.errorf(ppath, "job %q does not get or put resource %q, so it cannot be passed", other.Name, name)
+					continue
+				}
+				passedDeps[job.Name] = append(passedDeps[job.Name], other.Name)
+			}
+			if !matched {
+				v.errorf(ppath, "passed %q matches no job", pattern)
+			}
+		}
+		v.stepTimeout(st.Timeout, path)
+	case *PutStep:
+		v.identifier(path.Child(Key("put")), "put step", st.Name)
+		name := st.ResourceName()
+		v.used[name] = true
+		if !resources[name] && !strings.Contains(name, "((") {
+			v.errorf(path.Child(Key("put")), "unknown resource %q%s", name, v.suggestResource(name))
+		}
+		v.stepTimeout(st.Timeout, path)
+	case *TaskStep:
+		v.identifier(path.Child(Key("task")), "task step", st.Name)
+		switch {
+		case st.ConfigPath == "" && st.Config == nil:
+			v.errorf(path.Child(Key("task")), "task %q has neither `file` nor `config`: give one of them", st.Name)
+		case st.ConfigPath != "" && st.Config != nil:
+			v.errorf(path.Child(Key("task")), "task %q has both `file` and `config`: give only one of them", st.Name)
+		}
+		if st.Config != nil {
+			for _, fe := range st.Config.Validate() {
+				v.errorf(path.Child(Key("config")).Child(fe.Field...), "%s", fe.Message)
+			}
+			if st.ImageArtifactName != "" && (st.Config.ImageResource != nil || st.Config.RootfsURI != "") {
+				v.warnf(path.Child(Key("image")), "task %q sets `image`, which wins over the image in its config", st.Name)
+			}
+		}
+		if st.Hermetic {
+			v.warnf(path.Child(Key("hermetic")), "hermetic only works on the containerd runtime")
+		}
+		v.stepTimeout(st.Timeout, path)
+	case *SetPipelineStep:
+		v.identifier(path.Child(Key("set_pipeline")), "set_pipeline step", st.Name)
+		if st.File == "" {
+			v.errorf(path.Child(Key("set_pipeline")), "set_pipeline %q has no `file`", st.Name)
+		}
+	case *LoadVarStep:
+		v.identifier(path.Child(Key("load_var")), "load_var step", st.Name)
+		if st.File == "" {
+			v.errorf(path.Child(Key("load_var")), "load_var %q has no `file`", st.Name)
+		}
+	case *TimeoutStep:
+		if !strings.Contains(st.Duration, "((") {
+			if _, err := time.ParseDuration(st.Duration); err != nil {
+				v.errorf(path.Child(Key("timeout")), "invalid timeout %q: use a duration such as 30m or 1h30m", st.Duration)
+			}
+		}
+	case *RetryStep:
+		if st.Attempts <= 0 {
+			v.errorf(path.Child(Key("attempts")), "attempts must be greater than 0, not %d", st.Attempts)
+		}
+	case *AcrossStep:
+		apath := path.Child(Key("across"))
+		if len(st.Vars) == 0 {
+			v.errorf(apath, "across has no vars")
+		}
+		seen := map[string]bool{}
+		for k, av := range st.Vars {
+			vpath := apath.Child(Index(k))
+			if av.Var == "" {
+				v.errorf(vpath, "across var has no name")
+				continue
+			}
+			if seen[av.Var] {
+				v.errorf(vpath.Child(Key("var")), "across var %q is repeated", av.Var)
+			}
+			seen[av.Var] = true
+			if scope.shadows(av.Var) {
+				v.warnf(vpath.Child(Key("var")), "across var %q shadows an outer var of the same name", av.Var)
+			}
+			if av.MaxInFlight != nil && !av.MaxInFlight.All && av.MaxInFlight.Limit <= 0 {
+				v.errorf(vpath.Child(Key("max_in_flight")), "max_in_flight must be greater than 0")
+			}
+			switch av.Values.(type) {
+			case []any, string:
+			case nil:
+				v.errorf(vpath.Child(Key("values")), "across var %q has no values", av.Var)
+			default:
+				v.errorf(vpath.Child(Key("values")), "across var %q: values must be a list (or a ((var)) that gives one)", av.Var)
+			}
+		}
+	case *InParallelStep:
+		if st.Config.Limit < 0 {
+			v.errorf(path.Child(Key("in_parallel"), Key("limit")), "limit must not be negative")
+		}
+	}
+}
+
+// stepTimeout checks a get/put/task `timeout`. Concourse only finds a bad one at run time;
+// saying so now costs nothing and saves a build.
+func (v *validator) stepTimeout(d string, path Path) {
+	if d == "" || strings.Contains(d, "((") {
+		return
+	}
+	if _, err := time.ParseDuration(d); err != nil {
+		v.errorf(path.Child(Key("timeout")), "invalid timeout %q: use a duration such as 30m or 1h30m", d)
+	}
+}
+
+func (v *validator) suggestResource(name string) string {
+	known := map[string]bool{}
+	for _, r := range v.c.Resources {
+		known[r.Name] = true
+	}
+	return suggest(name, known)
+}
+
+func (v *validator) unusedResources() {
+	if v.used == nil {
+		return
+	}
+	for i, r := range v.c.Resources {
+		if r.Name != "" && !v.used[r.Name] {
+			v.errorf(Path{Key("resources"), Named(i, r.Name)}, "resource %q is not used by any job: use it in a get or put, or remove it", r.Name)
+		}
+	}
+}
+
+// jobUsesResource reports whether a job gets or puts the resource anywhere.
+func jobUsesResource(job *JobConfig, resource string) bool {
+	found := false
+	walkSteps(job.StepConfig(), func(s StepConfig) {
+		switch st := s.(type) {
+		case *GetStep:
+			found = found || st.ResourceName() == resource
+		case *PutStep:
+			found = found || st.ResourceName() == resource
+		}
+	})
+	return found
+}
+
+// findCycle returns a cycle in a dependency graph (as a path that starts and ends at the
+// same node), or nil.
+func findCycle(nodes []string, deps map[string][]string) []string {
+	const (
+		unvisited = iota
+		visiting
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		state[n] = visiting
+		stack = append(stack, n)
+		next := append([]string(nil), deps[n]...)
+		sort.Strings(next)
+		for _, m := range next {
+			switch state[m] {
+			case visiting:
+				for i, s := range stack {
+					if s == m {
+						return append(append([]string(nil), stack[i:]...), m)
+					}
+				}
+			case unvisited:
+				if c := visit(m); c != nil {
+					return c
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[n] = done
+		return nil
+	}
+	for _, n := range nodes {
+		if state[n] == unvisited {
+			if c := visit(n); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// compileGlob turns a job glob (gobwas/glob syntax: *, ?, [abc], {a,b}) into a regexp.
+func compileGlob(pattern string) (*regexp.Regexp, error) {
+	var b strings.Builder
+	b.WriteString("^")
+	depth := 0
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		switch c {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		case '[':
+			j := strings.IndexByte(pattern[i:], ']')
+			if j < 0 {
+				return nil, fmt.Errorf("unclosed '['")
+			}
+			class := pattern[i+1 : i+j]
+			if strings.HasPrefix(class, "!") {
+				class = "^" + class[1:]
+			}
+			b.WriteString("[" + class + "]")
+			i += j
+		case '{':
+			depth++
+			b.WriteString("(?:")
+		case '}':
+			if depth == 0 {
+				return nil, fmt.Errorf("unmatched '}'")
+			}
+			depth--
+			b.WriteString(")")
+		case ',':
+			if depth > 0 {
+				b.WriteString("|")
+			} else {
+				b.WriteString(",")
+			}
+		case '\\':
+			if i+1 < len(pattern) {
+				i++
+				b.WriteString(regexp.QuoteMeta(string(pattern[i])))
+			}
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("unclosed '{'")
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}

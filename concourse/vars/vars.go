@@ -1,0 +1,331 @@
+package vars
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Reference is a parsed ((var)): an optional var source, a path and fields into the value.
+// `((vault:creds.user))` is {Source: "vault", Path: "creds", Fields: ["user"]}. The source
+// "." names the build's local vars.
+type Reference struct {
+	Source string
+	Path   string
+	Fields []string
+}
+
+// String renders the reference as it is written between the parentheses.
+func (r Reference) String() string {
+	var b strings.Builder
+	if r.Source != "" {
+		b.WriteString(r.Source + ":")
+	}
+	b.WriteString(segmentString(r.Path))
+	for _, f := range r.Fields {
+		b.WriteByte('.')
+		b.WriteString(segmentString(f))
+	}
+	return b.String()
+}
+
+func segmentString(s string) string {
+	if strings.ContainsAny(s, ",.:/ ") {
+		return fmt.Sprintf("%q", s)
+	}
+	return s
+}
+
+// ParseReference parses the text between `((` and `))`. Dots split fields unless quoted; a
+// colon outside quotes ends the source name.
+func ParseReference(name string) (Reference, error) {
+	if strings.Count(name, `"`)%2 != 0 {
+		return Reference{}, fmt.Errorf("invalid var '%s': contains unclosed quotes", name)
+	}
+	var ref Reference
+	rest := name
+	if i, ok := findUnquoted(rest, ':'); ok {
+		ref.Source = strings.TrimSpace(strings.ReplaceAll(rest[:i], `"`, ""))
+		rest = rest[i+1:]
+	}
+	var fields []string
+	for more := true; more; {
+		var seg string
+		i, found := findUnquoted(rest, '.')
+		if found {
+			seg, rest = rest[:i], rest[i+1:]
+		} else {
+			seg = rest
+		}
+		more = found
+		seg = cleanPath(strings.ReplaceAll(strings.TrimSpace(seg), `"`, ""))
+		if seg == "" {
+			return Reference{}, fmt.Errorf("invalid var '%s': empty field", name)
+		}
+		fields = append(fields, seg)
+	}
+	ref.Path = fields[0]
+	if len(fields) > 1 {
+		ref.Fields = fields[1:]
+	}
+	return ref, nil
+}
+
+func findUnquoted(s string, r rune) (int, bool) {
+	quoted := false
+	for i, c := range s {
+		switch c {
+		case r:
+			if !quoted {
+				return i, true
+			}
+		case '"':
+			quoted = !quoted
+		}
+	}
+	return 0, false
+}
+
+func cleanPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if path.IsAbs(p) {
+		return path.Clean(p)
+	}
+	return path.Clean("/" + p)[1:]
+}
+
+// Variables is where vars are looked up. Get reports found=false for a var it does not
+// have; an error is for a var it has but cannot give (a missing field, a failing backend).
+type Variables interface {
+	Get(ref Reference) (value any, found bool, err error)
+}
+
+// StaticVariables are vars given up front (`-v`, `-y`, `-l`, task `vars:`). They answer
+// references without a source only: `((vault:x))` is left for the var source at run time.
+type StaticVariables map[string]any
+
+var _ Variables = StaticVariables{}
+
+// Get looks up ref.Path and walks ref.Fields into the value.
+func (s StaticVariables) Get(ref Reference) (any, bool, error) {
+	if ref.Source != "" {
+		return nil, false, nil
+	}
+	v, ok := s[ref.Path]
+	if !ok {
+		return nil, false, nil
+	}
+	v, err := Traverse(v, ref.String(), ref.Fields)
+	if err != nil {
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+// Traverse walks fields into a value of nested maps.
+func Traverse(v any, name string, fields []string) (any, error) {
+	for _, f := range fields {
+		switch m := v.(type) {
+		case map[string]any:
+			next, ok := m[f]
+			if !ok {
+				return nil, MissingFieldError{Name: name, Field: f}
+			}
+			v = next
+		case map[any]any:
+			next, ok := m[f]
+			if !ok {
+				return nil, MissingFieldError{Name: name, Field: f}
+			}
+			v = next
+		default:
+			return nil, InvalidFieldError{Name: name, Field: f}
+		}
+	}
+	return v, nil
+}
+
+// Multi looks vars up in each Variables in order; the first that has a var wins.
+type Multi []Variables
+
+var _ Variables = Multi{}
+
+// Get returns the first answer that found the var or failed.
+func (m Multi) Get(ref Reference) (any, bool, error) {
+	for _, v := range m {
+		val, found, err := v.Get(ref)
+		if found || err != nil {
+			return val, found, err
+		}
+	}
+	return nil, false, nil
+}
+
+// MissingFieldError is a var whose value has no such field.
+type MissingFieldError struct {
+	Name  string
+	Field string
+}
+
+func (e MissingFieldError) Error() string {
+	return fmt.Sprintf("missing field '%s' in var: %s", e.Field, e.Name)
+}
+
+// InvalidFieldError is a var whose value is not a map, so it has no fields.
+type InvalidFieldError struct {
+	Name  string
+	Field string
+}
+
+func (e InvalidFieldError) Error() string {
+	return fmt.Sprintf("cannot access field '%s' of non-map value from var: %s", e.Field, e.Name)
+}
+
+// UndefinedVarsError lists the vars that were needed and not found.
+type UndefinedVarsError struct {
+	Vars []string
+}
+
+func (e UndefinedVarsError) Error() string {
+	return "undefined vars: " + strings.Join(e.Vars, ", ")
+}
+
+// InvalidInterpolationError is a var spliced into a longer string whose value is not a
+// string or an integer.
+type InvalidInterpolationError struct {
+	Name  string
+	Value any
+}
+
+func (e InvalidInterpolationError) Error() string {
+	return fmt.Sprintf("cannot interpolate non-primitive value (%T) for var: %s", e.Value, e.Name)
+}
+
+var (
+	interpolationRegex         = regexp.MustCompile(`\(\((([-/\.\w\pL]+\:)?[-/\.:@"\w\pL]+)\)\)`)
+	interpolationAnchoredRegex = regexp.MustCompile(`\A` + interpolationRegex.String() + `\z`)
+)
+
+// Names returns the var names referenced in s, in order, as written.
+func Names(s string) []string {
+	if !strings.Contains(s, "((") {
+		return nil
+	}
+	var names []string
+	for _, m := range interpolationRegex.FindAllStringSubmatch(s, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// InterpolateString resolves the vars in one string. When the whole string is one var, the
+// value keeps its type (a map, a number); otherwise only strings and integers are spliced
+// in. References not found are left in place and returned in missing.
+func InterpolateString(s string, v Variables) (value any, missing []Reference, err error) {
+	names := Names(s)
+	if names == nil {
+		return s, nil, nil
+	}
+	out := s
+	for _, name := range names {
+		ref, err := ParseReference(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		val, found, err := v.Get(ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !found {
+			missing = append(missing, ref)
+			continue
+		}
+		if interpolationAnchoredRegex.MatchString(s) {
+			return val, nil, nil
+		}
+		str, ok := spliceable(val)
+		if !ok {
+			return nil, nil, InvalidInterpolationError{Name: name, Value: val}
+		}
+		out = strings.ReplaceAll(out, "(("+name+"))", str)
+	}
+	return out, missing, nil
+}
+
+func spliceable(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return fmt.Sprint(x), true
+	}
+	return "", false
+}
+
+// Interpolate resolves every var in a generic JSON value (maps with string keys, lists,
+// strings, numbers), map keys included. When strict, a var that is not found is an
+// UndefinedVarsError listing every such var; otherwise it stays in place. The input is not
+// modified.
+func Interpolate(value any, v Variables, strict bool) (any, error) {
+	missing := map[string]bool{}
+	out, err := interpolate(value, v, missing)
+	if err != nil {
+		return nil, err
+	}
+	if strict && len(missing) > 0 {
+		names := make([]string, 0, len(missing))
+		for n := range missing {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return nil, UndefinedVarsError{Vars: names}
+	}
+	return out, nil
+}
+
+func interpolate(value any, v Variables, missing map[string]bool) (any, error) {
+	switch x := value.(type) {
+	case string:
+		out, miss, err := InterpolateString(x, v)
+		for _, r := range miss {
+			missing[r.String()] = true
+		}
+		return out, err
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := interpolate(e, v, missing)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			r, err := interpolate(e, v, missing)
+			if err != nil {
+				return nil, err
+			}
+			key, err := interpolate(k, v, missing)
+			if err != nil {
+				return nil, err
+			}
+			ks, ok := key.(string)
+			if !ok {
+				ks = fmt.Sprint(key)
+			}
+			out[ks] = r
+		}
+		return out, nil
+	}
+	return value, nil
+}

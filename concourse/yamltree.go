@@ -1,0 +1,572 @@
+package concourse
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// node is a YAML value after anchors, aliases and merge keys are resolved, with scalars
+// typed the way Concourse's YAML library (go-yaml v2, YAML 1.1) types them, and the
+// position of everything kept for error messages.
+type node struct {
+	kind   nodeKind
+	pos    Pos
+	scalar any // nil, bool, int64, uint64, float64 or string
+	// raw is the text of a plain scalar that was typed as a boolean or a number. A field
+	// of type string takes the text instead, as Concourse's YAML decoding does.
+	raw     string
+	entries []entry
+	items   []*node
+}
+
+type entry struct {
+	key    string
+	keyPos Pos
+	value  *node
+}
+
+type nodeKind uint8
+
+const (
+	scalarNode nodeKind = iota
+	mapNode
+	listNode
+)
+
+// get returns the value of key in a map node, or nil.
+func (n *node) get(key string) *node {
+	if n == nil || n.kind != mapNode {
+		return nil
+	}
+	for i := range n.entries {
+		if n.entries[i].key == key {
+			return n.entries[i].value
+		}
+	}
+	return nil
+}
+
+// maxNodes bounds alias expansion ("billion laughs"). The largest corpus pipeline has
+// about 30,000 nodes once its aliases are expanded.
+const maxNodes = 500_000
+
+type treeBuilder struct {
+	file  string
+	diags Diagnostics
+	nodes int
+	// expanding guards against an alias that refers to itself.
+	expanding map[*yaml.Node]bool
+}
+
+var bom = []byte("\xef\xbb\xbf")
+
+// parseTree parses one YAML document into a node tree. Problems that make the document
+// unusable are returned as diagnostics (duplicate keys among them, as fly reports them).
+func parseTree(file string, data []byte) (*node, Diagnostics) {
+	data = bytes.TrimPrefix(data, bom)
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if err.Error() == "EOF" {
+			return &node{kind: scalarNode}, nil
+		}
+		return nil, Diagnostics{yamlErrorDiagnostic(file, data, err)}
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return nil, Diagnostics{{File: file, Pos: Pos{Line: extra.Line, Col: extra.Column},
+			Message: "more than one YAML document: a pipeline is a single document (remove the '---' separator)"}}
+	}
+	b := &treeBuilder{file: file, expanding: map[*yaml.Node]bool{}}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return &node{kind: scalarNode}, nil
+		}
+		root = root.Content[0]
+	}
+	n := b.build(root)
+	if len(b.diags.Errors()) > 0 {
+		return nil, b.diags
+	}
+	return n, b.diags
+}
+
+var (
+	yamlLineRegexp      = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+	unknownAnchorRegexp = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+)
+
+func yamlErrorDiagnostic(file string, data []byte, err error) Diagnostic {
+	msg := err.Error()
+	d := Diagnostic{File: file, Pos: Pos{Line: 1, Col: 1}, Message: "invalid YAML: " + msg}
+	if m := yamlLineRegexp.FindStringSubmatch(msg); m != nil {
+		if m[1] != "" {
+			line, _ := strconv.Atoi(m[1])
+			d.Pos = Pos{Line: line, Col: 1}
+		}
+		d.Message = "invalid YAML: " + m[2]
+		if a := unknownAnchorRegexp.FindStringSubmatch(m[2]); a != nil {
+			// The parser does not say where; the first use of the alias is where to look.
+			if i := bytes.Index(data, []byte("*"+a[1])); i >= 0 {
+				line := bytes.Count(data[:i], []byte("\n")) + 1
+				col := i - bytes.LastIndexByte(data[:i], '\n')
+				d.Pos = Pos{Line: line, Col: col}
+			}
+			d.Message += " (an anchor must be defined in the same file, before its first use)"
+		}
+	}
+	return d
+}
+
+func (b *treeBuilder) errorf(pos Pos, format string, args ...any) {
+	b.diags = append(b.diags, Diagnostic{File: b.file, Pos: pos, Message: fmt.Sprintf(format, args...)})
+}
+
+func posOf(y *yaml.Node) Pos { return Pos{Line: y.Line, Col: y.Column} }
+
+func (b *treeBuilder) build(y *yaml.Node) *node {
+	b.nodes++
+	if b.nodes > maxNodes {
+		if b.nodes == maxNodes+1 {
+			b.errorf(posOf(y), "document too large after expanding aliases (more than %d nodes)", maxNodes)
+		}
+		return &node{kind: scalarNode, pos: posOf(y)}
+	}
+	switch y.Kind {
+	case yaml.AliasNode:
+		if y.Alias == nil || b.expanding[y.Alias] {
+			b.errorf(posOf(y), "alias *%s refers to itself", y.Value)
+			return &node{kind: scalarNode, pos: posOf(y)}
+		}
+		b.expanding[y.Alias] = true
+		n := b.build(y.Alias)
+		delete(b.expanding, y.Alias)
+		return n
+	case yaml.MappingNode:
+		if name, ok := oldStyleParam(y); ok {
+			b.errorf(posOf(y), "old-style template {{%s}} is no longer supported: use ((%s)) and pass the value with -v, -y or -l", name, name)
+			return &node{kind: scalarNode, pos: posOf(y)}
+		}
+		return b.buildMap(y)
+	case yaml.SequenceNode:
+		n := &node{kind: listNode, pos: posOf(y), items: make([]*node, 0, len(y.Content))}
+		for _, c := range y.Content {
+			n.items = append(n.items, b.build(c))
+		}
+		return n
+	case yaml.ScalarNode:
+		v, err := resolveScalar(y)
+		if err != nil {
+			b.errorf(posOf(y), "%v", err)
+		}
+		n := &node{kind: scalarNode, pos: posOf(y), scalar: v}
+		switch v.(type) {
+		case bool, int64, uint64, float64:
+			n.raw = y.Value
+		}
+		return n
+	case yaml.DocumentNode:
+		if len(y.Content) == 0 {
+			return &node{kind: scalarNode, pos: posOf(y)}
+		}
+		return b.build(y.Content[0])
+	}
+	return &node{kind: scalarNode, pos: posOf(y)}
+}
+
+func (b *treeBuilder) buildMap(y *yaml.Node) *node {
+	n := &node{kind: mapNode, pos: posOf(y), entries: make([]entry, 0, len(y.Content)/2)}
+	seen := make(map[string]int, len(y.Content)/2)
+	var merged []entry
+	for i := 0; i+1 < len(y.Content); i += 2 {
+		k, v := y.Content[i], y.Content[i+1]
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			if line, dup := seen["<<"]; dup {
+				b.errorf(posOf(k), "duplicate key \"<<\": already defined at line %d (use one merge key with a list of aliases)", line)
+				continue
+			}
+			seen["<<"] = k.Line
+			merged = append(merged, b.mergeEntries(v)...)
+			continue
+		}
+		key, ok := b.keyString(k)
+		if !ok {
+			continue
+		}
+		if line, dup := seen[key]; dup {
+			b.errorf(posOf(k), "duplicate key %q: already defined at line %d", key, line)
+			continue
+		}
+		seen[key] = k.Line
+		n.entries = append(n.entries, entry{key: key, keyPos: posOf(k), value: b.build(v)})
+	}
+	// Keys written in the map win over merged ones; among merged maps the first wins.
+	for _, e := range merged {
+		if _, exists := seen[e.key]; exists {
+			continue
+		}
+		seen[e.key] = e.keyPos.Line
+		n.entries = append(n.entries, e)
+	}
+	return n
+}
+
+// oldStyleParam recognises `{{name}}`, Concourse's long-gone template syntax, which YAML
+// reads as a flow map whose only key is a flow map: {{name: null}: null}.
+func oldStyleParam(y *yaml.Node) (string, bool) {
+	if y.Style&yaml.FlowStyle == 0 || len(y.Content) != 2 {
+		return "", false
+	}
+	k, v := y.Content[0], y.Content[1]
+	if k.Kind != yaml.MappingNode || k.Style&yaml.FlowStyle == 0 || len(k.Content) != 2 || v.Tag != "!!null" {
+		return "", false
+	}
+	if k.Content[0].Kind != yaml.ScalarNode || k.Content[1].Tag != "!!null" {
+		return "", false
+	}
+	return k.Content[0].Value, true
+}
+
+// mergeEntries returns the entries a merge key brings in: from one map, or from a list of
+// maps where an earlier map wins over a later one.
+func (b *treeBuilder) mergeEntries(v *yaml.Node) []entry {
+	switch src := b.build(v); src.kind {
+	case mapNode:
+		return src.entries
+	case listNode:
+		var out []entry
+		have := map[string]bool{}
+		for _, item := range src.items {
+			if item.kind != mapNode {
+				b.errorf(item.pos, "a merge key (<<) takes a map or a list of maps")
+				continue
+			}
+			for _, e := range item.entries {
+				if !have[e.key] {
+					have[e.key] = true
+					out = append(out, e)
+				}
+			}
+		}
+		return out
+	default:
+		b.errorf(src.pos, "a merge key (<<) takes a map or a list of maps")
+		return nil
+	}
+}
+
+// keyString turns a key into the string JSON needs. Keys keep the text they were written
+// with: go-yaml v2 would read a key `N` or `on` as a boolean and Concourse would see
+// "false" or "true", which is never what the author meant.
+func (b *treeBuilder) keyString(k *yaml.Node) (string, bool) {
+	if k.Kind == yaml.AliasNode && k.Alias != nil {
+		k = k.Alias
+	}
+	if k.Kind != yaml.ScalarNode {
+		b.errorf(posOf(k), "a map key must be a scalar, not a %s", kindName(k.Kind))
+		return "", false
+	}
+	if k.Style&yaml.TaggedStyle == 0 && yaml11Nulls[k.Value] && k.Style == 0 {
+		return "null", true
+	}
+	return k.Value, true
+}
+
+func kindName(k yaml.Kind) string {
+	switch k {
+	case yaml.MappingNode:
+		return "map"
+	case yaml.SequenceNode:
+		return "list"
+	}
+	return "value"
+}
+
+// scalarString renders a scalar the way it appears as a JSON map key.
+func scalarString(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return fmt.Sprint(v)
+}
+
+var (
+	yaml11Bools = map[string]bool{
+		"y": true, "Y": true, "yes": true, "Yes": true, "YES": true, "on": true, "On": true, "ON": true,
+		"true": true, "True": true, "TRUE": true,
+		"n": false, "N": false, "no": false, "No": false, "NO": false, "off": false, "Off": false, "OFF": false,
+		"false": false, "False": false, "FALSE": false,
+	}
+	yaml11Nulls  = map[string]bool{"": true, "~": true, "null": true, "Null": true, "NULL": true}
+	yaml11Floats = map[string]float64{
+		".inf": math.Inf(1), ".Inf": math.Inf(1), ".INF": math.Inf(1),
+		"+.inf": math.Inf(1), "+.Inf": math.Inf(1), "+.INF": math.Inf(1),
+		"-.inf": math.Inf(-1), "-.Inf": math.Inf(-1), "-.INF": math.Inf(-1),
+		".nan": math.NaN(), ".NaN": math.NaN(), ".NAN": math.NaN(),
+	}
+	yaml11Float = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+)
+
+// resolveScalar types a scalar with YAML 1.1 rules, as go-yaml v2 does: unquoted yes/no/on/off
+// are booleans, 0x1F and 0o17 and 017 are integers, quoted scalars are strings.
+func resolveScalar(y *yaml.Node) (any, error) {
+	s := y.Value
+	if y.Style&yaml.TaggedStyle != 0 {
+		switch y.Tag {
+		case "!!str", "!!binary":
+			return s, nil
+		case "!!null":
+			return nil, nil
+		case "!!bool", "!!int", "!!float", "!!timestamp":
+		default:
+			return s, nil
+		}
+	} else if y.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
+		return s, nil
+	}
+	if yaml11Nulls[s] {
+		return nil, nil
+	}
+	if b, ok := yaml11Bools[s]; ok {
+		return b, nil
+	}
+	if f, ok := yaml11Floats[s]; ok {
+		return f, nil
+	}
+	if s == "" {
+		return s, nil
+	}
+	if c := s[0]; c == '-' || c == '+' || c == '.' || (c >= '0' && c <= '9') {
+		plain := strings.ReplaceAll(s, "_", "")
+		if i, err := strconv.ParseInt(plain, 0, 64); err == nil {
+			return i, nil
+		}
+		if u, err := strconv.ParseUint(plain, 0, 64); err == nil {
+			return u, nil
+		}
+		if yaml11Float.MatchString(plain) {
+			if f, err := strconv.ParseFloat(plain, 64); err == nil {
+				return f, nil
+			}
+		}
+	}
+	if y.Tag == "!!int" || y.Tag == "!!float" {
+		return nil, fmt.Errorf("cannot read %q as a number", s)
+	}
+	return s, nil
+}
+
+// appendJSON writes the tree as JSON, the form the typed decoders read.
+func (n *node) appendJSON(buf []byte) ([]byte, error) {
+	switch n.kind {
+	case mapNode:
+		buf = append(buf, '{')
+		for i, e := range n.entries {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = appendJSONString(buf, e.key)
+			buf = append(buf, ':')
+			var err error
+			if buf, err = e.value.appendJSON(buf); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, '}'), nil
+	case listNode:
+		buf = append(buf, '[')
+		for i, item := range n.items {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = item.appendJSON(buf); err != nil {
+				return nil, err
+			}
+		}
+		return append(buf, ']'), nil
+	}
+	switch x := n.scalar.(type) {
+	case nil:
+		return append(buf, "null"...), nil
+	case bool:
+		return strconv.AppendBool(buf, x), nil
+	case int64:
+		return strconv.AppendInt(buf, x, 10), nil
+	case uint64:
+		return strconv.AppendUint(buf, x, 10), nil
+	case float64:
+		if math.IsInf(x, 0) || math.IsNaN(x) {
+			return nil, fmt.Errorf("line %d: %v cannot be represented in JSON", n.pos.Line, x)
+		}
+		return appendJSONFloat(buf, x), nil
+	case string:
+		return appendJSONString(buf, x), nil
+	}
+	return nil, fmt.Errorf("line %d: unsupported value %T", n.pos.Line, n.scalar)
+}
+
+// appendJSONFloat formats like encoding/json does.
+func appendJSONFloat(buf []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	buf = strconv.AppendFloat(buf, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(buf)
+		if n >= 4 && buf[n-4] == 'e' && buf[n-3] == '-' && buf[n-2] == '0' {
+			buf[n-2] = buf[n-1]
+			buf = buf[:n-1]
+		}
+	}
+	return buf
+}
+
+const hexDigits = "0123456789abcdef"
+
+func appendJSONString(buf []byte, s string) []byte {
+	buf = append(buf, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			buf = append(buf, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				buf = append(buf, '\\', c)
+			case '\n':
+				buf = append(buf, '\\', 'n')
+			case '\r':
+				buf = append(buf, '\\', 'r')
+			case '\t':
+				buf = append(buf, '\\', 't')
+			default:
+				buf = append(buf, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			buf = append(buf, s[start:i]...)
+			buf = append(buf, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	buf = append(buf, s[start:]...)
+	return append(buf, '"')
+}
+
+// fromValue turns a generic value (a var's value) into a node at pos.
+func fromValue(v any, pos Pos) *node {
+	switch x := v.(type) {
+	case map[string]any:
+		n := &node{kind: mapNode, pos: pos}
+		for _, k := range sortedKeys(x) {
+			n.entries = append(n.entries, entry{key: k, keyPos: pos, value: fromValue(x[k], pos)})
+		}
+		return n
+	case []any:
+		n := &node{kind: listNode, pos: pos}
+		for _, item := range x {
+			n.items = append(n.items, fromValue(item, pos))
+		}
+		return n
+	case int:
+		return &node{kind: scalarNode, pos: pos, scalar: int64(x)}
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return &node{kind: scalarNode, pos: pos, scalar: int64(x)}
+		}
+		return &node{kind: scalarNode, pos: pos, scalar: x}
+	case nil, bool, int64, uint64, string:
+		return &node{kind: scalarNode, pos: pos, scalar: x}
+	}
+	return &node{kind: scalarNode, pos: pos, scalar: fmt.Sprint(v)}
+}
+
+// toValue turns a node into a generic value (for vars files).
+func (n *node) toValue() any {
+	switch n.kind {
+	case mapNode:
+		m := make(map[string]any, len(n.entries))
+		for _, e := range n.entries {
+			m[e.key] = e.value.toValue()
+		}
+		return m
+	case listNode:
+		l := make([]any, len(n.items))
+		for i, item := range n.items {
+			l[i] = item.toValue()
+		}
+		return l
+	}
+	return n.scalar
+}
+
+// at finds the node a path points at, and the position to report: the value's, or the
+// key's when the path ends at a key whose value is missing. It stops at the deepest node
+// that exists.
+func (n *node) at(p Path) Pos {
+	cur := n
+	pos := n.pos
+	for _, e := range p {
+		switch {
+		case cur == nil:
+			return pos
+		case e.isIndex:
+			if cur.kind != listNode || e.index < 0 || e.index >= len(cur.items) {
+				return pos
+			}
+			cur = cur.items[e.index]
+			pos = cur.pos
+		default:
+			if cur.kind != mapNode {
+				return pos
+			}
+			var next *node
+			for i := range cur.entries {
+				if cur.entries[i].key == e.key {
+					next = cur.entries[i].value
+					pos = cur.entries[i].keyPos
+					break
+				}
+			}
+			if next == nil {
+				return pos
+			}
+			cur = next
+		}
+	}
+	return pos
+}

@@ -1,0 +1,344 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+type convertFlags struct {
+	vars            varFlags
+	jobs            []string
+	outDir          string
+	inputs          []string
+	skipUnsupported bool
+	pipelineName    string
+	team            string
+	build           string
+	runnerImage     string
+	resourceImages  []string
+	resourceFile    string
+	nodeSelectors   []string
+	serviceAccount  string
+	storageClass    string
+	volumeSize      string
+}
+
+func newConvert(s *streams) *cobra.Command {
+	var f convertFlags
+	cmd := &cobra.Command{
+		Use:   "convert PIPELINE",
+		Short: "Compile a pipeline's jobs into Tekton objects (YAML for kubectl apply)",
+		Long: `Compile each job of a pipeline into a Tekton Pipeline, with a PipelineRun that runs one
+build of it and the Tasks its steps share. The YAML goes to stdout, or one file per object
+into the directory given with -o. Progress and warnings go to stderr.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return s.convert(args[0], &f)
+		},
+	}
+	f.vars.register(cmd)
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.jobs, "job", "j", nil, "a job to convert (repeatable; default: every job)")
+	fl.StringVarP(&f.outDir, "output-dir", "o", "", "write one file per object into this directory instead of stdout")
+	fl.StringArrayVarP(&f.inputs, "input", "i", nil, "an artifact's local directory, as name=dir, to read `file:` task configs from at convert time (repeatable)")
+	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "leave out, with a warning, the jobs that use something that cannot be converted")
+	fl.StringVar(&f.pipelineName, "pipeline", "", "the pipeline's name (default: the file's name without extension)")
+	fl.StringVar(&f.team, "team", "main", "the team the pipeline belongs to")
+	fl.StringVar(&f.build, "build", "1", "the build name of the PipelineRuns")
+	fl.StringVar(&f.runnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
+	fl.StringArrayVar(&f.resourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
+	fl.StringVar(&f.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
+	fl.StringArrayVar(&f.nodeSelectors, "tag", nil, "run steps with a worker tag on matching nodes, as TAG=LABEL=VALUE (repeatable)")
+	fl.StringVar(&f.serviceAccount, "service-account", "", "the service account the build's pods run as")
+	fl.StringVar(&f.storageClass, "storage-class", "", "the storage class of build volumes (default: the cluster's)")
+	fl.StringVar(&f.volumeSize, "build-volume-size", "1Gi", "the size of each build's volume")
+	return cmd
+}
+
+// convertOptions turns flags into translate options.
+func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (translate.Options, error) {
+	opts := translate.Options{
+		Team:            f.team,
+		Pipeline:        f.pipelineName,
+		Build:           f.build,
+		RunnerImage:     f.runnerImage,
+		ResourceImages:  map[string]string{},
+		NodeSelectors:   map[string]map[string]string{},
+		ServiceAccount:  f.serviceAccount,
+		StorageClass:    f.storageClass,
+		BuildVolumeSize: f.volumeSize,
+		TaskFiles:       map[string]concourse.TaskConfig{},
+	}
+	if opts.Pipeline == "" {
+		base := filepath.Base(pipelinePath)
+		if pipelinePath == "-" {
+			base = "pipeline"
+		}
+		opts.Pipeline = strings.TrimSuffix(base, filepath.Ext(base))
+		if opts.Pipeline == "pipeline" && pipelinePath != "-" {
+			// ci/pipeline.yml or booklit/pipeline.yml: the folder names it better.
+			if dir := filepath.Base(filepath.Dir(pipelinePath)); dir != "." && dir != "/" && dir != "ci" {
+				opts.Pipeline = dir
+			}
+		}
+	}
+	for _, vs := range p.Config.VarSources {
+		opts.VarSources = append(opts.VarSources, vs.Name)
+	}
+	if f.resourceFile != "" {
+		data, err := os.ReadFile(f.resourceFile)
+		if err != nil {
+			return opts, err
+		}
+		if err := yaml.UnmarshalStrict(data, &opts.ResourceImages); err != nil {
+			return opts, fmt.Errorf("%s: must map resource types to images: %w", f.resourceFile, err)
+		}
+	}
+	for _, ri := range f.resourceImages {
+		typ, img, ok := strings.Cut(ri, "=")
+		if !ok || typ == "" || img == "" {
+			return opts, fmt.Errorf("invalid --resource-image %q: use TYPE=IMAGE", ri)
+		}
+		opts.ResourceImages[typ] = img
+	}
+	for _, ns := range f.nodeSelectors {
+		tag, label, ok := strings.Cut(ns, "=")
+		key, value, ok2 := strings.Cut(label, "=")
+		if !ok || !ok2 || tag == "" || key == "" {
+			return opts, fmt.Errorf("invalid --tag %q: use TAG=LABEL=VALUE", ns)
+		}
+		if opts.NodeSelectors[tag] == nil {
+			opts.NodeSelectors[tag] = map[string]string{}
+		}
+		opts.NodeSelectors[tag][key] = value
+	}
+	inputs := map[string]string{}
+	for _, in := range f.inputs {
+		name, dir, ok := strings.Cut(in, "=")
+		if !ok || name == "" || dir == "" {
+			return opts, fmt.Errorf("invalid --input %q: use name=dir", in)
+		}
+		inputs[name] = dir
+	}
+	// Read every task file a job names from an input given here.
+	for i := range p.Config.Jobs {
+		job := &p.Config.Jobs[i]
+		var err error
+		p.WalkJob(job, nil, func(sc concourse.StepConfig, _ concourse.Path) {
+			t, ok := sc.(*concourse.TaskStep)
+			if !ok || t.ConfigPath == "" || err != nil {
+				return
+			}
+			artifact, rel, found := strings.Cut(t.ConfigPath, "/")
+			dir, given := inputs[artifact]
+			if !found || !given {
+				return
+			}
+			file := filepath.Join(dir, filepath.FromSlash(rel))
+			data, rerr := os.ReadFile(file)
+			if rerr != nil {
+				err = fmt.Errorf("task %q: %w", t.Name, rerr)
+				return
+			}
+			cfg, lerr := concourse.LoadTaskConfig(file, data)
+			if lerr != nil {
+				err = lerr
+				return
+			}
+			opts.TaskFiles[t.ConfigPath] = cfg
+		}, nil)
+		if err != nil {
+			return opts, err
+		}
+	}
+	return opts, nil
+}
+
+func (s *streams) convert(path string, f *convertFlags) error {
+	p, err := s.loadPipeline(path, &f.vars)
+	if err != nil {
+		return err
+	}
+	opts, err := f.options(path, p)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	jobs := f.jobs
+	if len(jobs) == 0 {
+		for _, j := range p.Config.Jobs {
+			jobs = append(jobs, j.Name)
+		}
+	}
+	var objects []any
+	tasks := map[string]bool{}
+	var secrets []string
+	converted := 0
+	for _, name := range jobs {
+		plan, err := planner.PlanJob(&p.Config, name, planner.Options{ManuallyTriggered: true})
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		jobOpts := opts
+		jobOpts.Job = name
+		r, err := translate.Translate(plan, jobOpts)
+		if err != nil {
+			msg := s.positioned(p, name, err)
+			var unsupported *translate.UnsupportedError
+			if f.skipUnsupported && errors.As(err, &unsupported) {
+				fmt.Fprintf(s.err, "warning: %s (job %s left out)\n", msg, name)
+				continue
+			}
+			return &exitError{code: 1, err: errors.New(msg)}
+		}
+		converted++
+		for _, t := range r.Tasks {
+			if !tasks[t.Name] {
+				tasks[t.Name] = true
+				objects = append(objects, t)
+			}
+		}
+		objects = append(objects, r.Pipeline, r.PipelineRun)
+		secrets = append(secrets, r.Secrets...)
+	}
+	// Tasks first, so that kubectl apply creates them before what refers to them.
+	sort.SliceStable(objects, func(i, j int) bool { return kindRank(objects[i]) < kindRank(objects[j]) })
+	if f.outDir != "" {
+		if err := writeObjects(f.outDir, objects); err != nil {
+			return &exitError{code: 1, err: err}
+		}
+	} else {
+		out, err := translate.MarshalYAML(objects)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		if _, err := s.out.Write(out); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(s.err, "converted %s of %s\n", plural(converted, "job"), p.File)
+	if len(secrets) > 0 {
+		fmt.Fprintf(s.err, "credentials are read at run time from these Secrets, where they exist: %s\n", strings.Join(uniq(secrets), ", "))
+	}
+	return nil
+}
+
+// positioned places a translation error at the step it concerns, when the job has a step
+// of that name.
+func (s *streams) positioned(p *concourse.Pipeline, job string, err error) string {
+	var u *translate.UnsupportedError
+	if !errors.As(err, &u) || u.Step == "" {
+		return fmt.Sprintf("job %s: %v", job, err)
+	}
+	for i := range p.Config.Jobs {
+		j := &p.Config.Jobs[i]
+		if j.Name != job {
+			continue
+		}
+		var found concourse.Path
+		p.WalkJob(j, concourse.Path{concourse.Key("jobs"), concourse.Named(i, j.Name)}, func(sc concourse.StepConfig, path concourse.Path) {
+			if found == nil && stepName(sc) == u.Step {
+				found = path
+			}
+		}, nil)
+		if found != nil {
+			d := p.Diagnostic(concourse.SeverityError, found, "%s", u.Reason)
+			return d.Error()
+		}
+	}
+	return fmt.Sprintf("job %s: %v", job, err)
+}
+
+func stepName(sc concourse.StepConfig) string {
+	switch s := sc.(type) {
+	case *concourse.TaskStep:
+		return s.Name
+	case *concourse.GetStep:
+		return s.Name
+	case *concourse.PutStep:
+		return s.Name
+	case *concourse.RunStep:
+		return s.Message
+	}
+	return ""
+}
+
+func kindRank(obj any) int {
+	switch obj.(type) {
+	case *v1.Task:
+		return 0
+	case *v1.Pipeline:
+		return 1
+	}
+	return 2
+}
+
+func uniq(in []string) []string {
+	sort.Strings(in)
+	var out []string
+	for i, s := range in {
+		if i == 0 || s != in[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// writeObjects writes one file per object into dir, each atomically: a reader never sees
+// a half-written file, and a failure leaves no partial file behind.
+func writeObjects(dir string, objects []any) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, obj := range objects {
+		doc, err := translate.ObjectYAML(obj)
+		if err != nil {
+			return err
+		}
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return err
+		}
+		name := strings.ToLower(meta.Kind) + "-" + meta.Metadata.Name + ".yaml"
+		if err := writeFileAtomic(filepath.Join(dir, name), doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite the checked-in example output")
+
+// TestBooklitExample keeps examples/booklit/tekton what convert makes of the example.
+func TestBooklitExample(t *testing.T) {
+	root := filepath.Join("..", "..")
+	example := filepath.Join(root, "examples", "booklit")
+	want := filepath.Join(example, "tekton")
+	out := t.TempDir()
+	if *update {
+		out = want
+		if err := os.RemoveAll(want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, stderr := run(t, "", "convert", filepath.Join(example, "pipeline.yml"), "-i", "booklit="+example, "-o", out)
+	if code != 0 {
+		t.Fatalf("convert: code %d: %s", code, stderr)
+	}
+	if *update {
+		return
+	}
+	got := readDir(t, out)
+	if diff := cmp.Diff(readDir(t, want), got); diff != "" {
+		t.Errorf("examples/booklit/tekton is stale: run `make update-golden` (-want +got):\n%s", diff)
+	}
+}
+
+func readDir(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[e.Name()] = string(data)
+	}
+	return out
+}
+
+const convertPipeline = `resources:
+- name: repo
+  type: git
+  source: {uri: https://example.com/r.git}
+- name: img
+  type: registry-image
+  source: {repository: example/img}
+jobs:
+- name: unit
+  plan:
+  - get: repo
+  - task: test
+    file: repo/ci/test.yml
+- name: build
+  plan:
+  - get: repo
+  - task: build
+    image: repo
+    config: {platform: linux, run: {path: make}}
+- name: deploy
+  plan:
+  - get: img
+  - task: deploy
+    image: img
+    config: {platform: linux, run: {path: deploy}}
+`
+
+func TestConvert(t *testing.T) {
+	file := writeFile(t, "app.yml", convertPipeline)
+	code, stdout, stderr := run(t, "", "convert", file, "-j", "unit", "-j", "deploy")
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, stderr)
+	}
+	var kinds []string
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(line, "kind: ") {
+			kinds = append(kinds, strings.TrimPrefix(line, "kind: "))
+		}
+	}
+	wantKinds := []string{"Task", "Task", "Pipeline", "Pipeline", "PipelineRun", "PipelineRun"}
+	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
+		t.Errorf("kinds, in apply order (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{"name: app-unit\n", "name: app-deploy-1\n", "$(tasks.get-img.results.image)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if !strings.HasSuffix(stderr, "converted 2 jobs of "+file+"\n") {
+		t.Errorf("stderr = %q", stderr)
+	}
+}
+
+func TestConvertUnsupported(t *testing.T) {
+	file := writeFile(t, "app.yml", convertPipeline)
+	code, stdout, stderr := run(t, "", "convert", file)
+	if code != 1 || stdout != "" {
+		t.Fatalf("code %d, stdout %q", code, stdout)
+	}
+	want := "error: " + file + `:17:5: jobs[build].plan[1]: the task's image is the artifact "repo", and it is fetched by a get of a git resource: a task image here must be pulled from a registry (fetch it with a get of a registry-image resource, or use image_resource)` + "\n"
+	if !strings.HasSuffix(stderr, want) {
+		t.Errorf("stderr = %q\nwant it to end with %q", stderr, want)
+	}
+
+	dir := t.TempDir()
+	code, _, stderr = run(t, "", "convert", file, "--skip-unsupported", "-o", dir)
+	if code != 0 {
+		t.Fatalf("code %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "warning: "+file+":17:5: jobs[build].plan[1]: the task's image is the artifact") || !strings.Contains(stderr, "(job build left out)") {
+		t.Errorf("stderr = %q", stderr)
+	}
+	var names []string
+	for name := range readDir(t, dir) {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if strings.HasPrefix(n, ".") {
+			t.Errorf("a temporary file was left behind: %s", n)
+		}
+	}
+	if !contains(names, "pipeline-app-unit.yaml") || !contains(names, "pipelinerun-app-deploy-1.yaml") || contains(names, "pipeline-app-build.yaml") {
+		t.Errorf("files = %v", names)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

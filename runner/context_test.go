@@ -1,0 +1,209 @@
+package runner_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// sleeper is a task that says it started (a file), then sleeps; on SIGTERM it says so.
+func (w *world) sleeper(planID string, seconds string, layers ...runspec.Layer) runspec.Spec {
+	started := filepath.Join(w.root, "started-"+runspec.Escape(planID))
+	spec := w.taskSpec(planID, "t-"+planID, shConfig(`trap 'echo got TERM; exit 143' TERM; touch `+started+`; echo running; i=0; while [ $i -lt `+seconds+`0 ]; do sleep 0.1; i=$((i+1)); done; echo done`, nil))
+	spec.Context = layers
+	return spec
+}
+
+func (w *world) startedFile(planID string) string {
+	return filepath.Join(w.root, "started-"+runspec.Escape(planID))
+}
+
+func TestTimeoutIsAFailure(t *testing.T) {
+	w := newWorld(t)
+	spec := w.sleeper("1", "30", runspec.Layer{Kind: runspec.LayerTimeout, ID: "1", Duration: "500ms"})
+	r := w.run(spec)
+	w.checkRun(r, "1", runspec.Failed)
+	if !strings.Contains(r.stdout, "got TERM") || !strings.HasSuffix(r.stderr, "timeout exceeded\n") {
+		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	if r.took > 5*time.Second {
+		t.Errorf("took %v", r.took)
+	}
+}
+
+func TestTimeoutSpansInvocations(t *testing.T) {
+	w := newWorld(t)
+	layer := runspec.Layer{Kind: runspec.LayerTimeout, ID: "outer", Duration: "2s"}
+	first := w.taskSpec("1", "a", shConfig("sleep 1.2", nil))
+	first.Context = []runspec.Layer{layer}
+	w.checkRun(w.run(first), "1", runspec.Succeeded)
+
+	start := time.Now()
+	r := w.run(w.sleeper("2", "30", layer))
+	w.checkRun(r, "2", runspec.Failed)
+	if took := time.Since(start); took > 1800*time.Millisecond {
+		t.Errorf("the second step ran %v: the deadline did not carry over", took)
+	}
+	if !strings.HasSuffix(r.stderr, "timeout exceeded\n") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+
+	r = w.run(w.sleeper("3", "30", layer))
+	w.checkRun(r, "3", runspec.Failed)
+	if _, err := os.Stat(w.startedFile("3")); err == nil {
+		t.Error("a step under an expired deadline ran")
+	}
+}
+
+func TestBadTimeoutErrors(t *testing.T) {
+	w := newWorld(t)
+	r := w.run(w.sleeper("1", "1", runspec.Layer{Kind: runspec.LayerTimeout, ID: "1", Duration: "((t))"}))
+	w.checkRun(r, "1", runspec.Errored)
+}
+
+func abortArgs(w *world) []string {
+	return []string{"abort", "--volume=" + w.volume}
+}
+
+func TestAbortWhileRunning(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		script   string
+		wantTERM bool
+	}{
+		{"process exits on SIGTERM", "", true},
+		{"process ignores SIGTERM and is killed", `trap '' TERM; touch STARTED; while :; do sleep 0.1; done`, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			spec := w.sleeper("1", "30")
+			if tt.script != "" {
+				spec.Task.Config = shConfig(strings.ReplaceAll(tt.script, "STARTED", w.startedFile("1")), nil)
+			}
+			r := w.start(spec, nil)
+			waitFile(t, w.startedFile("1"))
+			if a := w.startArgs(abortArgs(w), nil).wait(t); a.exit != 0 {
+				t.Fatalf("abort: %+v", a)
+			}
+			got := r.wait(t)
+			w.checkRun(got, "1", runspec.Aborted)
+			if strings.Contains(got.stdout, "got TERM") != tt.wantTERM || !strings.HasSuffix(got.stderr, "interrupted\n") {
+				t.Errorf("stdout %q stderr %q", got.stdout, got.stderr)
+			}
+			if got.took > 10*time.Second {
+				t.Errorf("took %v", got.took)
+			}
+		})
+	}
+}
+
+func TestAfterAbort(t *testing.T) {
+	w := newWorld(t)
+	w.startArgs(abortArgs(w), nil).wait(t)
+	r := w.run(w.sleeper("1", "1"))
+	w.checkRun(r, "1", runspec.Aborted)
+	if _, err := os.Stat(w.startedFile("1")); err == nil {
+		t.Error("a step ran after the abort")
+	}
+	// An ensure hook's step that starts after the abort runs detached, as in Concourse.
+	hook := w.sleeper("2", "0", runspec.Layer{Kind: runspec.LayerDetach, ID: "h"})
+	w.checkRun(w.run(hook), "2", runspec.Succeeded)
+	// A later step of the same hook too, and a hook under a timeout that expired.
+	late := w.sleeper("3", "0", runspec.Layer{Kind: runspec.LayerTimeout, ID: "x", Duration: "1ns"}, runspec.Layer{Kind: runspec.LayerDetach, ID: "h"})
+	w.checkRun(w.run(late), "3", runspec.Succeeded)
+}
+
+func TestHookThatStartedAttachedIsAborted(t *testing.T) {
+	w := newWorld(t)
+	hook := runspec.Layer{Kind: runspec.LayerDetach, ID: "h"}
+	w.checkRun(w.run(w.sleeper("1", "0", hook)), "1", runspec.Succeeded)
+	w.startArgs(abortArgs(w), nil).wait(t)
+	w.checkRun(w.run(w.sleeper("2", "0", hook)), "2", runspec.Aborted)
+}
+
+func TestSignalAborts(t *testing.T) {
+	w := newWorld(t)
+	r := w.start(w.sleeper("1", "30"), nil)
+	waitFile(t, w.startedFile("1"))
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	got := r.wait(t)
+	w.checkRun(got, "1", runspec.Aborted)
+	if !strings.Contains(got.stdout, "got TERM") {
+		t.Errorf("stdout %q", got.stdout)
+	}
+}
+
+func TestFailFast(t *testing.T) {
+	w := newWorld(t)
+	group := "p"
+	layer := func(child string) runspec.Layer {
+		return runspec.Layer{Kind: runspec.LayerFailFast, ID: group, Child: &runspec.Node{ID: child, Kind: runspec.KindLeaf}}
+	}
+	long := w.start(w.sleeper("a", "30", layer("a")), nil)
+	waitFile(t, w.startedFile("a"))
+
+	failing := w.taskSpec("b", "b", shConfig("exit 1", nil))
+	failing.Context = []runspec.Layer{layer("b")}
+	w.checkRun(w.run(failing), "b", runspec.Failed)
+
+	got := long.wait(t)
+	w.checkRun(got, "a", runspec.Aborted)
+	if !strings.Contains(got.stdout, "got TERM") || !strings.HasSuffix(got.stderr, "interrupted\n") {
+		t.Errorf("stdout %q stderr %q", got.stdout, got.stderr)
+	}
+	late := w.run(w.sleeper("c", "0", layer("c")))
+	w.checkRun(late, "c", runspec.NeverRan)
+	if _, err := os.Stat(w.startedFile("c")); err == nil {
+		t.Error("a step that had not started when its group fired ran")
+	}
+}
+
+func TestFailFastWaitsForTheChildsHooks(t *testing.T) {
+	w := newWorld(t)
+	// The child is on_failure(b, n): it fails only once its hook has run.
+	child := &runspec.Node{ID: "h", Kind: runspec.KindOnFailure, Step: &runspec.Node{ID: "b", Kind: runspec.KindLeaf}, Hook: &runspec.Node{ID: "n", Kind: runspec.KindLeaf}}
+	layer := runspec.Layer{Kind: runspec.LayerFailFast, ID: "p", Child: child}
+	failing := w.taskSpec("b", "b", shConfig("exit 1", nil))
+	failing.Context = []runspec.Layer{layer}
+	w.checkRun(w.run(failing), "b", runspec.Failed)
+	if _, err := os.Stat(filepath.Join(w.volume, "state", "failfast", "p")); err == nil {
+		t.Fatal("the group fired before the child's on_failure hook ran")
+	}
+	hook := w.taskSpec("n", "n", shConfig("true", nil))
+	hook.Context = []runspec.Layer{layer}
+	w.checkRun(w.run(hook), "n", runspec.Succeeded)
+	if _, err := os.Stat(filepath.Join(w.volume, "state", "failfast", "p")); err != nil {
+		t.Error("the group did not fire once the child ended failed")
+	}
+}
+
+func TestTryDoesNotFireFailFast(t *testing.T) {
+	w := newWorld(t)
+	child := &runspec.Node{ID: "t", Kind: runspec.KindTry, Step: &runspec.Node{ID: "b", Kind: runspec.KindLeaf}}
+	failing := w.taskSpec("b", "b", shConfig("exit 1", nil))
+	failing.Context = []runspec.Layer{{Kind: runspec.LayerFailFast, ID: "p", Child: child}}
+	w.checkRun(w.run(failing), "b", runspec.Failed)
+	if _, err := os.Stat(filepath.Join(w.volume, "state", "failfast", "p")); err == nil {
+		t.Error("a failure inside try fired the group")
+	}
+}
+
+func TestOnErrorAndOnAbortHooksAreNeverAborted(t *testing.T) {
+	w := newWorld(t)
+	hook := runspec.Layer{Kind: runspec.LayerDetach, ID: "h", Always: true}
+	r := w.start(w.sleeper("1", "1", hook), nil)
+	waitFile(t, w.startedFile("1"))
+	w.startArgs(abortArgs(w), nil).wait(t)
+	got := r.wait(t)
+	w.checkRun(got, "1", runspec.Succeeded)
+	if !strings.Contains(got.stdout, "done") {
+		t.Errorf("stdout %q", got.stdout)
+	}
+}

@@ -1,0 +1,8 @@
+// Package cowcopy makes a private copy of a directory tree: what a Concourse task gets for
+// each input (a copy-on-write child of the artifact's volume). Writes to the copy never
+// reach the original, so hard links are never used. Each regular file is cloned (FICLONE)
+// where the filesystem can share extents, which costs no data copy; elsewhere the files
+// are copied in parallel (copy_file_range, so a filesystem that can still shortcuts it).
+// Modes, ownership (when permitted), symlinks and modification times are kept, as
+// `cp -a` keeps them.
+package cowcopy

@@ -1,0 +1,41 @@
+// Package runner is the step runner: the program that runs inside every Tekton pod of a
+// build and gives its step Concourse's contract. Its command line is a runspec.Spec (see
+// runspec for the argv, the outcomes and the build volume layout); cmd/concourse-runner
+// only calls Main.
+//
+// The modes:
+//
+//   - task: the task container contract. Working directory /tmp/build/<8 hex of
+//     sha256(step name)>; inputs as private copies of their artifacts (cowcopy: a write
+//     never reaches the artifact); outputs registered after the process exits, whatever
+//     its status; caches copied in and, for job builds, saved back; params as the
+//     environment (step params over config params, with Concourse's [WARNING] for params
+//     the config lacks); run.path, args, dir and user; a default PATH; USER for run.user;
+//     no BUILD_* and no TMPDIR added. The process gets a 500×500 terminal as stdout and
+//     stderr (merged, as in Concourse) and an empty stdin.
+//   - get, put, check: the resource protocol. /opt/resource/{in,out,check} with the
+//     request on stdin, stdout kept as the result (never logged), stderr logged, the
+//     BUILD_* environment, Concourse's null-version and JSON errors. Results: version and
+//     metadata (Tekton results, and state/results/<plan> for version_from). A get
+//     registers its artifact and its metadata as the local var named after the step.
+//   - load_var, set_pipeline, resolve: read `artifact/path` files; load_var sets a local
+//     var (redacted unless reveal); set_pipeline validates the child pipeline and leaves
+//     it in state/pipelines/<plan>.json for the backend; resolve reads a file task's
+//     config ahead of the task and publishes its image.
+//   - join and verdict: the Concourse outcome of a composite step, or of the whole build,
+//     from the leaves' recorded outcomes (package eval).
+//   - abort (through kubectl exec in any pod of the build) and install (the first step of
+//     every TaskRun copies the runner where the step's own image can run it).
+//
+// Every leaf records its outcome in the state directory and as the `outcome` result and
+// exits with its code. Before it runs, it reads its context layers: an aborted build, a
+// fired fail-fast group or a passed deadline stop it before it starts; while it runs it
+// polls the markers and stops its process on them (SIGTERM to the process group, a grace
+// period, SIGKILL). ((vars)) left in the spec are resolved at run time from local vars
+// and from the mounted Kubernetes Secrets; secret values are redacted in every line the
+// runner writes, the process's output included.
+//
+// Everything the runner says goes to its own stdout and stderr, which Tekton keeps as the
+// step's log: a task's output and load_var's and set_pipeline's messages on stdout, a
+// resource script's stderr and the runner's own errors on stderr.
+package runner

@@ -1,0 +1,315 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// readArtifactFile reads `artifact/path/in/it` from the artifact registry.
+func (s *step) readArtifactFile(file string) ([]byte, error) {
+	artifact, rest, ok := strings.Cut(file, "/")
+	if !ok {
+		return nil, fmt.Errorf("config path '%s' does not specify where the file lives", file)
+	}
+	volPath, found, err := s.state.Artifact(s.spec.Scope, artifact)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("unknown artifact source: '%s' in file path '%s'", artifact, file)
+	}
+	// The path stays inside the artifact, whatever ".." it holds.
+	p := filepath.Join(s.paths.Volume, volPath, filepath.FromSlash(path.Clean("/"+rest)))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", file, err)
+	}
+	return data, nil
+}
+
+// interpolateString resolves the vars of one plan string strictly.
+func (s *step) interpolateString(v string) (string, error) {
+	out, err := s.interpolate(v)
+	if err != nil {
+		return "", err
+	}
+	str, ok := out.(string)
+	if !ok {
+		return "", fmt.Errorf("%q is not a string once interpolated", v)
+	}
+	return str, nil
+}
+
+// Formats of load_var.
+const (
+	formatJSON = "json"
+	formatYAML = "yaml"
+	formatYML  = "yml"
+	formatTrim = "trim"
+	formatRaw  = "raw"
+)
+
+// parseVar reads a load_var file in its format (the default comes from the extension).
+func parseVar(file, format string, data []byte) (any, error) {
+	if format == "" {
+		switch filepath.Ext(file) {
+		case ".json":
+			format = formatJSON
+		case ".yml", ".yaml":
+			format = formatYAML
+		default:
+			format = formatTrim
+		}
+	}
+	switch format {
+	case formatJSON:
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		err := dec.Decode(&v)
+		if err == nil {
+			if _, trailing := dec.Token(); !errors.Is(trailing, io.EOF) {
+				err = errors.New("trailing data after the JSON value")
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse %s in format %s: %w", file, format, err)
+		}
+		return v, nil
+	case formatYAML, formatYML:
+		v, err := concourse.ParseYAMLValue(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("failed to parse %s in format %s: %w", file, format, err)
+		}
+		return v, nil
+	case formatTrim:
+		return strings.TrimSpace(string(data)), nil
+	case formatRaw:
+		return string(data), nil
+	}
+	return nil, fmt.Errorf("invalid format %s: use json, yaml, yml, trim or raw", format)
+}
+
+func runLoadVar(_ context.Context, s *step) (bool, error) {
+	lv := s.spec.LoadVar
+	file, err := s.interpolateString(lv.File)
+	if err != nil {
+		return false, err
+	}
+	format, err := s.interpolateString(lv.Format)
+	if err != nil {
+		return false, err
+	}
+	data, err := s.readArtifactFile(file)
+	if err != nil {
+		return false, err
+	}
+	value, err := parseVar(file, format, data)
+	if err != nil {
+		return false, err
+	}
+	fmt.Fprintf(s.stdout, "var %s fetched.\n", s.spec.Name)
+	if !lv.Reveal {
+		s.secrets.Add(value)
+	}
+	if err := s.state.SetVar(s.spec.Scope, s.spec.Name, state.Var{Value: value, Redact: !lv.Reveal}); err != nil {
+		return false, err
+	}
+	fmt.Fprintf(s.stdout, "added var %s to build.\n", s.spec.Name)
+	return true, nil
+}
+
+// PipelineToSet is what a set_pipeline step leaves in the state directory
+// (state/pipelines/<plan>.json): there is no ATC in the pod, so the backend that runs the
+// build applies it.
+type PipelineToSet struct {
+	Team         string           `json:"team,omitempty"`
+	Pipeline     string           `json:"pipeline"`
+	InstanceVars map[string]any   `json:"instance_vars,omitempty"`
+	Config       concourse.Config `json:"config"`
+}
+
+func runSetPipeline(_ context.Context, s *step) (bool, error) {
+	sp := s.spec.SetPipeline
+	plan, err := s.interpolate(map[string]any{
+		"file": sp.File, "team": sp.Team, "vars": orEmpty(sp.Vars), "var_files": toAny(sp.VarFiles), "instance_vars": orEmpty(sp.InstanceVars),
+	})
+	if err != nil {
+		return false, err
+	}
+	p := plan.(map[string]any)
+	file, _ := p["file"].(string)
+	team, _ := p["team"].(string)
+	instanceVars, _ := p["instance_vars"].(map[string]any)
+	stepVars, _ := p["vars"].(map[string]any)
+	name := s.spec.Name
+	if name == "self" {
+		name, team, instanceVars = s.spec.Build.PipelineName, "", s.spec.Build.InstanceVars
+	}
+	if strings.Contains(name, "/") || strings.Contains(team, "/") {
+		s.logf("invalid pipeline name %q or team %q: '/' is not allowed", name, team)
+		return false, nil
+	}
+	data, err := s.readArtifactFile(file)
+	if err != nil {
+		return false, err
+	}
+	static := vars.Multi{vars.StaticVariables(orEmpty(instanceVars)), vars.StaticVariables(orEmpty(stepVars))}
+	files, _ := p["var_files"].([]any)
+	for i := len(files) - 1; i >= 0; i-- {
+		f, _ := files[i].(string)
+		content, err := s.readArtifactFile(f)
+		if err != nil {
+			return false, err
+		}
+		fileVars, err := concourse.ParseVarsFile(f, content)
+		if err != nil {
+			s.logf("%v", err)
+			return false, nil
+		}
+		static = append(static, fileVars)
+	}
+	pipeline, diags := concourse.ParsePipeline(file, data, static)
+	for _, d := range diags.Warnings() {
+		s.logf("WARNING: %v", d)
+	}
+	if errs := diags.Errors(); len(errs) > 0 || pipeline == nil {
+		for _, d := range errs {
+			s.logf("%v", d)
+		}
+		return false, nil
+	}
+	out := PipelineToSet{Team: team, Pipeline: name, InstanceVars: instanceVars, Config: pipeline.Config}
+	encoded, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return false, fmt.Errorf("encoding the pipeline: %w", err)
+	}
+	fmt.Fprintf(s.stdout, "setting pipeline: %s\n", name)
+	fmt.Fprintf(s.stdout, "%s\n", encoded)
+	if _, err := s.state.WritePipeline(s.spec.PlanID, encoded); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func toAny(list []string) []any {
+	out := make([]any, len(list))
+	for i, s := range list {
+		out[i] = s
+	}
+	return out
+}
+
+// maxConfigResult keeps the config result well inside Tekton's 4 KiB of results per step;
+// the task reads the config from the state directory anyway.
+const maxConfigResult = 2048
+
+func runResolve(_ context.Context, s *step) (bool, error) {
+	r := s.spec.Resolve
+	raw := r.Config
+	if raw == nil {
+		var err error
+		if raw, err = s.readTaskFile(r.File, r.Vars); err != nil {
+			return false, err
+		}
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return false, fmt.Errorf("invalid task config %s: a task config must be a map with platform, run and so on", r.File)
+	}
+	cfg, err := s.taskConfig(m, nil)
+	if err != nil {
+		return false, err
+	}
+	image, err := imageReference(cfg)
+	if err != nil {
+		return false, err
+	}
+	// Published before the build vars: no credential ever reaches the TaskRun's status.
+	encoded, err := json.Marshal(m)
+	if err != nil {
+		return false, fmt.Errorf("encoding the task config: %w", err)
+	}
+	if err := s.state.WriteConfig(r.TaskPlanID, encoded); err != nil {
+		return false, err
+	}
+	if err := s.writeResult("image", []byte(image)); err != nil {
+		return false, err
+	}
+	if len(encoded) <= maxConfigResult {
+		if err := s.writeResult("config", encoded); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+// imageReference is the image a task's pod runs: a registry-image or docker-image
+// image_resource as repository:tag or repository@digest, or a docker:/// rootfs_uri.
+func imageReference(cfg concourse.TaskConfig) (string, error) {
+	if ir := cfg.ImageResource; ir != nil {
+		if ir.Type != "registry-image" && ir.Type != "docker-image" {
+			return "", fmt.Errorf("image_resource of type %s is not supported: use registry-image or docker-image", ir.Type)
+		}
+		repo, _ := ir.Source["repository"].(string)
+		if repo == "" {
+			return "", errors.New("image_resource has no source.repository")
+		}
+		if d := ir.Version["digest"]; d != "" {
+			return repo + "@" + d, nil
+		}
+		tag := "latest"
+		if t, ok := ir.Source["tag"]; ok {
+			tag = fmt.Sprint(t)
+		}
+		return repo + ":" + tag, nil
+	}
+	if uri := cfg.RootfsURI; uri != "" {
+		ref, ok := strings.CutPrefix(uri, "docker:///")
+		if !ok || ref == "" {
+			return "", fmt.Errorf("rootfs_uri %s is not supported: use docker:///image", uri)
+		}
+		if name, tag, ok := strings.Cut(ref, "#"); ok {
+			ref = name + ":" + tag
+		}
+		return ref, nil
+	}
+	return "", errors.New("the task config has no image_resource and no rootfs_uri")
+}
+
+// computeOutcome is the join and verdict modes: the final outcome of a tree.
+func (s *step) computeOutcome(tree runspec.Node) runspec.Outcome {
+	o, _, err := s.evaluate(tree, true)
+	if err != nil {
+		s.logf("%v", err)
+		return runspec.Errored
+	}
+	return o
+}
+
+// decodeUseNumber decodes JSON keeping numbers exact.
+func decodeUseNumber(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
+}

@@ -1,0 +1,140 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/concourse-tekton/concourse-tekton/runner/proc"
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// Fixed paths of Concourse's containers; tests move them with hidden flags.
+const (
+	defaultTmpBuild    = "/tmp/build"
+	defaultResourceDir = "/opt/resource"
+	defaultPoll        = 250 * time.Millisecond
+)
+
+// Clock tells the time; tests need not replace it, but deadlines are computed through it
+// so that the rule is in one place.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+var _ Clock = systemClock{}
+
+// options are the runner's fixed paths and timings.
+type options struct {
+	tmpBuild    string
+	resourceDir string
+	grace       time.Duration
+	poll        time.Duration
+	clock       Clock
+}
+
+// exit codes that are not outcomes: the command line itself was wrong.
+const exitUsage = 2
+
+// Main runs the runner with the arguments after the program name and returns its exit
+// code. SIGTERM and SIGINT abort the step (Kubernetes stops a pod that way).
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return run(ctx, args, stdout, stderr)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "error: usage: concourse-runner <mode> --spec=<json> | install DEST | abort [--volume=DIR]")
+		return exitUsage
+	}
+	mode := runspec.Mode(args[0])
+	fs := flag.NewFlagSet("concourse-runner "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	specJSON := fs.String("spec", "", "the step's runspec.Spec as JSON")
+	volume := fs.String("volume", runspec.DefaultVolume, "abort: where the build volume is mounted")
+	opts := options{clock: systemClock{}}
+	fs.StringVar(&opts.tmpBuild, "x-tmp-build", defaultTmpBuild, "hidden: Concourse's /tmp/build, for tests")
+	fs.StringVar(&opts.resourceDir, "x-resource-dir", defaultResourceDir, "hidden: Concourse's /opt/resource, for tests")
+	fs.DurationVar(&opts.grace, "x-grace", proc.DefaultGrace, "hidden: SIGTERM to SIGKILL grace period, for tests")
+	fs.DurationVar(&opts.poll, "x-poll", defaultPoll, "hidden: how often markers are polled, for tests")
+	if err := fs.Parse(args[1:]); err != nil {
+		return exitUsage
+	}
+	switch mode {
+	case runspec.ModeInstall:
+		if fs.NArg() != 1 {
+			fmt.Fprintln(stderr, "error: usage: concourse-runner install DEST")
+			return exitUsage
+		}
+		if err := install(fs.Arg(0)); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+		return 0
+	case runspec.ModeAbort:
+		if err := state.New(*volume).Abort(opts.clock.Now()); err != nil {
+			fmt.Fprintf(stderr, "error: aborting the build: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(stderr, "build aborted")
+		return 0
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintf(stderr, "error: unexpected arguments %q\n", fs.Args())
+		return exitUsage
+	}
+	spec, err := runspec.Decode(*specJSON)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return runspec.Errored.ExitCode()
+	}
+	if spec.Mode != mode {
+		fmt.Fprintf(stderr, "error: the command line says %s but the spec says %s\n", mode, spec.Mode)
+		return runspec.Errored.ExitCode()
+	}
+	return runStep(ctx, spec, opts, stdout, stderr).ExitCode()
+}
+
+// install copies the running executable to dest, atomically, executable by everyone.
+func install(dest string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding my own executable: %w", err)
+	}
+	in, err := os.Open(self)
+	if err != nil {
+		return fmt.Errorf("installing: %w", err)
+	}
+	defer in.Close()
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return fmt.Errorf("installing: %w", err)
+	}
+	out, err := os.CreateTemp(filepath.Dir(dest), ".install-*")
+	if err != nil {
+		return fmt.Errorf("installing: %w", err)
+	}
+	_, cerr := io.Copy(out, in)
+	err = errors.Join(cerr, out.Chmod(0o755), out.Close())
+	if err == nil {
+		err = os.Rename(out.Name(), dest)
+	}
+	if err != nil {
+		os.Remove(out.Name())
+		return fmt.Errorf("installing to %s: %w", dest, err)
+	}
+	return nil
+}

@@ -1,0 +1,443 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/concourse-tekton/concourse-tekton/runner/cowcopy"
+	"github.com/concourse-tekton/concourse-tekton/runner/proc"
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// versionResult is what in and out print on stdout.
+type versionResult struct {
+	Version  map[string]string     `json:"version"`
+	Metadata []state.MetadataField `json:"metadata,omitempty"`
+}
+
+// script runs one of /opt/resource/{check,in,out}: the request on stdin, stderr to the log,
+// stdout kept as the result and never logged. ok is false for a non-zero exit, whose
+// stdout is not looked at.
+func (s *step) script(ctx context.Context, name string, args []string, dir string, request any, env []string) (stdout []byte, ok bool, err error) {
+	input, err := json.Marshal(request)
+	if err != nil {
+		return nil, false, fmt.Errorf("encoding the request for %s: %w", name, err)
+	}
+	var out bytes.Buffer
+	res, err := proc.Run(ctx, proc.Cmd{
+		Path:   filepath.Join(s.opts.resourceDir, name),
+		Args:   args,
+		Dir:    dir,
+		Env:    env,
+		Stdin:  bytes.NewReader(input),
+		Stdout: &out,
+		Stderr: s.stderr,
+		Grace:  s.opts.grace,
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if res.Interrupted {
+		return nil, false, interruption(ctx)
+	}
+	return out.Bytes(), res.ExitStatus == 0, nil
+}
+
+// parseVersionResult reads in's or out's stdout. Empty output is accepted (and then has
+// no version); a null version is Concourse's error, naming the script as it ran.
+func parseVersionResult(stdout []byte, path string, args []string) (versionResult, error) {
+	var vr versionResult
+	if len(bytes.TrimSpace(stdout)) > 0 {
+		if err := json.Unmarshal(stdout, &vr); err != nil {
+			return versionResult{}, err
+		}
+	}
+	if vr.Version == nil {
+		return versionResult{}, fmt.Errorf("resource script (%s %s) output a null version", path, strings.Join(args, " "))
+	}
+	return vr, nil
+}
+
+// resourceEnv is the environment of a resource script: the container's, and the build's
+// BUILD_* variables, each only when it is set (Concourse's StepMetadata.Env).
+func resourceEnv(b runspec.Build, hookStatus string, createdBy bool) []string {
+	env := os.Environ()
+	add := func(k, v string) {
+		if v != "" && v != "0" {
+			env = append(env, k+"="+v)
+		}
+	}
+	num := func(n int64) string { return strconv.FormatInt(n, 10) }
+	add("BUILD_ID", num(b.ID))
+	add("BUILD_NAME", b.Name)
+	add("BUILD_TEAM_ID", num(b.TeamID))
+	add("BUILD_TEAM_NAME", b.TeamName)
+	add("BUILD_JOB_ID", num(b.JobID))
+	add("BUILD_JOB_NAME", b.JobName)
+	add("BUILD_PIPELINE_ID", num(b.PipelineID))
+	add("BUILD_PIPELINE_NAME", b.PipelineName)
+	if len(b.InstanceVars) > 0 {
+		if data, err := json.Marshal(b.InstanceVars); err == nil {
+			add("BUILD_PIPELINE_INSTANCE_VARS", string(data))
+		}
+	}
+	add("ATC_EXTERNAL_URL", b.ExternalURL)
+	if b.ExternalURL != "" {
+		add("BUILD_URL", buildURL(b))
+		if b.ID != 0 {
+			add("BUILD_URL_SHORT", fmt.Sprintf("%s/builds/%d", b.ExternalURL, b.ID))
+		}
+	}
+	if createdBy {
+		add("BUILD_CREATED_BY", b.CreatedBy)
+	}
+	add("BUILD_STATUS", hookStatus)
+	return env
+}
+
+// buildURL is the build's page: the job's build for job builds, /builds/ID otherwise.
+func buildURL(b runspec.Build) string {
+	if b.JobName == "" || b.PipelineName == "" {
+		return fmt.Sprintf("%s/builds/%d", b.ExternalURL, b.ID)
+	}
+	u := fmt.Sprintf("%s/teams/%s/pipelines/%s/jobs/%s/builds/%s", b.ExternalURL,
+		url.PathEscape(b.TeamName), url.PathEscape(b.PipelineName), url.PathEscape(b.JobName), url.PathEscape(b.Name))
+	if len(b.InstanceVars) > 0 {
+		keys := make([]string, 0, len(b.InstanceVars))
+		for k := range b.InstanceVars {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		q := make([]string, 0, len(keys))
+		for _, k := range keys {
+			v, err := json.Marshal(b.InstanceVars[k])
+			if err != nil {
+				continue
+			}
+			q = append(q, url.QueryEscape("vars."+k)+"="+url.QueryEscape(string(v)))
+		}
+		u += "?" + strings.Join(q, "&")
+	}
+	return u
+}
+
+// interpolateMap resolves the vars of a source or params map.
+func (s *step) interpolateMap(m map[string]any) (map[string]any, error) {
+	if m == nil {
+		return nil, nil
+	}
+	out, err := s.interpolate(m)
+	if err != nil {
+		return nil, err
+	}
+	return out.(map[string]any), nil
+}
+
+// resultBudget is how many bytes of version and metadata results a step may write:
+// Tekton passes results in the pod's termination message, 4 KiB for all of them, and a
+// step whose results do not fit fails. The state directory keeps everything.
+const resultBudget = 3072
+
+// publish writes a version result to the state directory and as Tekton results, the
+// latter cut to fit resultBudget: the version whole or not at all, then as many metadata
+// fields as fit.
+func (s *step) publish(r state.Result) error {
+	if err := s.state.WriteResult(s.spec.PlanID, r); err != nil {
+		return err
+	}
+	version, metadata, err := resultsWithin(r, resultBudget)
+	if err != nil {
+		return err
+	}
+	return errors.Join(s.writeResult("version", version), s.writeResult("metadata", metadata))
+}
+
+func resultsWithin(r state.Result, budget int) (version, metadata []byte, err error) {
+	version, err = json.Marshal(r.Version)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encoding the version: %w", err)
+	}
+	if len(version) > budget {
+		version = []byte("{}")
+	}
+	fields := r.Metadata
+	for n := len(fields); ; n-- {
+		kept := fields[:n]
+		if kept == nil {
+			kept = []state.MetadataField{}
+		}
+		if metadata, err = json.Marshal(kept); err != nil {
+			return nil, nil, fmt.Errorf("encoding the metadata: %w", err)
+		}
+		if len(version)+len(metadata) <= budget || n == 0 {
+			return version, metadata, nil
+		}
+	}
+}
+
+func runCheck(ctx context.Context, s *step) (bool, error) {
+	c := s.spec.Check
+	source, err := s.interpolateMap(c.Source)
+	if err != nil {
+		return false, err
+	}
+	request := struct {
+		Source  map[string]any    `json:"source"`
+		Version map[string]string `json:"version,omitempty"`
+	}{Source: nonNil(source), Version: c.FromVersion}
+	stdout, ok, err := s.script(ctx, "check", nil, "", request, resourceEnv(s.spec.Build, s.spec.HookStatus, false))
+	if err != nil || !ok {
+		return false, err
+	}
+	var versions []map[string]string
+	if err := json.Unmarshal(stdout, &versions); err != nil {
+		return false, err
+	}
+	var latest map[string]string
+	if len(versions) > 0 {
+		latest = versions[len(versions)-1]
+	}
+	return true, s.publish(state.Result{Version: latest})
+}
+
+func runGet(ctx context.Context, s *step) (bool, error) {
+	g := s.spec.Get
+	source, err := s.interpolateMap(g.Source)
+	if err != nil {
+		return false, err
+	}
+	params, err := s.interpolateMap(g.Params)
+	if err != nil {
+		return false, err
+	}
+	version := g.Version
+	if g.VersionFrom != "" {
+		r, found, err := s.state.ReadResult(g.VersionFrom)
+		if err != nil {
+			return false, err
+		}
+		if !found || r.Version == nil {
+			return false, fmt.Errorf("no version to fetch: step %s produced none", g.VersionFrom)
+		}
+		version = r.Version
+	}
+	dir := filepath.Join(s.opts.tmpBuild, "get")
+	if err := emptyDir(dir); err != nil {
+		return false, err
+	}
+	request := struct {
+		Source  map[string]any    `json:"source"`
+		Params  map[string]any    `json:"params,omitempty"`
+		Version map[string]string `json:"version"`
+	}{Source: nonNil(source), Params: params, Version: version}
+	path, args := filepath.Join(s.opts.resourceDir, "in"), []string{dir}
+	stdout, ok, err := s.script(ctx, "in", args, dir, request, resourceEnv(s.spec.Build, s.spec.HookStatus, false))
+	if err != nil || !ok {
+		return false, err
+	}
+	vr, err := parseVersionResult(stdout, concourseScript(s, path, "in"), concourseArgs(s, args, "get"))
+	if err != nil {
+		return false, err
+	}
+	volPath, err := s.keep(dir, s.spec.Name)
+	if err != nil {
+		return false, err
+	}
+	if err := s.state.RegisterArtifact(s.spec.Scope, s.spec.Name, volPath); err != nil {
+		return false, err
+	}
+	metadata := map[string]any{}
+	for _, f := range vr.Metadata {
+		metadata[f.Name] = f.Value
+	}
+	if err := s.state.SetVar(s.spec.Scope, s.spec.Name, state.Var{Value: metadata}); err != nil {
+		return false, err
+	}
+	if ref := imageRef(g.Type, source, vr.Version); ref != "" {
+		// A task's `image:` naming this artifact runs this image, pulled from its registry.
+		if err := s.writeResult("image", []byte(ref)); err != nil {
+			return false, err
+		}
+	}
+	return true, s.publish(state.Result{Version: vr.Version, Metadata: vr.Metadata})
+}
+
+// imageRef is the registry reference of an image fetched by a registry-image or
+// docker-image get: its repository at the fetched digest.
+func imageRef(typ string, source map[string]any, version map[string]string) string {
+	if typ != "registry-image" && typ != "docker-image" {
+		return ""
+	}
+	repo, _ := source["repository"].(string)
+	digest := version["digest"]
+	if repo == "" || digest == "" {
+		return ""
+	}
+	return repo + "@" + digest
+}
+
+func runPut(ctx context.Context, s *step) (bool, error) {
+	p := s.spec.Put
+	source, err := s.interpolateMap(p.Source)
+	if err != nil {
+		return false, err
+	}
+	params, err := s.interpolateMap(p.Params)
+	if err != nil {
+		return false, err
+	}
+	dir := filepath.Join(s.opts.tmpBuild, "put")
+	if err := emptyDir(dir); err != nil {
+		return false, err
+	}
+	inputs, err := s.putInputs()
+	if err != nil {
+		return false, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(inputs)) {
+		if _, err := cowcopy.Tree(filepath.Join(s.paths.Volume, inputs[name]), filepath.Join(dir, name), cowcopy.Options{}); err != nil {
+			return false, fmt.Errorf("mounting input %s: %w", name, err)
+		}
+	}
+	request := struct {
+		Source map[string]any `json:"source"`
+		Params map[string]any `json:"params,omitempty"`
+	}{Source: nonNil(source), Params: params}
+	path, args := filepath.Join(s.opts.resourceDir, "out"), []string{dir}
+	stdout, ok, err := s.script(ctx, "out", args, dir, request, resourceEnv(s.spec.Build, s.spec.HookStatus, p.ExposeBuildCreatedBy))
+	if err != nil || !ok {
+		return false, err
+	}
+	vr, err := parseVersionResult(stdout, concourseScript(s, path, "out"), concourseArgs(s, args, "put"))
+	if err != nil {
+		return false, err
+	}
+	return true, s.publish(state.Result{Version: vr.Version, Metadata: vr.Metadata})
+}
+
+// putInputs are the artifacts a put mounts, name to volume path (runspec's doc, §2.6).
+func (s *step) putInputs() (map[string]string, error) {
+	p := s.spec.Put
+	visible, err := s.state.Artifacts(s.spec.Scope)
+	if err != nil {
+		return nil, err
+	}
+	switch p.Inputs {
+	case runspec.InputsAll:
+		return visible, nil
+	case runspec.InputsList:
+		out := map[string]string{}
+		var missing []string
+		for _, name := range p.InputNames {
+			name = strings.TrimSpace(name)
+			if v, ok := visible[name]; ok {
+				out[name] = v
+			} else {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) > 0 {
+			return nil, fmt.Errorf("missing inputs: %s", strings.Join(missing, ", "))
+		}
+		return out, nil
+	}
+	out := map[string]string{}
+	for _, name := range detectInputs(p.Params) {
+		if v, ok := visible[name]; ok {
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// detectInputs guesses artifact names from the uninterpolated put params: the first path
+// segment, other than . and .., of every string in them.
+func detectInputs(value any) []string {
+	var names []string
+	switch v := value.(type) {
+	case string:
+		for _, seg := range strings.Split(v, "/") {
+			if seg != "" && seg != "." && seg != ".." {
+				names = append(names, seg)
+				break
+			}
+		}
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			names = append(names, detectInputs(v[k])...)
+		}
+	case []any:
+		for _, e := range v {
+			names = append(names, detectInputs(e)...)
+		}
+	}
+	return names
+}
+
+// concourseScript and concourseArgs name a script as Concourse would in its messages,
+// whatever directories tests moved it to.
+func concourseScript(s *step, path, name string) string {
+	if s.opts.resourceDir == defaultResourceDir {
+		return path
+	}
+	return defaultResourceDir + "/" + name
+}
+
+func concourseArgs(s *step, args []string, sub string) []string {
+	if s.opts.tmpBuild == defaultTmpBuild {
+		return args
+	}
+	return []string{defaultTmpBuild + "/" + sub}
+}
+
+// keep makes dir, under /tmp/build, an artifact: where it is when /tmp/build is the build
+// volume's Paths.Work, otherwise copied to the volume. It returns the volume path.
+func (s *step) keep(dir, name string) (string, error) {
+	if s.paths.Work != "" {
+		if rel, err := filepath.Rel(s.opts.tmpBuild, dir); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+			return filepath.ToSlash(filepath.Join(s.paths.Work, rel)), nil
+		}
+	}
+	volPath := runspec.ArtifactPath(s.spec.PlanID, name)
+	dst := filepath.Join(s.paths.Volume, volPath)
+	if err := state.MkdirShared(filepath.Dir(dst)); err != nil {
+		return "", fmt.Errorf("saving artifact %s: %w", name, err)
+	}
+	if err := os.RemoveAll(dst); err != nil {
+		return "", fmt.Errorf("saving artifact %s: %w", name, err)
+	}
+	if _, err := cowcopy.Tree(dir, dst, cowcopy.Options{}); err != nil {
+		return "", fmt.Errorf("saving artifact %s: %w", name, err)
+	}
+	return volPath, nil
+}
+
+// emptyDir makes dir exist and be empty.
+func emptyDir(dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("preparing %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("preparing %s: %w", dir, err)
+	}
+	return nil
+}
+
+func nonNil(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}

@@ -1,0 +1,229 @@
+package runner_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// recordingScript saves its stdin, args, cwd and BUILD_* environment in $REC/<name>.*,
+// says something on stderr, and prints out on stdout.
+func (w *world) recordingScript(name, out string) string {
+	rec := filepath.Join(w.root, "rec")
+	if err := os.MkdirAll(rec, 0o755); err != nil {
+		w.t.Fatal(err)
+	}
+	w.script(name, `cat > `+rec+`/`+name+`.stdin
+echo "$@" > `+rec+`/`+name+`.args
+pwd > `+rec+`/`+name+`.cwd
+env | grep -E '^(BUILD_|ATC_)' | sort > `+rec+`/`+name+`.env
+echo "`+name+` is working" >&2
+`+out)
+	return rec
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestGet(t *testing.T) {
+	w := newWorld(t)
+	rec := w.recordingScript("in", `echo fetched > "$1/file"
+echo '{"version":{"ref":"abc"},"metadata":[{"name":"author","value":"me"}]}'`)
+	w.secret("app.uri", map[string]string{"value": "https://example.com/secret-repo"})
+	spec := w.spec(runspec.ModeGet, "1", "repo")
+	spec.Get = &runspec.Get{Type: "git", Source: map[string]any{"uri": "((uri))", "n": json.Number("12345678901234567890")}, Params: map[string]any{"depth": json.Number("1")}, Version: map[string]string{"ref": "abc"}}
+	r := w.run(spec)
+	w.checkRun(r, "1", runspec.Succeeded)
+	if r.stdout != "" {
+		t.Errorf("the script's stdout reached the log: %q", r.stdout)
+	}
+	if r.stderr != "in is working\n" {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+	if diff := cmp.Diff(`{"source":{"n":12345678901234567890,"uri":"https://example.com/secret-repo"},"params":{"depth":1},"version":{"ref":"abc"}}`, readFile(t, rec+"/in.stdin")); diff != "" {
+		t.Errorf("stdin (-want +got):\n%s", diff)
+	}
+	got := map[string]string{
+		"args":     readFile(t, rec+"/in.args"),
+		"cwd":      readFile(t, rec+"/in.cwd"),
+		"version":  w.result("1", "version"),
+		"metadata": w.result("1", "metadata"),
+		"file":     readFile(t, filepath.Join(w.artifactDir(nil, "repo"), "file")),
+	}
+	dir := filepath.Join(w.tmpBuild, "get")
+	want := map[string]string{
+		"args": dir + "\n", "cwd": dir + "\n",
+		"version": `{"ref":"abc"}`, "metadata": `[{"name":"author","value":"me"}]`, "file": "fetched\n",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	wantEnv := []string{
+		"ATC_EXTERNAL_URL=https://ci.example.com",
+		"BUILD_ID=42",
+		"BUILD_JOB_ID=5",
+		"BUILD_JOB_NAME=unit",
+		"BUILD_NAME=7",
+		"BUILD_PIPELINE_ID=3",
+		"BUILD_PIPELINE_NAME=app",
+		"BUILD_TEAM_ID=1",
+		"BUILD_TEAM_NAME=main",
+		"BUILD_URL=https://ci.example.com/teams/main/pipelines/app/jobs/unit/builds/7",
+		"BUILD_URL_SHORT=https://ci.example.com/builds/42",
+	}
+	if diff := cmp.Diff(wantEnv, strings.Fields(readFile(t, rec+"/in.env"))); diff != "" {
+		t.Errorf("env (-want +got):\n%s", diff)
+	}
+
+	// The metadata is a local var named after the step, not redacted.
+	task := w.taskSpec("2", "t", shConfig(`echo "((.:repo.author))"`, nil))
+	r = w.run(task)
+	w.checkRun(r, "2", runspec.Succeeded)
+	if r.stdout != "me\n" {
+		t.Errorf("local var from get metadata: %q", r.stdout)
+	}
+}
+
+func TestGetErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		script     string
+		want       runspec.Outcome
+		wantStderr string
+	}{
+		{"null version", `echo '{"version":null}'`, runspec.Errored, "resource script (/opt/resource/in /tmp/build/get) output a null version\n"},
+		{"empty output", `true`, runspec.Errored, "output a null version\n"},
+		{"bad JSON", `echo 'not json'`, runspec.Errored, "invalid character 'o' in literal null (expecting 'u')\n"},
+		{"non-zero exit is a failure, stdout not parsed", `echo 'not json'; echo oops >&2; exit 1`, runspec.Failed, "oops\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.script("in", tt.script)
+			spec := w.spec(runspec.ModeGet, "1", "repo")
+			spec.Get = &runspec.Get{Type: "git", Version: map[string]string{"v": "1"}}
+			r := w.run(spec)
+			w.checkRun(r, "1", tt.want)
+			if !strings.HasSuffix(r.stderr, tt.wantStderr) {
+				t.Errorf("stderr = %q, want it to end with %q", r.stderr, tt.wantStderr)
+			}
+			if w.artifactDir(nil, "repo") != "" {
+				t.Error("a get that did not succeed registered its artifact")
+			}
+		})
+	}
+}
+
+func TestCheckThenGetVersionFrom(t *testing.T) {
+	w := newWorld(t)
+	rec := w.recordingScript("check", `echo '[{"v":"1"},{"v":"2"}]'`)
+	w.recordingScript("in", `echo '{"version":{"v":"2"}}'`)
+	check := w.spec(runspec.ModeCheck, "c", "repo")
+	check.Check = &runspec.Check{Type: "git", Source: map[string]any{"uri": "x"}}
+	w.checkRun(w.run(check), "c", runspec.Succeeded)
+	if got := readFile(t, rec+"/check.stdin"); got != `{"source":{"uri":"x"}}` {
+		t.Errorf("check stdin = %s (no version when there is none)", got)
+	}
+	if w.result("c", "version") != `{"v":"2"}` {
+		t.Errorf("check version = %s, want the last one", w.result("c", "version"))
+	}
+	get := w.spec(runspec.ModeGet, "g", "repo")
+	get.Get = &runspec.Get{Type: "git", Source: map[string]any{"uri": "x"}, VersionFrom: "c"}
+	w.checkRun(w.run(get), "g", runspec.Succeeded)
+	if got := readFile(t, rec+"/in.stdin"); got != `{"source":{"uri":"x"},"version":{"v":"2"}}` {
+		t.Errorf("in stdin = %s", got)
+	}
+
+	w.recordingScript("check", `echo '[]'`)
+	check.PlanID, check.Check.FromVersion = "c2", map[string]string{"v": "2"}
+	check.Paths.Results = w.resultsDir("c2")
+	w.checkRun(w.run(check), "c2", runspec.Succeeded)
+	if got := readFile(t, rec+"/check.stdin"); got != `{"source":{"uri":"x"},"version":{"v":"2"}}` {
+		t.Errorf("check stdin = %s", got)
+	}
+	get.PlanID, get.Get.VersionFrom, get.Paths.Results = "g2", "c2", w.resultsDir("g2")
+	r := w.run(get)
+	w.checkRun(r, "g2", runspec.Errored)
+	if !strings.Contains(r.stderr, "no version to fetch") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+}
+
+func TestPut(t *testing.T) {
+	tests := []struct {
+		name      string
+		inputs    string
+		names     []string
+		params    map[string]any
+		createdBy bool
+		hook      string
+		want      runspec.Outcome
+		mounted   string
+		env       string
+	}{
+		{name: "detect from uninterpolated params", params: map[string]any{"file": "built/image.tar", "deep": []any{map[string]any{"x": "./repo/y"}}, "other": "nothing/here", "v": "((version))"}, want: runspec.Succeeded, mounted: "built repo"},
+		{name: "all", inputs: runspec.InputsAll, want: runspec.Succeeded, mounted: "built repo unused"},
+		{name: "list", inputs: runspec.InputsList, names: []string{"repo"}, want: runspec.Succeeded, mounted: "repo"},
+		{name: "list with a missing input", inputs: runspec.InputsList, names: []string{"repo", "nope"}, want: runspec.Errored},
+		{name: "created by and hook status", inputs: runspec.InputsList, createdBy: true, hook: "failed", want: runspec.Succeeded, env: "BUILD_CREATED_BY=alice BUILD_STATUS=failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			for _, a := range []string{"built", "repo", "unused"} {
+				w.artifact(a, map[string]string{"f": a})
+			}
+			w.secret("version", map[string]string{"value": "1.0"})
+			rec := w.recordingScript("out", `ls "$1" | tr '\n' ' ' > `+w.root+`/mounted; echo changed > "$1/repo/f" 2>/dev/null; echo '{"version":{"n":"3"},"metadata":[]}'`)
+			spec := w.spec(runspec.ModePut, "p", "img")
+			spec.Build.CreatedBy = "alice"
+			spec.HookStatus = tt.hook
+			spec.Put = &runspec.Put{Type: "registry-image", Params: tt.params, Inputs: tt.inputs, InputNames: tt.names, ExposeBuildCreatedBy: tt.createdBy}
+			r := w.run(spec)
+			w.checkRun(r, "p", tt.want)
+			if tt.want != runspec.Succeeded {
+				return
+			}
+			if got := strings.Fields(readFile(t, w.root+"/mounted")); strings.Join(got, " ") != tt.mounted && tt.mounted != "" {
+				t.Errorf("mounted %v, want %s", got, tt.mounted)
+			}
+			if w.result("p", "version") != `{"n":"3"}` {
+				t.Errorf("version = %s", w.result("p", "version"))
+			}
+			if data, _ := os.ReadFile(filepath.Join(w.artifactDir(nil, "repo"), "f")); string(data) != "repo" {
+				t.Errorf("a put's write reached the artifact: %q", data)
+			}
+			env := strings.Fields(readFile(t, rec+"/out.env"))
+			var extra []string
+			for _, kv := range env {
+				if strings.HasPrefix(kv, "BUILD_CREATED_BY") || strings.HasPrefix(kv, "BUILD_STATUS") {
+					extra = append(extra, kv)
+				}
+			}
+			sort.Strings(extra)
+			if strings.Join(extra, " ") != tt.env {
+				t.Errorf("env %v, want %q", extra, tt.env)
+			}
+			if tt.params != nil {
+				var req map[string]any
+				json.Unmarshal([]byte(readFile(t, rec+"/out.stdin")), &req)
+				if p := req["params"].(map[string]any); p["v"] != "1.0" {
+					t.Errorf("params not interpolated: %v", p)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,332 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+	"github.com/concourse-tekton/concourse-tekton/runner/eval"
+	"github.com/concourse-tekton/concourse-tekton/runner/redact"
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// The causes a step's context ends with; their texts are Concourse's error events.
+var (
+	errInterrupted = errors.New("interrupted")
+	errTimeout     = errors.New("timeout exceeded")
+)
+
+// step is what a mode works with.
+type step struct {
+	spec    runspec.Spec
+	opts    options
+	paths   runspec.Paths
+	state   state.Dir
+	secrets *redact.Secrets
+	stdout  *redact.Writer
+	stderr  *redact.Writer
+	vars    *buildVars
+}
+
+// body is a leaf mode: Concourse's (ok, err) of a step. Join and verdict compute an
+// outcome instead (computeOutcome).
+type body func(ctx context.Context, s *step) (ok bool, err error)
+
+var bodies = map[runspec.Mode]body{
+	runspec.ModeTask:        runTask,
+	runspec.ModeGet:         runGet,
+	runspec.ModePut:         runPut,
+	runspec.ModeCheck:       runCheck,
+	runspec.ModeLoadVar:     runLoadVar,
+	runspec.ModeSetPipeline: runSetPipeline,
+	runspec.ModeResolve:     runResolve,
+}
+
+func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr io.Writer) runspec.Outcome {
+	paths := spec.Paths.WithDefaults()
+	secrets := &redact.Secrets{}
+	s := &step{
+		spec:    spec,
+		opts:    opts,
+		paths:   paths,
+		state:   state.New(paths.Volume),
+		secrets: secrets,
+		stdout:  &redact.Writer{W: stdout, Secrets: secrets},
+		stderr:  &redact.Writer{W: stderr, Secrets: secrets},
+	}
+	s.vars = &buildVars{
+		state:    s.state,
+		scope:    spec.Scope,
+		creds:    paths.Creds,
+		pipeline: spec.Build.PipelineName,
+		sources:  spec.VarSources,
+		across:   spec.AcrossVars,
+		secrets:  secrets,
+	}
+	outcome := s.execute(ctx)
+	if err := s.record(outcome); err != nil {
+		s.logf("%v", err)
+		outcome = runspec.Errored
+	}
+	s.stdout.Flush()
+	s.stderr.Flush()
+	return outcome
+}
+
+// logf writes one line of the runner's own to the step's log, redacted.
+func (s *step) logf(format string, args ...any) {
+	fmt.Fprintf(s.stderr, format+"\n", args...)
+}
+
+// interpolate resolves ((vars)) strictly with the build's vars: a missing one is an error.
+func (s *step) interpolate(v any) (any, error) {
+	return vars.Interpolate(v, s.vars, true)
+}
+
+func (s *step) execute(ctx context.Context) runspec.Outcome {
+	switch {
+	case s.spec.Join != nil:
+		o := s.computeOutcome(s.spec.Join.Tree)
+		s.logf("%s: %s", s.spec.Join.Tree.ID, o)
+		return o
+	case s.spec.Verdict != nil:
+		o := s.computeOutcome(s.spec.Verdict.Tree)
+		s.logf("build %s", o)
+		return o
+	}
+	g, err := s.start()
+	if err != nil {
+		s.logf("%v", err)
+		return runspec.Errored
+	}
+	switch g.skip {
+	case runspec.Aborted:
+		s.logf("%v", errInterrupted)
+		return runspec.Aborted
+	case runspec.Failed:
+		s.logf("%v", errTimeout)
+		return runspec.Failed
+	case runspec.NeverRan:
+		return runspec.NeverRan
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if !g.deadline.IsZero() {
+		var cancelDeadline context.CancelFunc
+		ctx, cancelDeadline = context.WithDeadlineCause(ctx, g.deadline, errTimeout)
+		defer cancelDeadline()
+	}
+	if g.watchAbort || len(g.groups) > 0 {
+		go s.watch(ctx, cancel, g)
+	}
+	ok, err := bodies[s.spec.Mode](ctx, s)
+	switch {
+	case err == nil && ok:
+		return runspec.Succeeded
+	case err == nil:
+		return runspec.Failed
+	case errors.Is(err, errTimeout) || errors.Is(err, context.DeadlineExceeded):
+		s.logf("%v", errTimeout)
+		return runspec.Failed
+	case errors.Is(err, errInterrupted) || errors.Is(err, context.Canceled):
+		s.logf("%v", errInterrupted)
+		return runspec.Aborted
+	}
+	s.logf("%v", err)
+	return runspec.Errored
+}
+
+// interruption is the error a body returns when its context ended.
+func interruption(ctx context.Context) error {
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	return errInterrupted
+}
+
+// guard is what the step's context layers say before it runs.
+type guard struct {
+	// skip, when set, is the outcome of a step that must not run.
+	skip       runspec.Outcome
+	deadline   time.Time
+	watchAbort bool
+	groups     []string
+}
+
+// start reads the step's context layers from the state directory (see runspec's doc):
+// it records the starts of timeouts and fail-fast children, and the detach decisions of
+// hooks, and says whether the step may run and until when.
+func (s *step) start() (guard, error) {
+	now := s.opts.clock.Now()
+	g := guard{watchAbort: true}
+	type member struct{ group, child string }
+	var groups []member
+	var deadlines []time.Time
+	done := func() bool {
+		if g.watchAbort && s.state.Aborted() {
+			return true
+		}
+		for _, m := range groups {
+			if s.state.Fired(m.group) {
+				return true
+			}
+		}
+		for _, d := range deadlines {
+			if !now.Before(d) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, l := range s.spec.Context {
+		switch l.Kind {
+		case runspec.LayerTimeout:
+			d, err := time.ParseDuration(l.Duration)
+			if err != nil {
+				return guard{}, fmt.Errorf("invalid timeout of step %s: %w", l.ID, err)
+			}
+			start, err := s.state.DeadlineStart(l.ID, now)
+			if err != nil {
+				return guard{}, err
+			}
+			deadlines = append(deadlines, start.Add(d))
+		case runspec.LayerFailFast:
+			groups = append(groups, member{group: l.ID, child: l.Child.ID})
+		case runspec.LayerDetach:
+			detached, err := s.state.Detach(l.ID, l.Always || done())
+			if err != nil {
+				return guard{}, err
+			}
+			if detached {
+				g.watchAbort, groups, deadlines = false, nil, nil
+			}
+		}
+	}
+	if g.watchAbort && s.state.Aborted() {
+		return guard{skip: runspec.Aborted}, nil
+	}
+	for _, m := range groups {
+		if s.state.Fired(m.group) {
+			// A child already under way is cancelled; one not started never starts.
+			if s.state.Started(m.child) {
+				return guard{skip: runspec.Aborted}, nil
+			}
+			return guard{skip: runspec.NeverRan}, nil
+		}
+	}
+	for _, d := range deadlines {
+		if g.deadline.IsZero() || d.Before(g.deadline) {
+			g.deadline = d
+		}
+	}
+	if !g.deadline.IsZero() && !now.Before(g.deadline) {
+		return guard{skip: runspec.Failed}, nil
+	}
+	for _, m := range groups {
+		if err := s.state.ClaimStart(m.child); err != nil {
+			return guard{}, err
+		}
+		g.groups = append(g.groups, m.group)
+	}
+	return g, nil
+}
+
+// watch polls the abort and fail-fast markers until ctx ends, and cancels it when one
+// appears.
+func (s *step) watch(ctx context.Context, cancel context.CancelCauseFunc, g guard) {
+	t := time.NewTicker(s.opts.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if g.watchAbort && s.state.Aborted() {
+			cancel(errInterrupted)
+			return
+		}
+		for _, group := range g.groups {
+			if s.state.Fired(group) {
+				cancel(errInterrupted)
+				return
+			}
+		}
+	}
+}
+
+// record writes the outcome to the state directory and as the Tekton result, and fires
+// the fail-fast groups whose child this outcome ends, failed or errored.
+func (s *step) record(o runspec.Outcome) error {
+	var errs []error
+	errs = append(errs, s.state.WriteOutcome(s.spec.PlanID, o))
+	errs = append(errs, s.writeResult("outcome", []byte(o)))
+	// Any leaf may be the last of its child (a hook that succeeded ends a failed child).
+	for _, l := range s.spec.Context {
+		if l.Kind != runspec.LayerFailFast {
+			continue
+		}
+		end, done, err := s.evaluate(*l.Child, false)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if done && (end == runspec.Failed || end == runspec.Errored) {
+			errs = append(errs, s.state.Fire(l.ID, l.Child.ID))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("recording the outcome: %w", err)
+	}
+	return nil
+}
+
+// evaluate computes a tree's outcome from the state directory: final, or so far.
+func (s *step) evaluate(tree runspec.Node, final bool) (runspec.Outcome, bool, error) {
+	var leaves, groups []string
+	collect(tree, &leaves, &groups)
+	outcomes, err := s.state.Outcomes(leaves)
+	if err != nil {
+		return "", false, err
+	}
+	facts := eval.Facts{Outcomes: outcomes, Fired: s.state.FiredGroups(groups)}
+	if final {
+		return eval.Final(tree, facts), true, nil
+	}
+	o, done := eval.Partial(tree, facts)
+	return o, done, nil
+}
+
+func collect(n runspec.Node, leaves, groups *[]string) {
+	if n.Kind == runspec.KindLeaf {
+		*leaves = append(*leaves, n.ID)
+	}
+	if n.FailFast {
+		*groups = append(*groups, n.ID)
+	}
+	for _, c := range n.Steps {
+		collect(c, leaves, groups)
+	}
+	for _, c := range []*runspec.Node{n.Step, n.Hook} {
+		if c != nil {
+			collect(*c, leaves, groups)
+		}
+	}
+}
+
+// writeResult writes a Tekton result: the file's content is the value, byte for byte.
+func (s *step) writeResult(name string, value []byte) error {
+	if err := os.MkdirAll(s.paths.Results, 0o755); err != nil {
+		return fmt.Errorf("writing result %s: %w", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(s.paths.Results, name), value, 0o644); err != nil {
+		return fmt.Errorf("writing result %s: %w", name, err)
+	}
+	return nil
+}

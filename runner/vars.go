@@ -1,0 +1,139 @@
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+	"github.com/concourse-tekton/concourse-tekton/runner/redact"
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
+)
+
+// buildVars are a step's run-time vars: local vars ((.:name)) from the state directory,
+// and credentials from the Kubernetes Secrets mounted under creds, looked up the way
+// Concourse's kubernetes credential manager looks them up: Secret <pipeline>.<name>, then
+// <name>; a Secret with a `value` key is that string, otherwise the map of its keys.
+// ((source:name)) looks in the var source's directory creds/<source>/ the same way. Every
+// credential, and every local var marked so, is added to the secrets to redact.
+type buildVars struct {
+	state    state.Dir
+	scope    []string
+	creds    string
+	pipeline string
+	sources  []string
+	across   map[string]any
+	secrets  *redact.Secrets
+}
+
+var _ vars.Variables = (*buildVars)(nil)
+
+// Get implements vars.Variables.
+func (b *buildVars) Get(ref vars.Reference) (any, bool, error) {
+	var value any
+	secret := true
+	switch {
+	case ref.Source == ".":
+		v, found, err := b.local(ref.Path)
+		if err != nil || !found {
+			return nil, found, err
+		}
+		value, secret = v.Value, v.Redact
+	case ref.Source == "":
+		v, found, err := b.credential(b.creds, ref.Path)
+		if err != nil || !found {
+			return nil, found, err
+		}
+		value = v
+	case slices.Contains(b.sources, ref.Source):
+		v, found, err := b.credential(filepath.Join(b.creds, ref.Source), ref.Path)
+		if err != nil || !found {
+			return nil, found, err
+		}
+		value = v
+	default:
+		return nil, false, fmt.Errorf("unknown var source '%s' in ((%s))", ref.Source, ref)
+	}
+	value, err := vars.Traverse(value, ref.String(), ref.Fields)
+	if err != nil {
+		return nil, false, err
+	}
+	if secret {
+		b.secrets.Add(value)
+	}
+	return value, true, nil
+}
+
+// local looks a local var up: the substep's own scope, then its across values, then the
+// scopes around it.
+func (b *buildVars) local(name string) (state.Var, bool, error) {
+	if len(b.scope) > 0 && b.across != nil {
+		v, found, err := b.state.LookupVarIn(b.scope[len(b.scope)-1], name)
+		if err != nil || found {
+			return v, found, err
+		}
+	}
+	if v, ok := b.across[name]; ok {
+		return state.Var{Value: v}, true, nil
+	}
+	return b.state.LookupVar(b.scope, name)
+}
+
+func (b *buildVars) credential(dir, name string) (any, bool, error) {
+	var candidates []string
+	if b.pipeline != "" {
+		candidates = append(candidates, b.pipeline+"."+name)
+	}
+	candidates = append(candidates, name)
+	for _, secret := range candidates {
+		if strings.ContainsAny(secret, "/\x00") || secret == "." || secret == ".." {
+			continue
+		}
+		v, found, err := readSecret(filepath.Join(dir, secret))
+		if err != nil || found {
+			return v, found, err
+		}
+	}
+	return nil, false, nil
+}
+
+// readSecret reads a mounted Secret: a directory with a file per key. Names starting with
+// ".." are the kubelet's own (the atomic-update symlinks of a secret volume). An empty
+// directory is no Secret.
+func readSecret(dir string) (any, bool, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading credential %s: %w", filepath.Base(dir), err)
+	}
+	values := map[string]any{}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "..") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			if errors.Is(err, syscall.EISDIR) {
+				continue
+			}
+			return nil, false, fmt.Errorf("reading credential %s: %w", filepath.Base(dir), err)
+		}
+		values[e.Name()] = string(data)
+	}
+	if len(values) == 0 {
+		// An optional Secret volume whose Secret does not exist is an empty directory:
+		// that is no credential, and the lookup goes on.
+		return nil, false, nil
+	}
+	if v, ok := values["value"]; ok {
+		return v, true, nil
+	}
+	return values, true, nil
+}

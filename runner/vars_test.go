@@ -1,0 +1,334 @@
+package runner_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+func TestCredentials(t *testing.T) {
+	tests := []struct {
+		name       string
+		ref        string
+		want       runspec.Outcome
+		wantStdout string
+		wantStderr string
+	}{
+		{"pipeline secret first", "((token))", runspec.Succeeded, "((redacted))\n", ""},
+		{"team secret", "((shared))", runspec.Succeeded, "((redacted))\n", ""},
+		{"map secret field", "((db.user))-((db.password))", runspec.Succeeded, "((redacted))-((redacted))\n", ""},
+		{"var source", "((vault:api))", runspec.Succeeded, "((redacted))\n", ""},
+		{"missing var errors", "((nope))", runspec.Errored, "", "undefined vars: nope\n"},
+		{"missing field errors", "((db.nope))", runspec.Errored, "", "missing field 'nope' in var: db.nope\n"},
+		{"unknown var source errors", "((other:x))", runspec.Errored, "", "unknown var source 'other'"},
+		{"one-character values are not redacted", "((tiny))", runspec.Succeeded, "x\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.kubeletSecret("app.token", map[string]string{"value": "pipeline-token"})
+			w.secret("token", map[string]string{"value": "team-token"})
+			w.secret("shared", map[string]string{"value": "shared-secret"})
+			w.secret("db", map[string]string{"user": "admin", "password": "hunter22"})
+			w.secret("tiny", map[string]string{"value": "x"})
+			w.secret("vault/api", map[string]string{"value": "vault-api-key"})
+			// Optional Secret volumes of Secrets that do not exist: empty directories.
+			for _, empty := range []string{"app.shared", "app.nope", "nope"} {
+				if err := os.MkdirAll(filepath.Join(w.creds, empty), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spec := w.taskSpec("1", "t", shConfig(`echo "$V"; echo "$V" | tr 'a-z' 'A-Z' >/dev/null`, map[string]any{"params": map[string]any{"V": tt.ref}}))
+			spec.VarSources = []string{"vault"}
+			r := w.run(spec)
+			w.checkRun(r, "1", tt.want)
+			if r.stdout != tt.wantStdout || !strings.Contains(r.stderr, tt.wantStderr) {
+				t.Errorf("stdout %q stderr %q; want %q and %q", r.stdout, r.stderr, tt.wantStdout, tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestRedactionCoversEveryStream(t *testing.T) {
+	w := newWorld(t)
+	w.secret("app.key", map[string]string{"value": "multi\nline-secret\n"})
+	w.script("in", `echo "got $(cat) in stderr" >&2; echo '{"version":{"v":"1"}}'`)
+	get := w.spec(runspec.ModeGet, "1", "r")
+	get.Get = &runspec.Get{Type: "x", Source: map[string]any{"k": "((key))"}, Version: map[string]string{}}
+	r := w.run(get)
+	w.checkRun(r, "1", runspec.Succeeded)
+	if strings.Contains(r.stderr, "multi") || strings.Contains(r.stderr, "line-secret") || !strings.Contains(r.stderr, "((redacted))") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+	// A secret split across writes is still redacted.
+	task := w.taskSpec("2", "t", shConfig(`printf 'li'; sleep 0.2; printf 'ne-secret\n'; printf 'line-sec'`, map[string]any{"params": map[string]any{"K": "((key))"}}))
+	r = w.run(task)
+	if r.stdout != "((redacted))\n((redacted))" && r.stdout != "((redacted))\nline-sec" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+}
+
+func TestLoadVar(t *testing.T) {
+	tests := []struct {
+		name       string
+		file       string
+		content    string
+		format     string
+		reveal     bool
+		ref        string
+		want       runspec.Outcome
+		wantStdout string
+	}{
+		{"trim by default, redacted", "v.txt", "  s3cr3t-value \n", "", false, "((.:v))", runspec.Succeeded, "((redacted))\n"},
+		{"reveal", "v.txt", "shown-value\n", "", true, "((.:v))", runspec.Succeeded, "shown-value\n"},
+		{"raw keeps whitespace", "v.txt", "a b\n", "raw", true, "[((.:v))]", runspec.Succeeded, "[a b\n]\n"},
+		{"json from the extension", "v.json", `{"a":{"b":12345678901234567890}}`, "", true, "((.:v.a.b))", runspec.Succeeded, "12345678901234567890\n"},
+		{"yaml from the extension", "v.yml", "a: {b: hello}\n", "", true, "((.:v.a.b))", runspec.Succeeded, "hello\n"},
+		{"json with trailing data errors", "v.json", `{"a":1} {"b":2}`, "", true, "", runspec.Errored, ""},
+		{"bad format errors", "v.txt", "x", "xml", true, "", runspec.Errored, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.artifact("vars", map[string]string{tt.file: tt.content})
+			lv := w.spec(runspec.ModeLoadVar, "1", "v")
+			lv.LoadVar = &runspec.LoadVar{File: "vars/" + tt.file, Format: tt.format, Reveal: tt.reveal}
+			r := w.run(lv)
+			w.checkRun(r, "1", tt.want)
+			if tt.want != runspec.Succeeded {
+				return
+			}
+			if r.stdout != "var v fetched.\nadded var v to build.\n" {
+				t.Errorf("load_var stdout = %q", r.stdout)
+			}
+			task := w.taskSpec("2", "t", shConfig(`echo "$V"`, map[string]any{"params": map[string]any{"V": tt.ref}}))
+			r = w.run(task)
+			w.checkRun(r, "2", runspec.Succeeded)
+			if r.stdout != tt.wantStdout {
+				t.Errorf("task stdout = %q, want %q", r.stdout, tt.wantStdout)
+			}
+		})
+	}
+}
+
+func TestLoadVarScopes(t *testing.T) {
+	w := newWorld(t)
+	w.artifact("vars", map[string]string{"v": "inner"})
+	lv := w.spec(runspec.ModeLoadVar, "a/0/1", "v")
+	lv.Scope = []string{"a/0"}
+	lv.LoadVar = &runspec.LoadVar{File: "vars/v", Reveal: true}
+	w.checkRun(w.run(lv), "a/0/1", runspec.Succeeded)
+	after := w.taskSpec("2", "t", shConfig(`echo "$V"`, map[string]any{"params": map[string]any{"V": "((.:v))"}}))
+	r := w.run(after)
+	w.checkRun(r, "2", runspec.Errored)
+	if !strings.Contains(r.stderr, "undefined vars: .:v") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+}
+
+func TestArtifactFileErrors(t *testing.T) {
+	w := newWorld(t)
+	for _, tt := range []struct{ file, want string }{
+		{"novars", "config path 'novars' does not specify where the file lives"},
+		{"ghost/v", "unknown artifact source: 'ghost' in file path 'ghost/v'"},
+	} {
+		lv := w.spec(runspec.ModeLoadVar, "1", "v")
+		lv.LoadVar = &runspec.LoadVar{File: tt.file}
+		r := w.run(lv)
+		w.checkRun(r, "1", runspec.Errored)
+		if !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("stderr = %q, want %q", r.stderr, tt.want)
+		}
+	}
+}
+
+const childPipeline = `
+resources:
+- name: repo
+  type: git
+  source: {uri: ((uri)), branch: ((branch))}
+jobs:
+- name: ((job))
+  plan:
+  - get: repo
+  - task: t
+    config:
+      platform: linux
+      run: {path: ((later))}
+`
+
+func TestSetPipeline(t *testing.T) {
+	w := newWorld(t)
+	w.artifact("ci", map[string]string{"pipeline.yml": childPipeline, "vars.yml": "uri: from-file\nbranch: file-branch\njob: file-job\n"})
+	sp := w.spec(runspec.ModeSetPipeline, "1", "child")
+	sp.SetPipeline = &runspec.SetPipeline{File: "ci/pipeline.yml", Team: "main", Vars: map[string]any{"branch": "from-vars"}, VarFiles: []string{"ci/vars.yml"}, InstanceVars: map[string]any{"job": "instance-job"}}
+	r := w.run(sp)
+	w.checkRun(r, "1", runspec.Succeeded)
+	data, err := os.ReadFile(filepath.Join(w.volume, "state", "pipelines", "1.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Team, Pipeline string
+		Config         struct {
+			Resources []struct{ Source map[string]any }
+			Jobs      []struct {
+				Name string
+				Plan []map[string]any
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"uri": "from-file", "branch": "from-vars"}, got.Config.Resources[0].Source); diff != "" {
+		t.Errorf("source (-want +got):\n%s", diff)
+	}
+	if got.Config.Jobs[0].Name != "instance-job" || got.Pipeline != "child" || got.Team != "main" {
+		t.Errorf("got %+v", got)
+	}
+	if !strings.Contains(string(data), "((later))") {
+		t.Error("a var left for the child pipeline's run time was resolved")
+	}
+	if !strings.HasPrefix(r.stdout, "setting pipeline: child\n") {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+
+	w.artifact("bad", map[string]string{"p.yml": "jobs: []\nresources: [{name: r}]\n"})
+	bad := w.spec(runspec.ModeSetPipeline, "2", "child")
+	bad.SetPipeline = &runspec.SetPipeline{File: "bad/p.yml"}
+	r = w.run(bad)
+	w.checkRun(r, "2", runspec.Failed)
+	if r.stderr == "" {
+		t.Error("an invalid pipeline said nothing")
+	}
+}
+
+const taskFile = `
+platform: linux
+image_resource:
+  type: registry-image
+  source: {repository: ((repo)), tag: "1.36"}
+params: {GREETING: ((greeting))}
+run: {path: /bin/sh, args: [-c, 'echo "$GREETING $EXTRA"']}
+`
+
+func TestResolveThenTask(t *testing.T) {
+	w := newWorld(t)
+	w.artifact("ci", map[string]string{"task.yml": taskFile})
+	w.secret("greeting", map[string]string{"value": "hello-secret"})
+	res := w.spec(runspec.ModeResolve, "r", "")
+	res.Resolve = &runspec.Resolve{TaskPlanID: "t", File: "ci/task.yml", Vars: map[string]any{"repo": "busybox"}}
+	r := w.run(res)
+	w.checkRun(r, "r", runspec.Succeeded)
+	if w.result("r", "image") != "busybox:1.36" {
+		t.Errorf("image = %q", w.result("r", "image"))
+	}
+	if cfg := w.result("r", "config"); !strings.Contains(cfg, "((greeting))") || strings.Contains(cfg, "hello-secret") {
+		t.Errorf("config result = %s: want the build vars left out", cfg)
+	}
+	// The file changes after resolve: the task uses what resolve recorded.
+	w.artifact("ci", map[string]string{"task.yml": "garbage: ["})
+	task := w.spec(runspec.ModeTask, "t", "t")
+	task.Task = &runspec.Task{File: "ci/task.yml", Params: map[string]any{"EXTRA": "x"}}
+	r = w.run(task)
+	w.checkRun(r, "t", runspec.Succeeded)
+	if r.stdout != "((redacted)) x\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "[WARNING] EXTRA was defined in pipeline but missing from task file") {
+		t.Errorf("stderr = %q", r.stderr)
+	}
+}
+
+func TestResolveImages(t *testing.T) {
+	tests := []struct {
+		name, config, want string
+		outcome            runspec.Outcome
+	}{
+		{"digest", "platform: linux\nimage_resource: {type: registry-image, source: {repository: alpine}, version: {digest: 'sha256:abc'}}\nrun: {path: x}\n", "alpine@sha256:abc", runspec.Succeeded},
+		{"default tag", "platform: linux\nimage_resource: {type: docker-image, source: {repository: ubuntu}}\nrun: {path: x}\n", "ubuntu:latest", runspec.Succeeded},
+		{"rootfs_uri", "platform: linux\nrootfs_uri: docker:///busybox#1.36\nrun: {path: x}\n", "busybox:1.36", runspec.Succeeded},
+		{"other type", "platform: linux\nimage_resource: {type: s3, source: {bucket: b}}\nrun: {path: x}\n", "", runspec.Errored},
+		{"invalid config", "platform: linux\nouputs: []\nrun: {path: x}\n", "", runspec.Errored},
+		{"missing build var", "platform: linux\nrootfs_uri: docker:///((img))\nrun: {path: x}\n", "", runspec.Errored},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.artifact("ci", map[string]string{"task.yml": tt.config})
+			res := w.spec(runspec.ModeResolve, "r", "")
+			res.Resolve = &runspec.Resolve{TaskPlanID: "t", File: "ci/task.yml"}
+			w.checkRun(w.run(res), "r", tt.outcome)
+			if w.result("r", "image") != tt.want {
+				t.Errorf("image = %q, want %q", w.result("r", "image"), tt.want)
+			}
+		})
+	}
+}
+
+func TestAcrossVars(t *testing.T) {
+	w := newWorld(t)
+	w.artifact("vars", map[string]string{"v": "outer", "w": "inner"})
+	outer := w.spec(runspec.ModeLoadVar, "1", "x")
+	outer.LoadVar = &runspec.LoadVar{File: "vars/v", Reveal: true}
+	w.checkRun(w.run(outer), "1", runspec.Succeeded)
+
+	echo := func(planID string, scope []string, across map[string]any) string {
+		task := w.taskSpec(planID, "t", shConfig(`echo "((.:x)) ((.:y))"`, nil))
+		task.Scope, task.AcrossVars = scope, across
+		r := w.run(task)
+		w.checkRun(r, planID, runspec.Succeeded)
+		return r.stdout
+	}
+	if got := echo("a/0/1", []string{"a/0"}, map[string]any{"x": "across-x", "y": "across-y"}); got != "across-x across-y\n" {
+		t.Errorf("across vars shadow outer local vars: got %q", got)
+	}
+	inner := w.spec(runspec.ModeLoadVar, "a/1/1", "x")
+	inner.Scope = []string{"a/1"}
+	inner.LoadVar = &runspec.LoadVar{File: "vars/w", Reveal: true}
+	w.checkRun(w.run(inner), "a/1/1", runspec.Succeeded)
+	if got := echo("a/1/2", []string{"a/1"}, map[string]any{"x": "across-x", "y": "across-y"}); got != "inner across-y\n" {
+		t.Errorf("a load_var in the substep shadows its across var: got %q", got)
+	}
+}
+
+// TestResolveEmbeddedConfig resolves the image of a `config:` task whose image_resource
+// takes a build var (the translator cannot know the image before the build runs).
+func TestResolveEmbeddedConfig(t *testing.T) {
+	w := newWorld(t)
+	w.secret("registry", map[string]string{"value": "registry.example"})
+	res := w.spec(runspec.ModeResolve, "r", "")
+	res.Resolve = &runspec.Resolve{TaskPlanID: "t", Config: map[string]any{
+		"platform":       "linux",
+		"image_resource": map[string]any{"type": "registry-image", "source": map[string]any{"repository": "((registry))/app", "tag": "2"}},
+		"run":            map[string]any{"path": "true"},
+	}}
+	r := w.run(res)
+	w.checkRun(r, "r", runspec.Succeeded)
+	if got := w.result("r", "image"); got != "registry.example/app:2" {
+		t.Errorf("image = %q", got)
+	}
+}
+
+// kubeletSecret writes a Secret the way the kubelet mounts one: the keys in a timestamped
+// directory, a ..data link to it, and a link per key through ..data.
+func (w *world) kubeletSecret(name string, keys map[string]string) {
+	w.t.Helper()
+	dir := filepath.Join(w.creds, name)
+	write(w.t, filepath.Join(dir, "..2026_11_21_00_00_00.000000001"), keys)
+	if err := os.Symlink("..2026_11_21_00_00_00.000000001", filepath.Join(dir, "..data")); err != nil {
+		w.t.Fatal(err)
+	}
+	for k := range keys {
+		if err := os.Symlink(filepath.Join("..data", k), filepath.Join(dir, k)); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+}

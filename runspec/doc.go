@@ -1,0 +1,91 @@
+// Package runspec is the command line of the step runner (cmd/concourse-runner), shared by
+// the translator that writes it and the runner that reads it: one Spec per leaf step, its
+// JSON encoding, the outcome words, and the layout of the build volume both sides rely on.
+// It uses the standard library only and does no I/O beyond encoding and decoding.
+//
+// # Argv
+//
+// Every TaskRun that runs a step runs the runner twice: a first step copies the binary out
+// of the runner image into an emptyDir shared by the steps, then the step's own container
+// (the user's image) runs it:
+//
+//	concourse-runner install /concourse-runner/concourse-runner
+//	/concourse-runner/concourse-runner <mode> --spec=<json>
+//
+// Spec.Args gives the second argv (mode and --spec); the mode word must equal Spec.Mode.
+// The JSON is compact and deterministic (object keys sorted, fields in a fixed order), so
+// the translator can pass it as one Tekton param. A spec never carries credentials: secret
+// values are resolved by the runner at run time from ((vars)) left in the spec.
+//
+// The abort mode is meant for `kubectl exec` into any running pod of a build; it needs no
+// spec, only the build volume:
+//
+//	concourse-runner abort [--volume=/concourse]
+//
+// # Outcomes and exit codes
+//
+// Every runner writes its Outcome to <Paths.Results>/outcome (a Tekton result) and to the
+// state directory (below) before it exits, and exits with Outcome.ExitCode: 0 succeeded,
+// 1 failed, 2 errored, 3 aborted (fly's codes), 4 never-ran. Only a succeeded step exits 0.
+// Other results written to Paths.Results: `version` and `metadata` (get, put, check),
+// `image` and `config` (resolve). Guards in the Pipeline are `when` expressions over the
+// outcome result; a missing result (the pod never got to write it) fails every guard.
+//
+// # Build volume layout
+//
+// One volume per build, mounted at Paths.Volume (default /concourse) in every pod.
+// Plan IDs contain '/' (`5/image-get`, across substeps `a/0/1`); every path element made
+// from a plan ID, scope or name goes through Escape.
+//
+//	volumes/<plan>/<name>/          an artifact produced by step <plan> (get: <name> is the
+//	                                step name; task: the output's name after output_mapping)
+//	work/<plan>/                    what the translator may mount at /tmp/build for step
+//	                                <plan> (Paths.Work); artifacts made there (a get's
+//	                                /tmp/build/get, a task's outputs) are registered in place
+//	caches/<step name>/<cache path>/ the task caches of a job build (Concourse keys them by
+//	                                job, step name and path; the volume is the job's)
+//	state/
+//	  aborted                       the abort marker: the build was aborted
+//	  outcomes/<plan>               the outcome word of a leaf (or of a join's composite)
+//	  failfast/<group>              a fail-fast group fired (content: the child that fired)
+//	  started/<child>               a fail-fast group's child has started
+//	  deadlines/<plan>              when a timeout started (RFC 3339, written once)
+//	  detach/<plan>                 whether a hook started with its context done
+//	  scopes/<scope>/artifacts/<name>  the artifact registry: a volume path relative to
+//	                                the volume root; registering a name again overwrites
+//	  scopes/<scope>/vars/<name>    local vars (load_var, get metadata, across values), JSON
+//	  results/<plan>                the version and metadata a get, put or check produced,
+//	                                read by a get's version_from
+//	  pipelines/<plan>.json         the pipeline a set_pipeline step would set (team, name,
+//	                                instance vars, config), for the backend to apply
+//
+// Scopes: the root scope is "" (escaped as "%"); an across substep combination opens a
+// child scope named after its plan ID. Spec.Scope lists the scopes a step runs in,
+// outermost first, the root implied. Reads fall through from the innermost scope to the
+// root; writes go to the innermost. So artifacts and local vars made inside an across are
+// not visible after it, as in Concourse.
+//
+// # What the translator provides in the pod
+//
+//   - the build volume at Paths.Volume; for get and task steps preferably also its
+//     directory WorkPath(planID) mounted at /tmp/build, with Paths.Work set to it, so that
+//     fetched artifacts and task outputs are registered where they are made (otherwise
+//     the runner copies them into volumes/);
+//   - the Kubernetes Secrets the build may read, mounted under Paths.Creds (a directory
+//     per Secret, a file per key; var sources in a subdirectory each);
+//   - an emptyDir at /scratch for tasks (Concourse gives every container one);
+//   - for resource steps, the resource type's image with its scripts at /opt/resource;
+//   - the pod's image, resources, privileges and container limits: the runner only
+//     runs the process.
+//
+// # Context
+//
+// Spec.Context is the chain of Concourse contexts a leaf runs under, outermost first: the
+// build's own (abort) is implied at the root; a timeout layer adds a deadline shared by
+// every leaf under it (the first to start records the start); a fail-fast layer makes the
+// leaf stop when the group fires; a detach layer marks a hook that Concourse runs with
+// context.Background(): an ensure hook when the context above it is already done when the
+// hook starts (the first leaf of the hook to start records whether it was), on_error and
+// on_abort hooks always (Layer.Always). A detached leaf ignores the layers above its
+// detach layer: the abort, their deadlines and their fail-fast groups.
+package runspec

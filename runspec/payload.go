@@ -1,0 +1,99 @@
+package runspec
+
+// Task is a task step. The config's ((vars)) are left for run time; the runner interpolates
+// them strictly with the build's vars.
+type Task struct {
+	// Config is the task config (the JSON of a concourse.TaskConfig) of a `config:` task.
+	Config any `json:"config,omitempty"`
+	// File is the `file:` of a file task (artifact/path): the runner uses the config the
+	// resolve step recorded for this plan ID, or reads the file itself when there is none.
+	File string `json:"file,omitempty"`
+	// Vars are the step's `vars:` for a file task, applied leniently before the build vars.
+	Vars map[string]any `json:"vars,omitempty"`
+	// Params are the step's params; they override the config's.
+	Params        map[string]any    `json:"params,omitempty"`
+	InputMapping  map[string]string `json:"input_mapping,omitempty"`
+	OutputMapping map[string]string `json:"output_mapping,omitempty"`
+	// Privileged is informational: the pod's security context is the translator's.
+	Privileged bool `json:"privileged,omitempty"`
+}
+
+// Get is a get step (or the implicit get after a put, or an image get).
+type Get struct {
+	Type     string            `json:"type"`
+	Resource string            `json:"resource,omitempty"`
+	Source   map[string]any    `json:"source,omitempty"`
+	Params   map[string]any    `json:"params,omitempty"`
+	Version  map[string]string `json:"version,omitempty"`
+	// VersionFrom is the plan ID of the check or put whose version this get fetches.
+	VersionFrom string `json:"version_from,omitempty"`
+}
+
+// Put inputs modes (Put.Inputs).
+const (
+	InputsDetect = "detect"
+	InputsAll    = "all"
+	InputsList   = "list"
+)
+
+// Put is a put step.
+type Put struct {
+	Type     string         `json:"type"`
+	Resource string         `json:"resource,omitempty"`
+	Source   map[string]any `json:"source,omitempty"`
+	Params   map[string]any `json:"params,omitempty"`
+	// Inputs is detect (also when empty), all, or list (then InputNames are the names).
+	Inputs     string   `json:"inputs,omitempty"`
+	InputNames []string `json:"input_names,omitempty"`
+	// ExposeBuildCreatedBy sets BUILD_CREATED_BY from Build.CreatedBy.
+	ExposeBuildCreatedBy bool `json:"expose_build_created_by,omitempty"`
+}
+
+// Check is a check step (image checks, and the check before a get).
+type Check struct {
+	Type        string            `json:"type"`
+	Resource    string            `json:"resource,omitempty"`
+	Source      map[string]any    `json:"source,omitempty"`
+	FromVersion map[string]string `json:"from_version,omitempty"`
+}
+
+// LoadVar is a load_var step; the var is named after the step (Spec.Name).
+type LoadVar struct {
+	File   string `json:"file"`
+	Format string `json:"format,omitempty"`
+	Reveal bool   `json:"reveal,omitempty"`
+}
+
+// SetPipeline is a set_pipeline step; the pipeline is named after the step (Spec.Name,
+// `self` for the current pipeline).
+type SetPipeline struct {
+	File         string         `json:"file"`
+	Team         string         `json:"team,omitempty"`
+	Vars         map[string]any `json:"vars,omitempty"`
+	VarFiles     []string       `json:"var_files,omitempty"`
+	InstanceVars map[string]any `json:"instance_vars,omitempty"`
+}
+
+// Resolve reads a file task's config ahead of the task, so that the task's pod can take its
+// image from the `image` result.
+type Resolve struct {
+	// TaskPlanID is the plan ID of the task step the config is for.
+	TaskPlanID string `json:"task_plan_id"`
+	// File is the task's `file:` (artifact/path).
+	File string `json:"file,omitempty"`
+	// Config is, instead of File, a `config:` task's config whose image the build's vars
+	// decide (an image_resource with a ((var)) in its source).
+	Config any `json:"config,omitempty"`
+	// Vars are the task step's `vars:`.
+	Vars map[string]any `json:"vars,omitempty"`
+}
+
+// Join computes a composite step's outcome from the outcomes of its leaves.
+type Join struct {
+	Tree Node `json:"tree"`
+}
+
+// Verdict computes the build's outcome from the root plan.
+type Verdict struct {
+	Tree Node `json:"tree"`
+}

@@ -1,0 +1,195 @@
+package runspec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Mode is what the runner does: the first argument of its command line.
+type Mode string
+
+// The modes of the runner.
+const (
+	ModeTask        Mode = "task"
+	ModeGet         Mode = "get"
+	ModePut         Mode = "put"
+	ModeCheck       Mode = "check"
+	ModeLoadVar     Mode = "load_var"
+	ModeSetPipeline Mode = "set_pipeline"
+	ModeResolve     Mode = "resolve"
+	ModeJoin        Mode = "join"
+	ModeVerdict     Mode = "verdict"
+	// ModeAbort and ModeInstall take no spec (see the package doc).
+	ModeAbort   Mode = "abort"
+	ModeInstall Mode = "install"
+)
+
+// Spec is everything one runner invocation needs: which step, in which build, under which
+// contexts, and the payload of its mode (exactly one of the mode fields is set, the one
+// named by Mode).
+type Spec struct {
+	Mode Mode `json:"mode"`
+	// PlanID is the step's Concourse plan ID: the key of its outcome and artifacts.
+	PlanID string `json:"plan_id"`
+	// Name is the step name (task, get, put, load_var, set_pipeline name).
+	Name  string `json:"name,omitempty"`
+	Build Build  `json:"build"`
+	Paths Paths  `json:"paths"`
+	// HookStatus is BUILD_STATUS for resource steps inside a hook: succeeded (on_success),
+	// failed (on_failure), errored (on_error), aborted (on_abort); empty elsewhere,
+	// including under ensure.
+	HookStatus string `json:"hook_status,omitempty"`
+	// Context is the chain of contexts the step runs under, outermost first.
+	Context []Layer `json:"context,omitempty"`
+	// Scope is the chain of across substep scopes the step runs in, outermost first; the
+	// root scope "" is implied.
+	Scope []string `json:"scope,omitempty"`
+	// AcrossVars are the values of the enclosing across steps' vars for this substep
+	// (inner ones shadowing outer ones), given by the translator that unrolled them. They
+	// are local vars, ((.:name)), not redacted: only a var set in the substep's own scope
+	// (a load_var inside it) shadows them.
+	AcrossVars map[string]any `json:"across_vars,omitempty"`
+	// VarSources lists the names of the pipeline's var_sources: ((name:var)) is looked up
+	// in the credentials directory under <name>/.
+	VarSources []string `json:"var_sources,omitempty"`
+
+	Task        *Task        `json:"task,omitempty"`
+	Get         *Get         `json:"get,omitempty"`
+	Put         *Put         `json:"put,omitempty"`
+	Check       *Check       `json:"check,omitempty"`
+	LoadVar     *LoadVar     `json:"load_var,omitempty"`
+	SetPipeline *SetPipeline `json:"set_pipeline,omitempty"`
+	Resolve     *Resolve     `json:"resolve,omitempty"`
+	Join        *Join        `json:"join,omitempty"`
+	Verdict     *Verdict     `json:"verdict,omitempty"`
+}
+
+// Build is the build's metadata: BUILD_* variables, the job's cache keys and the pipeline
+// a credential lookup starts from. Zero values are left out of the environment, as in
+// Concourse.
+type Build struct {
+	ID           int64          `json:"id,omitempty"`
+	Name         string         `json:"name,omitempty"`
+	TeamID       int64          `json:"team_id,omitempty"`
+	TeamName     string         `json:"team,omitempty"`
+	PipelineID   int64          `json:"pipeline_id,omitempty"`
+	PipelineName string         `json:"pipeline,omitempty"`
+	InstanceVars map[string]any `json:"instance_vars,omitempty"`
+	JobID        int64          `json:"job_id,omitempty"`
+	JobName      string         `json:"job,omitempty"`
+	ExternalURL  string         `json:"external_url,omitempty"`
+	// CreatedBy is BUILD_CREATED_BY, given to puts on resources that expose it.
+	CreatedBy string `json:"created_by,omitempty"`
+}
+
+// Paths are where the step finds the build: empty fields take the defaults below.
+type Paths struct {
+	// Volume is where the build volume is mounted.
+	Volume string `json:"volume,omitempty"`
+	// Results is Tekton's results directory of the step.
+	Results string `json:"results,omitempty"`
+	// Work, when set, is the directory of the build volume (relative to Volume) that is
+	// mounted at /tmp/build in this pod: artifacts made under /tmp/build are then
+	// registered where they are, without a copy.
+	Work string `json:"work,omitempty"`
+	// Creds is where the Kubernetes Secrets readable by the build are mounted: one
+	// directory per Secret, one file per key (a projected or secret volume).
+	Creds string `json:"creds,omitempty"`
+}
+
+// Default paths.
+const (
+	DefaultVolume  = "/concourse"
+	DefaultResults = "/tekton/results"
+	DefaultCreds   = "/concourse-creds"
+)
+
+// WithDefaults returns p with empty fields set to the defaults.
+func (p Paths) WithDefaults() Paths {
+	if p.Volume == "" {
+		p.Volume = DefaultVolume
+	}
+	if p.Results == "" {
+		p.Results = DefaultResults
+	}
+	if p.Creds == "" {
+		p.Creds = DefaultCreds
+	}
+	return p
+}
+
+// LayerKind is the kind of a context layer.
+type LayerKind string
+
+// The kinds of context layers.
+const (
+	// LayerTimeout is a Concourse timeout (a timeout step, or a get, put or task's own
+	// timeout, which is innermost and keyed by the step's plan ID).
+	LayerTimeout LayerKind = "timeout"
+	// LayerFailFast is membership of a child of an in_parallel or across with fail_fast.
+	LayerFailFast LayerKind = "fail_fast"
+	// LayerDetach is the step of an ensure, on_error or on_abort hook (Always for the
+	// latter two).
+	LayerDetach LayerKind = "detach"
+)
+
+// Layer is one context a step runs under.
+type Layer struct {
+	Kind LayerKind `json:"kind"`
+	// ID is the plan ID of the timeout step (or of the leaf, for its own timeout), of the
+	// fail-fast in_parallel or across, or of the hook step.
+	ID string `json:"id"`
+	// Duration is a timeout's duration in Go syntax. A bad one errors the step at run time.
+	Duration string `json:"duration,omitempty"`
+	// Always is set on the detach layer of an on_error or on_abort hook: Concourse runs
+	// those with context.Background() whatever the state of the context, where ensure
+	// detaches only when the context is already done.
+	Always bool `json:"always,omitempty"`
+	// Child is, for a fail-fast layer, the group's child the step belongs to, as a plan
+	// tree: when the child ends failed or errored, the group fires.
+	Child *Node `json:"child,omitempty"`
+}
+
+// Encode returns the compact, deterministic JSON of the spec.
+func (s Spec) Encode() (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return "", fmt.Errorf("encoding runner spec: %w", err)
+	}
+	return strings.TrimSuffix(buf.String(), "\n"), nil
+}
+
+// Args returns the runner's arguments for the spec (after the executable's path).
+func (s Spec) Args() ([]string, error) {
+	enc, err := s.Encode()
+	if err != nil {
+		return nil, err
+	}
+	return []string{string(s.Mode), "--spec=" + enc}, nil
+}
+
+// Decode parses a spec. Numbers in generic values (sources, params, configs) are kept as
+// json.Number so that they round-trip exactly. Unknown fields are errors, so that a runner
+// older than its translator says so instead of ignoring what it was asked.
+func Decode(data string) (Spec, error) {
+	dec := json.NewDecoder(strings.NewReader(data))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		return Spec{}, fmt.Errorf("decoding runner spec: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Spec{}, errors.New("decoding runner spec: trailing data after the JSON object")
+	}
+	if err := s.Validate(); err != nil {
+		return Spec{}, err
+	}
+	return s, nil
+}

@@ -1,0 +1,117 @@
+package translate_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/testcorpus"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+// etcdLimit is the largest object etcd stores (1.5 MiB).
+const etcdLimit = 1536 * 1024
+
+// TestCorpusConvert compiles every job of every valid corpus pipeline and validates what it
+// emits with Tekton's own rules. Jobs that cannot be converted are listed with the reason.
+func TestCorpusConvert(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(testcorpus.Dir(t), "pipelines", "*.yml"))
+	var jobs, converted int
+	var unsupported []string
+	largest, largestName := 0, ""
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, diags := concourse.ParsePipeline(filepath.Base(file), data, nil)
+		if p == nil || len(diags.Errors()) > 0 {
+			continue // invalid pipelines are the loader's test
+		}
+		var sources []string
+		for _, vs := range p.Config.VarSources {
+			sources = append(sources, vs.Name)
+		}
+		for i := range p.Config.Jobs {
+			job := p.Config.Jobs[i].Name
+			jobs++
+			plan, err := planner.Plan(&p.Config, &p.Config.Jobs[i], planner.Options{})
+			if err != nil {
+				t.Errorf("%s: %s: %v", filepath.Base(file), job, err)
+				continue
+			}
+			r, err := translate.Translate(plan, translate.Options{Pipeline: "corpus", Job: job, VarSources: sources})
+			if err != nil {
+				unsupported = append(unsupported, fmt.Sprintf("%s: job %s: %v", filepath.Base(file), job, err))
+				continue
+			}
+			validate(t, r)
+			for _, obj := range r.Objects() {
+				y, err := translate.ObjectYAML(obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(y) > largest {
+					largest, largestName = len(y), fmt.Sprintf("%s job %s", filepath.Base(file), job)
+				}
+			}
+			converted++
+		}
+	}
+	sort.Strings(unsupported)
+	for _, u := range unsupported {
+		t.Logf("not converted: %s", u)
+	}
+	if largest > etcdLimit/4 {
+		t.Errorf("the largest object (%s) is %d bytes: too close to etcd's limit of %d", largestName, largest, etcdLimit)
+	}
+	fmt.Printf("corpus convert: %d jobs: %d converted and valid, %d not converted (listed with -v); largest object %d bytes (%s)\n",
+		jobs, converted, len(unsupported), largest, largestName)
+}
+
+// BenchmarkCorpusConvert loads, plans and compiles every job of every valid corpus
+// pipeline; compare it with BenchmarkCorpusRawYAML in package concourse.
+func BenchmarkCorpusConvert(b *testing.B) {
+	files, _ := filepath.Glob(filepath.Join(testcorpus.Dir(b), "pipelines", "*.yml"))
+	type input struct {
+		name string
+		data []byte
+	}
+	var inputs []input
+	var size int64
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		inputs = append(inputs, input{filepath.Base(f), data})
+		size += int64(len(data))
+	}
+	b.SetBytes(size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for _, in := range inputs {
+			p, diags := concourse.ParsePipeline(in.name, in.data, nil)
+			if p == nil || len(diags.Errors()) > 0 {
+				continue
+			}
+			for j := range p.Config.Jobs {
+				plan, err := planner.Plan(&p.Config, &p.Config.Jobs[j], planner.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				r, err := translate.Translate(plan, translate.Options{Pipeline: "corpus", Job: p.Config.Jobs[j].Name})
+				if err != nil {
+					continue
+				}
+				if _, err := translate.MarshalYAML(r.Objects()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+}

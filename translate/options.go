@@ -1,0 +1,153 @@
+package translate
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+)
+
+// Options say what the plan belongs to and how its steps meet the cluster.
+type Options struct {
+	Team     string
+	Pipeline string
+	Job      string
+	// Build names the build; the PipelineRun is <pipeline>-<job>-<build>.
+	Build string
+	// InstanceVars are the pipeline's instance vars, if it is an instanced pipeline.
+	InstanceVars map[string]any
+	// ExternalURL is the ATC's URL, for the BUILD_URL the resource scripts see.
+	ExternalURL string
+
+	// RunnerImage is the step runner's image.
+	RunnerImage string
+	// ResourceImages maps base resource types to images; it is laid over DefaultResourceImages.
+	ResourceImages map[string]string
+	// TaskFiles are task configs known at convert time, by the `artifact/path` a task's
+	// `file:` names. Such tasks need no resolve step.
+	TaskFiles map[string]concourse.TaskConfig
+	// NodeSelectors map worker tags to node labels: a step tagged `t` runs on nodes with
+	// the labels NodeSelectors[t].
+	NodeSelectors map[string]map[string]string
+	// VarSources are the names of the pipeline's var_sources, whose ((source:var)) the
+	// runner reads from Secrets.
+	VarSources []string
+	// ServiceAccount runs the build's pods; empty means the namespace's default.
+	ServiceAccount string
+	// BuildVolumeSize is the size requested for the build volume; default 1Gi.
+	BuildVolumeSize string
+	// StorageClass is the build volume's storage class; empty means the cluster default.
+	StorageClass string
+}
+
+// DefaultRunnerImage is the step runner image of this version of the project.
+const DefaultRunnerImage = "ghcr.io/concourse-tekton/runner:dev"
+
+// RunnerBinary is where the runner image keeps the runner.
+const RunnerBinary = "/ko-app/concourse-runner"
+
+// DefaultResourceImages are the images of Concourse's base resource types.
+var DefaultResourceImages = map[string]string{
+	"bosh-io-release":    "concourse/bosh-io-release-resource",
+	"bosh-io-stemcell":   "concourse/bosh-io-stemcell-resource",
+	"cf":                 "concourse/cf-resource",
+	"docker-image":       "concourse/docker-image-resource",
+	"git":                "concourse/git-resource",
+	"github-release":     "concourse/github-release-resource",
+	"hg":                 "concourse/hg-resource",
+	"mock":               "concourse/mock-resource",
+	"pool":               "concourse/pool-resource",
+	"registry-image":     "concourse/registry-image-resource",
+	"s3":                 "concourse/s3-resource",
+	"semver":             "concourse/semver-resource",
+	"time":               "concourse/time-resource",
+	"tracker":            "concourse/tracker-resource",
+	"concourse-pipeline": "concourse/concourse-pipeline-resource",
+}
+
+func (o Options) withDefaults() Options {
+	if o.Team == "" {
+		o.Team = "main"
+	}
+	if o.Build == "" {
+		o.Build = "1"
+	}
+	if o.RunnerImage == "" {
+		o.RunnerImage = DefaultRunnerImage
+	}
+	if o.BuildVolumeSize == "" {
+		o.BuildVolumeSize = "1Gi"
+	}
+	images := map[string]string{}
+	for k, v := range DefaultResourceImages {
+		images[k] = v
+	}
+	for k, v := range o.ResourceImages {
+		images[k] = v
+	}
+	o.ResourceImages = images
+	return o
+}
+
+// UnsupportedError is a construct the translation cannot express, with what to do instead.
+type UnsupportedError struct {
+	PlanID concourse.PlanID
+	Step   string
+	Reason string
+}
+
+func (e *UnsupportedError) Error() string {
+	if e.Step != "" {
+		return fmt.Sprintf("step %q (plan %s): %s", e.Step, e.PlanID, e.Reason)
+	}
+	return fmt.Sprintf("plan %s: %s", e.PlanID, e.Reason)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// imageFromResource turns a registry-image or docker-image source into an image reference.
+func imageFromResource(typ string, source concourse.Source, version concourse.Version) (string, bool) {
+	if typ != "registry-image" && typ != "docker-image" {
+		return "", false
+	}
+	repo, _ := source["repository"].(string)
+	if repo == "" || strings.Contains(repo, "((") {
+		return "", false
+	}
+	if d := version["digest"]; d != "" {
+		return repo + "@" + d, true
+	}
+	tag := "latest"
+	switch t := source["tag"].(type) {
+	case string:
+		if t != "" {
+			tag = t
+		}
+	case float64:
+		tag = strings.TrimSuffix(fmt.Sprintf("%v", t), ".0")
+	}
+	if strings.Contains(tag, "((") {
+		return "", false
+	}
+	return repo + ":" + tag, true
+}
+
+// imageFromRootfsURI turns `docker:///busybox#1.35` into busybox:1.35.
+func imageFromRootfsURI(uri string) (string, bool) {
+	rest, ok := strings.CutPrefix(uri, "docker:///")
+	if !ok || rest == "" {
+		return "", false
+	}
+	if name, tag, found := strings.Cut(rest, "#"); found {
+		return name + ":" + tag, true
+	}
+	return rest, true
+}

@@ -1,0 +1,111 @@
+package translate
+
+import (
+	"encoding/json"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// secretMount puts a Secret where the runner looks for a credential: the runner reads
+// ((name)) from <creds>/<pipeline>.<name>/ or <creds>/<name>/ (Concourse's Kubernetes
+// credential manager's names), and ((source:name)) under <creds>/<source>/. Kubernetes
+// names cannot hold '_' or capitals, so the Secret's own name is the lowercased name
+// with '-' for anything else: ((repo_private_key)) of pipeline booklit is read from the
+// Secret booklit.repo-private-key, or else repo-private-key, key `value` (or, for a var
+// with fields, one key per field).
+type secretMount struct {
+	secret string
+	path   string
+}
+
+// secretsOf lists the Secrets a step's ((vars)) may come from.
+func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
+	buf, err := json.Marshal(spec)
+	if err != nil {
+		return nil
+	}
+	var raw any
+	if err := json.Unmarshal(buf, &raw); err != nil {
+		return nil
+	}
+	sources := map[string]bool{}
+	for _, s := range c.opts.VarSources {
+		sources[s] = true
+	}
+	seen := map[string]bool{}
+	var out []secretMount
+	add := func(dir, name string) {
+		p := path.Join(runspec.DefaultCreds, dir, name)
+		if seen[p] {
+			return
+		}
+		seen[p] = true
+		secret := secretName(strings.ReplaceAll(path.Join(dir, name), "/", "."))
+		if secret == "" {
+			return
+		}
+		out = append(out, secretMount{secret: secret, path: p})
+	}
+	walkStrings(raw, func(s string) {
+		for _, n := range vars.Names(s) {
+			ref, err := vars.ParseReference(n)
+			if err != nil || ref.Source == "." {
+				continue
+			}
+			dir := ""
+			if ref.Source != "" {
+				if !sources[ref.Source] {
+					continue
+				}
+				dir = ref.Source
+			}
+			if c.opts.Pipeline != "" {
+				add(dir, c.opts.Pipeline+"."+ref.Path)
+			}
+			add(dir, ref.Path)
+		}
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	for _, m := range out {
+		c.secrets[m.secret] = true
+	}
+	return out
+}
+
+func walkStrings(v any, f func(string)) {
+	switch x := v.(type) {
+	case string:
+		f(x)
+	case []any:
+		for _, e := range x {
+			walkStrings(e, f)
+		}
+	case map[string]any:
+		for k, e := range x {
+			f(k)
+			walkStrings(e, f)
+		}
+	}
+}
+
+// secretName makes a Kubernetes Secret name (a DNS subdomain) of a credential's name.
+func secretName(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '.', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	out := strings.Trim(b.String(), "-.")
+	if len(out) > 253 {
+		out = out[:253]
+	}
+	return out
+}

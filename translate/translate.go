@@ -1,0 +1,146 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// Result is a compiled build: the Tasks its steps share, the Pipeline of its job and the
+// PipelineRun of the build.
+type Result struct {
+	Tasks       []*v1.Task
+	Pipeline    *v1.Pipeline
+	PipelineRun *v1.PipelineRun
+	// Secrets are the names of the Secrets the build may read credentials from (each is
+	// optional: a missing one just means the var is looked for elsewhere).
+	Secrets []string
+}
+
+// AnnotationPlanIDs is the Pipeline annotation that maps PipelineTask names to the plan IDs
+// they run (JSON), for mapping TaskRuns back to Concourse's events.
+const AnnotationPlanIDs = annotationPrefix + "plan-ids"
+
+// Translate compiles one build's plan into Tekton objects. It is pure and deterministic.
+func Translate(plan concourse.Plan, opts Options) (*Result, error) {
+	opts = opts.withDefaults()
+	if opts.Pipeline == "" || opts.Job == "" {
+		return nil, fmt.Errorf("translating a plan needs the pipeline and job names")
+	}
+	c := &compiler{
+		opts:     opts,
+		names:    map[string]bool{"verdict": true},
+		planIDs:  map[string]string{},
+		taskDefs: map[string]*v1.Task{},
+		specs:    map[string]*runspec.Spec{},
+		secrets:  map[string]bool{},
+		images:   map[string]artifactImage{},
+	}
+	root := c.compile(&plan, cond{}, scope{})
+	if c.err != nil {
+		return nil, c.err
+	}
+	verdictSpec := c.spec(runspec.ModeVerdict, plan.ID, "verdict", scope{})
+	verdictSpec.Verdict = &runspec.Verdict{Tree: root.tree}
+	finally := []v1.PipelineTask{c.pipelineTask("verdict", opts.RunnerImage, taskVariant{}, &verdictSpec, cond{})}
+	finally[0].OnError = ""
+	c.planIDs["verdict"] = string(plan.ID)
+	c.finish(c.tasks)
+	c.finish(finally)
+	if c.err != nil {
+		return nil, c.err
+	}
+
+	ids, err := json.Marshal(c.planIDs)
+	if err != nil {
+		return nil, err
+	}
+	name := dnsName(opts.Pipeline+"-"+opts.Job, 63)
+	labels := map[string]string{
+		labelTeam:      labelValue(opts.Team),
+		labelPipeline:  labelValue(opts.Pipeline),
+		labelJob:       labelValue(opts.Job),
+		labelManagedBy: managedBy,
+	}
+	annotations := map[string]string{
+		labelTeam:     opts.Team,
+		labelPipeline: opts.Pipeline,
+		labelJob:      opts.Job,
+	}
+	pipeline := &v1.Pipeline{
+		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Pipeline"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Labels:      labels,
+			Annotations: withEntry(annotations, AnnotationPlanIDs, string(ids)),
+		},
+		Spec: v1.PipelineSpec{
+			DisplayName: fmt.Sprintf("%s/%s", opts.Pipeline, opts.Job),
+			Description: fmt.Sprintf("Job %s of Concourse pipeline %s (team %s), compiled by concourse-tekton.", opts.Job, opts.Pipeline, opts.Team),
+			Workspaces:  []v1.PipelineWorkspaceDeclaration{{Name: "build", Description: "the build's volume: artifacts, caches and the runner's state"}},
+			Tasks:       c.tasks,
+			Finally:     finally,
+		},
+	}
+
+	runLabels := withEntry(labels, labelBuild, labelValue(opts.Build))
+	size, err := resource.ParseQuantity(opts.BuildVolumeSize)
+	if err != nil {
+		return nil, fmt.Errorf("invalid build volume size %q: %w", opts.BuildVolumeSize, err)
+	}
+	claim := &corev1.PersistentVolumeClaim{
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: size}},
+		},
+	}
+	if opts.StorageClass != "" {
+		sc := opts.StorageClass
+		claim.Spec.StorageClassName = &sc
+	}
+	claim.Labels = runLabels
+	noToken := false
+	run := &v1.PipelineRun{
+		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "PipelineRun"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        dnsName(opts.Pipeline+"-"+opts.Job+"-"+opts.Build, 63),
+			Labels:      runLabels,
+			Annotations: withEntry(annotations, labelBuild, opts.Build),
+		},
+		Spec: v1.PipelineRunSpec{
+			PipelineRef: &v1.PipelineRef{Name: name},
+			// Concourse builds have no timeout unless the pipeline sets one, and the runner
+			// enforces those.
+			Timeouts:   &v1.TimeoutFields{Pipeline: &metav1.Duration{}},
+			Workspaces: []v1.WorkspaceBinding{{Name: "build", VolumeClaimTemplate: claim}},
+			TaskRunTemplate: v1.PipelineTaskRunTemplate{
+				ServiceAccountName: opts.ServiceAccount,
+				PodTemplate:        &pod.Template{AutomountServiceAccountToken: &noToken},
+			},
+			TaskRunSpecs: c.runSpecs,
+		},
+	}
+	return &Result{
+		Tasks:       sortedTasks(c.taskDefs),
+		Pipeline:    pipeline,
+		PipelineRun: run,
+		Secrets:     sortedKeys(c.secrets),
+	}, nil
+}
+
+func withEntry(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	for key, val := range m {
+		out[key] = val
+	}
+	out[k] = v
+	return out
+}

@@ -1,0 +1,149 @@
+package translate_test
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"knative.dev/pkg/apis"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// validate runs Tekton's own defaulting and validation on every object, as the webhook of a
+// stock install (default feature flags) would.
+func validate(t testing.TB, r *translate.Result) {
+	t.Helper()
+	ctx := context.Background()
+	for _, task := range r.Tasks {
+		task = task.DeepCopy()
+		task.SetDefaults(ctx)
+		if err := task.Validate(apis.WithinCreate(ctx)); err != nil {
+			t.Errorf("Task %s: %v", task.Name, err)
+		}
+	}
+	p := r.Pipeline.DeepCopy()
+	p.SetDefaults(ctx)
+	if err := p.Validate(apis.WithinCreate(ctx)); err != nil {
+		t.Errorf("Pipeline %s: %v", p.Name, err)
+	}
+	pr := r.PipelineRun.DeepCopy()
+	pr.SetDefaults(ctx)
+	if err := pr.Validate(apis.WithinCreate(ctx)); err != nil {
+		t.Errorf("PipelineRun %s: %v", pr.Name, err)
+	}
+	var _ *v1.Task = r.Tasks[0]
+}
+
+func translateFile(t testing.TB, file, job string, opts translate.Options) (*translate.Result, error) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, diags := concourse.ParsePipeline(filepath.Base(file), data, nil)
+	if err := diags.Err(); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := planner.PlanJob(&p.Config, job, planner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Job = job
+	if opts.Pipeline == "" {
+		opts.Pipeline = "test"
+	}
+	for _, vs := range p.Config.VarSources {
+		opts.VarSources = append(opts.VarSources, vs.Name)
+	}
+	return translate.Translate(plan, opts)
+}
+
+// TestGolden compiles job "test" of testdata/<case>/pipeline.yml and compares the objects
+// with testdata/<case>/expected.yaml. `go test ./translate -update` rewrites them.
+func TestGolden(t *testing.T) {
+	dirs, err := filepath.Glob("testdata/*/pipeline.yml")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no cases: %v", err)
+	}
+	for _, file := range dirs {
+		dir := filepath.Dir(file)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			r, err := translateFile(t, file, "test", translate.Options{
+				NodeSelectors: map[string]map[string]string{"gpu": {"example.com/gpu": "true"}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			validate(t, r)
+			got, err := translate.MarshalYAML(r.Objects())
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join(dir, "expected.yaml")
+			if *update {
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run with -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("objects differ from %s (-want +got):\n%s", golden, diff)
+			}
+			again, _ := translateFile(t, file, "test", translate.Options{
+				NodeSelectors: map[string]map[string]string{"gpu": {"example.com/gpu": "true"}},
+			})
+			againYAML, _ := translate.MarshalYAML(again.Objects())
+			if string(againYAML) != string(got) {
+				t.Errorf("the same input gave different bytes")
+			}
+		})
+	}
+}
+
+func TestUnsupported(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{
+			name: "image from an artifact",
+			yaml: "jobs:\n- name: test\n  plan:\n  - task: t\n    image: img\n    config: {platform: linux, run: {path: x}}\n",
+			want: `step "t" (plan 1): the task's image is the artifact "img", which no earlier get of a registry-image or docker-image resource fetches`,
+		},
+		{
+			name: "runtime across values",
+			yaml: "jobs:\n- name: test\n  plan:\n  - across: [{var: v, values: ((vs))}]\n    task: t\n    config: {platform: linux, rootfs_uri: 'docker:///x', run: {path: x}}\n",
+			want: `across var "v" takes its values at run time`,
+		},
+		{
+			name: "unknown base type",
+			yaml: "resources: [{name: r, type: weird}]\njobs:\n- name: test\n  plan: [{get: r}]\n",
+			want: `no image is known for the resource type "weird": give one with --resource-image weird=IMAGE`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "p.yml")
+			if err := os.WriteFile(file, []byte(tc.yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := translateFile(t, file, "test", translate.Options{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Objects returns the build's objects in the order to apply them: Tasks, the Pipeline,
+// then the PipelineRun.
+func (r *Result) Objects() []any {
+	out := make([]any, 0, len(r.Tasks)+2)
+	for _, t := range r.Tasks {
+		out = append(out, t)
+	}
+	return append(out, r.Pipeline, r.PipelineRun)
+}
+
+// MarshalYAML renders objects as one multi-document YAML stream, the way kubectl apply
+// reads it: keys sorted, no empty status or creation timestamp.
+func MarshalYAML(objects []any) ([]byte, error) {
+	var buf bytes.Buffer
+	for i, obj := range objects {
+		doc, err := ObjectYAML(obj)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			buf.WriteString("---\n")
+		}
+		buf.Write(doc)
+	}
+	return buf.Bytes(), nil
+}
+
+// ObjectYAML renders one object.
+func ObjectYAML(obj any) ([]byte, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", obj, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	dropEmpty(m)
+	// yaml.v3 sorts map keys and quotes strings YAML 1.1 readers (kubectl) would take for
+	// booleans or numbers.
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(m); err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", obj, err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// dropEmpty removes what Go's zero values add and nobody wrote: empty `status` maps (of
+// the object and of embedded claim templates) and null creation timestamps.
+func dropEmpty(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if st, ok := x["status"].(map[string]any); ok && len(st) == 0 {
+			delete(x, "status")
+		}
+		if ts, ok := x["creationTimestamp"]; ok && ts == nil {
+			delete(x, "creationTimestamp")
+		}
+		for _, e := range x {
+			dropEmpty(e)
+		}
+	case []any:
+		for _, e := range x {
+			dropEmpty(e)
+		}
+	}
+}
