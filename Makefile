@@ -69,7 +69,7 @@ e2e: runner-image ## End-to-end tests on a real local cluster (root): up if need
 	GO=$(GO) $(E2E_CLUSTER) test
 
 .PHONY: e2e-up
-e2e-up: runner-image ## Start the local e2e cluster (root; ~10 GB disk, ~8 min the first time) and print its kubeconfig path.
+e2e-up: runner-image ## Start the local e2e cluster (root; ~10 GB disk, 10-20 min the first time) and print its kubeconfig path.
 	$(E2E_CLUSTER) up
 
 .PHONY: e2e-down

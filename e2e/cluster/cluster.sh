@@ -103,6 +103,18 @@ cluster_test() {
 	log "tests took $((SECONDS - t0))s"
 }
 
+# One harness at a time on this machine: the bridges, addresses and ports are global.
+# A second run waits for the first (CI and a developer may overlap).
+lock() {
+	exec 9>/run/lock/concourse-tekton-e2e.lock
+	if ! flock -n 9; then
+		log "another e2e cluster command is running; waiting for it"
+		flock 9
+	fi
+}
+
+case ${1:-} in up | down | test | build) lock ;; esac
+
 case ${1:-} in
 test) cluster_test ;;
 up) cluster_up ;;
