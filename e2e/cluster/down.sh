@@ -19,7 +19,7 @@ ours() {
 }
 
 # stop NAME...: SIGTERM the daemons by their recorded PIDs, all at once, and SIGKILL
-# those still running after a grace period (knative's webhook drains for longer).
+# those still running after STOP_GRACE seconds (default 10).
 stop() {
 	local n pid pids=() i
 	for n in "$@"; do
@@ -30,7 +30,7 @@ stop() {
 		kill -TERM "$pid" 2>/dev/null || true
 		pids+=("$pid:$n")
 	done
-	for i in $(seq 1 40); do
+	for i in $(seq 1 $((${STOP_GRACE:-10} * 4))); do
 		local alive=0 p
 		for p in "${pids[@]}"; do ours "${p%%:*}" && alive=1; done
 		[ $alive = 0 ] && return 0
@@ -38,7 +38,7 @@ stop() {
 	done
 	for p in "${pids[@]}"; do
 		if ours "${p%%:*}"; then
-			log "${p#*:} (pid ${p%%:*}) ignored SIGTERM for 10s; killing it"
+			log "${p#*:} (pid ${p%%:*}) still running ${STOP_GRACE:-10}s after SIGTERM; killing it"
 			kill -KILL "${p%%:*}" 2>/dev/null || true
 		fi
 	done
@@ -54,7 +54,9 @@ drain() {
 	log "deleting pods so the kubelet tears them down"
 	# First the controllers, so that nothing recreates the pods we delete (Tekton's
 	# affinity assistants are StatefulSets; local-path runs helper pods).
-	stop tekton-controller tekton-webhook local-path-provisioner csi-provisioner kube-controller-manager kube-scheduler
+	# Tekton's webhook drains connections for longer than we care to wait; it keeps no state.
+	STOP_GRACE=2 stop tekton-webhook
+	stop tekton-controller local-path-provisioner csi-provisioner kube-controller-manager kube-scheduler
 	KUBECTL delete pods --all -A --grace-period=1 --wait=false >/dev/null 2>&1 || true
 	local deadline=$((SECONDS + 90))
 	while [ -n "$(KUBECTL get pods -A -o name 2>/dev/null)" ]; do
