@@ -5,8 +5,10 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -240,5 +242,52 @@ if echo '{"source":{"check_failure":"nope"}}' | /opt/resource/check 2>/dev/null;
 	}
 	if err := json.Unmarshal([]byte(lines[3]), &out); err != nil || out.Version["version"] != "v4" {
 		t.Errorf("out output %q: %v", lines[3], err)
+	}
+}
+
+// TestGitResource serves a repository from a git daemon in one pod and runs the git
+// resource type's check, in and out against it from another, over the pod network.
+func TestGitResource(t *testing.T) {
+	ns := namespace(t)
+	ctx := context.Background()
+	server := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "git-server"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "main", Image: gitImage, ImagePullPolicy: corev1.PullIfNotPresent,
+			Env: gitIdentity,
+			Command: []string{"sh", "-c", `set -e
+git init -q -b main /tmp/work && cd /tmp/work
+echo first > README && git add README && git commit -q -m first
+mkdir /repos && git clone -q --bare /tmp/work /repos/repo.git
+exec git daemon --reuseaddr --export-all --enable=receive-pack --base-path=/repos /repos`},
+		}}},
+	}
+	if _, err := testCluster.kube.CoreV1().Pods(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var ip string
+	poll(t, "the git server's address", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := testCluster.kube.CoreV1().Pods(ns).Get(ctx, "git-server", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		ip = p.Status.PodIP
+		return p.Status.Phase == corev1.PodRunning && ip != "", nil
+	})
+	script := fmt.Sprintf(`set -e
+src='"source":{"uri":"git://%s/repo.git","branch":"main"}'
+until git ls-remote git://%[1]s/repo.git >/dev/null 2>&1; do sleep 0.5; done
+echo "{$src}" | /opt/resource/check > /tmp/check.json
+ref=$(sed 's/.*"ref":"\([0-9a-f]*\)".*/\1/' /tmp/check.json)
+echo "{$src,\"version\":{\"ref\":\"$ref\"}}" | /opt/resource/in /tmp/sources/repo > /dev/null
+echo "got: $(cat /tmp/sources/repo/README)"
+cd /tmp/sources/repo && echo second > README && git commit -q -am second && cd /
+echo "{$src,\"params\":{\"repository\":\"repo\"}}" | /opt/resource/out /tmp/sources > /dev/null
+echo "{$src,\"version\":{\"ref\":\"$ref\"}}" | /opt/resource/check | sed 's/[0-9a-f]\{40\}/SHA/g'
+`, ip)
+	logs := runPodEnv(t, ns, "git-client", gitImage, script, gitIdentity)
+	want := "got: first\n" + `[{"ref":"SHA"},{"ref":"SHA"}]` + "\n"
+	if logs != want {
+		t.Errorf("client log %q, want %q", logs, want)
 	}
 }

@@ -29,7 +29,15 @@ import (
 var (
 	busyboxImage = envOr("E2E_BUSYBOX_IMAGE", "e2e.invalid/busybox:1.35")
 	mockImage    = envOr("E2E_MOCK_IMAGE", "e2e.invalid/mock-resource:v1")
+	gitImage     = envOr("E2E_GIT_IMAGE", "e2e.invalid/git-resource:v1")
 )
+
+// gitIdentity lets git commit in a container that has no configuration.
+var gitIdentity = []corev1.EnvVar{
+	{Name: "GIT_AUTHOR_NAME", Value: "e2e"}, {Name: "GIT_AUTHOR_EMAIL", Value: "e2e@e2e.invalid"},
+	{Name: "GIT_COMMITTER_NAME", Value: "e2e"}, {Name: "GIT_COMMITTER_EMAIL", Value: "e2e@e2e.invalid"},
+	{Name: "HOME", Value: "/tmp"},
+}
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -210,6 +218,17 @@ func mustSucceed(t *testing.T, kind, name string, c *apis.Condition) {
 // runPod runs a one-container pod to completion and returns its log.
 func runPod(t *testing.T, ns, name, image, script string, volumes []corev1.Volume, mounts []corev1.VolumeMount) string {
 	t.Helper()
+	return runPodSpec(t, ns, name, image, script, nil, volumes, mounts)
+}
+
+// runPodEnv is runPod with environment variables and no volumes.
+func runPodEnv(t *testing.T, ns, name, image, script string, env []corev1.EnvVar) string {
+	t.Helper()
+	return runPodSpec(t, ns, name, image, script, env, nil, nil)
+}
+
+func runPodSpec(t *testing.T, ns, name, image, script string, env []corev1.EnvVar, volumes []corev1.Volume, mounts []corev1.VolumeMount) string {
+	t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -218,7 +237,7 @@ func runPod(t *testing.T, ns, name, image, script string, volumes []corev1.Volum
 			Volumes:       volumes,
 			Containers: []corev1.Container{{
 				Name: "main", Image: image, ImagePullPolicy: corev1.PullIfNotPresent,
-				Command: []string{"sh", "-c", script}, VolumeMounts: mounts,
+				Command: []string{"sh", "-c", script}, Env: env, VolumeMounts: mounts,
 			}},
 		},
 	}

@@ -34,7 +34,7 @@ wait_for() {
 
 install_packages() {
 	local missing=()
-	for p in containerd runc containernetworking-plugins busybox-static openssl iproute2; do
+	for p in containerd runc containernetworking-plugins busybox-static openssl iproute2 git; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
@@ -50,14 +50,16 @@ build_tools() {
 	mkdir -p "$out"
 	log "building the harness's own tools"
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/" \
-		./e2e/cmd/pause ./e2e/cmd/labcsi ./e2e/cmd/mock-resource ./e2e/cmd/e2eimages) || die "building the tools failed"
+		./e2e/cmd/pause ./e2e/cmd/labcsi ./e2e/cmd/mock-resource ./e2e/cmd/git-resource ./e2e/cmd/e2eimages) ||
+		die "building the tools failed"
 }
 
 build_images() {
 	log "building images"
 	"$E2E_CACHE/bin/tools/e2eimages" -out "$E2E_CACHE/images" -prefix "$IMG_PREFIX" -busybox /bin/busybox \
 		-pause "$E2E_CACHE/bin/tools/pause" -tekton "$BIN_TEKTON" -tekton-tag "$TEKTON_VERSION" \
-		-mock "$E2E_CACHE/bin/tools/mock-resource" >"$E2E_CACHE/images/index.txt" || die "building images failed"
+		-mock "$E2E_CACHE/bin/tools/mock-resource" -git-resource "$E2E_CACHE/bin/tools/git-resource" \
+		>"$E2E_CACHE/images/index.txt" || die "building images failed"
 }
 
 write_configs() {

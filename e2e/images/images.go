@@ -86,3 +86,35 @@ func Resource(ref string, resource, busybox []byte, applets []string) Image {
 	}
 	return Image{Ref: ref, Files: files, Config: ociimage.Config{Env: []string{Path}, Cmd: []string{"sh"}}}
 }
+
+// GitExecPath is where git looks for its helper programs (Debian's build).
+const GitExecPath = "/usr/lib/git-core"
+
+// GitResource is the git resource type image: the resource binary at /opt/resource on
+// busybox, plus a dynamically linked git (its binaries and libraries in gitFiles, as on
+// the host), with the helpers git runs for clone, fetch and push linked to git itself.
+func GitResource(ref string, resource, busybox []byte, applets []string, gitFiles []ociimage.File) Image {
+	img := Resource(ref, resource, busybox, applets)
+	img.Files = append(img.Files, gitFiles...)
+	// git init and clone warn without a templates directory; an empty one will do.
+	img.Files = append(img.Files, ociimage.File{Path: "/usr/share/git-core/templates", Mode: fs.ModeDir | 0o755})
+	for _, helper := range []string{"git-upload-pack", "git-receive-pack", "git-upload-archive"} {
+		img.Files = append(img.Files, ociimage.File{Path: GitExecPath + "/" + helper, Mode: fs.ModeSymlink | 0o777, Target: "/usr/bin/git"})
+	}
+	return img
+}
+
+// LddPaths returns the libraries ldd lists (the loader included), in its order.
+func LddPaths(out string) []string {
+	var paths []string
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 3 && f[1] == "=>" && strings.HasPrefix(f[2], "/"):
+			paths = append(paths, f[2])
+		case len(f) >= 1 && strings.HasPrefix(f[0], "/"):
+			paths = append(paths, strings.TrimSuffix(f[0], ":"))
+		}
+	}
+	return paths
+}

@@ -41,6 +41,10 @@ func TestImagesBuild(t *testing.T) {
 		Busybox("e2e.invalid/busybox:1", []byte("bb"), []string{"bin/sh", "bin/ls"}),
 		Tekton("e2e.invalid/tekton/nop:1", "nop", []byte("nop")),
 		Resource("e2e.invalid/mock:1", []byte("r"), []byte("bb"), []string{"bin/sh"}),
+		GitResource("e2e.invalid/git:1", []byte("r"), []byte("bb"), nil, []ociimage.File{
+			{Path: "/usr/bin/git", Mode: 0o755, Data: []byte("git")},
+			{Path: "/lib/x86_64-linux-gnu/libz.so.1", Mode: 0o644, Data: []byte("z")},
+		}),
 	} {
 		t.Run(img.Ref, func(t *testing.T) {
 			if _, err := ociimage.Build(img.Files, img.Config); err != nil {
@@ -66,5 +70,18 @@ func TestResourceScripts(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("/opt/resource (-want +got):\n%s", diff)
+	}
+}
+
+func TestLddPaths(t *testing.T) {
+	const out = `	linux-vdso.so.1 (0x00007f4c2fa68000)
+	libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x00007f4c2f5e1000)
+	libc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f4c2f3ff000)
+	/lib64/ld-linux-x86-64.so.2 (0x00007f4c2fa6a000)
+	libgone.so.1 => not found
+`
+	want := []string{"/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"}
+	if diff := cmp.Diff(want, LddPaths(out)); diff != "" {
+		t.Errorf("LddPaths (-want +got):\n%s", diff)
 	}
 }

@@ -27,6 +27,8 @@ func run() error {
 	tektonDir := flag.String("tekton", "", "directory holding Tekton's entrypoint, nop and workingdirinit binaries")
 	tektonTag := flag.String("tekton-tag", "", "tag of Tekton's images (its version)")
 	mock := flag.String("mock", "", "the mock resource binary")
+	gitResource := flag.String("git-resource", "", "the git resource binary (optional: no git resource image without it)")
+	gitBinaries := flag.String("git", "/usr/bin/git,/usr/lib/git-core/git-daemon", "the host's git binaries to put in the git resource image, with their libraries")
 	flag.Parse()
 	if *out == "" || *pause == "" || *tektonDir == "" || *tektonTag == "" || *mock == "" {
 		flag.Usage()
@@ -68,6 +70,17 @@ func run() error {
 		return err
 	}
 	all = append(all, images.Resource(*prefix+"/mock-resource:v1", m, bb, applets))
+	if *gitResource != "" {
+		g, err := read(*gitResource)
+		if err != nil {
+			return err
+		}
+		files, err := hostFiles(strings.Split(*gitBinaries, ","))
+		if err != nil {
+			return err
+		}
+		all = append(all, images.GitResource(*prefix+"/git-resource:v1", g, bb, applets, files))
+	}
 
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", *out, err)
@@ -84,6 +97,31 @@ func run() error {
 		fmt.Printf("%s %s\n", img.Ref, file)
 	}
 	return nil
+}
+
+// hostFiles reads binaries and the libraries ldd says they load, each at its path on
+// this host (symlinks followed), so that they run the same in an image.
+func hostFiles(binaries []string) ([]ociimage.File, error) {
+	seen := map[string]bool{}
+	var files []ociimage.File
+	for _, bin := range binaries {
+		out, err := exec.Command("ldd", bin).Output()
+		if err != nil {
+			return nil, fmt.Errorf("ldd %s: %w", bin, err)
+		}
+		for _, p := range append([]string{bin}, images.LddPaths(string(out))...) {
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("reading %s: %w", p, err)
+			}
+			files = append(files, ociimage.File{Path: p, Mode: 0o755, Data: data})
+		}
+	}
+	return files, nil
 }
 
 // fileName turns "e2e.invalid/tekton/nop:v1" into "tekton-nop".

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/concourse-tekton/concourse-tekton/e2e/resource"
 )
 
 // DefaultInitialVersion is what check emits when nothing else says otherwise.
@@ -53,16 +55,10 @@ type PutParams struct {
 }
 
 // MetadataField is one name-value pair of metadata.
-type MetadataField struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
+type MetadataField = resource.MetadataField
 
 // Response is what in and out print.
-type Response struct {
-	Version  Version         `json:"version"`
-	Metadata []MetadataField `json:"metadata"`
-}
+type Response = resource.Response[Version]
 
 // Env is everything a script reads or writes outside its request, so tests can run the
 // scripts in-process as well as for real.
@@ -88,22 +84,11 @@ func OSEnv() Env {
 // Main runs the script called name ("check", "in" or "out") and returns its exit code.
 // Errors go to stderr, as Concourse shows them in the build log.
 func Main(name string, env Env) int {
-	var err error
-	switch name {
-	case "check":
-		err = Check(env)
-	case "in":
-		err = In(env)
-	case "out":
-		err = Out(env)
-	default:
-		err = fmt.Errorf("unknown script %q: call this binary as check, in or out", name)
-	}
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "error: %v\n", err)
-		return 1
-	}
-	return 0
+	return resource.Main(name, resource.Scripts{
+		Check: func() error { return Check(env) },
+		In:    func() error { return In(env) },
+		Out:   func() error { return Out(env) },
+	}, env.Stderr)
 }
 
 func decode(r io.Reader, strict bool, into any) error {

@@ -2,86 +2,30 @@ package mock
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/concourse-tekton/concourse-tekton/e2e/resource/resourcetest"
 )
 
-// runAsEnv makes the test binary act as the resource script it is linked as, so the
-// tests below run check, in and out as real processes, the way Concourse does.
-const runAsEnv = "MOCK_RESOURCE_TEST_RUN_AS_SCRIPT"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(runAsEnv) == "1" {
+	if name, ok := resourcetest.ActingAsScript(); ok {
 		env := OSEnv()
 		// The test machine's own privilege is irrelevant; MOCK_PRIVILEGED fakes it.
 		env.Privileged = func() (bool, error) { return os.Getenv("MOCK_PRIVILEGED") == "true", nil }
-		os.Exit(Main(filepath.Base(os.Args[0]), env))
+		os.Exit(Main(name, env))
 	}
 	os.Exit(m.Run())
 }
 
-// scripts links the test binary as check, in and out in a fresh directory.
-func scripts(t *testing.T) string {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	for _, s := range []string{"check", "in", "out"} {
-		if err := os.Symlink(self, filepath.Join(dir, s)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
-type result struct {
-	stdout, stderr string
-	code           int
-}
-
-func run(t *testing.T, bin, script, request string, env []string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(bin, script), args...)
-	cmd.Env = append([]string{runAsEnv + "=1", "PATH=/usr/bin:/bin"}, env...)
-	cmd.Stdin = strings.NewReader(request)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running %s: %v", script, err)
-	}
-	return result{out.String(), errb.String(), code}
-}
-
-// succeeded checks the exit code and stderr, and tells whether there is a reply to read.
-func (r result) succeeded(t *testing.T, wantCode int, wantStderr string) bool {
-	t.Helper()
-	if r.code != wantCode {
-		t.Fatalf("exit code %d, want %d; stderr:\n%s", r.code, wantCode, r.stderr)
-	}
-	if !strings.Contains(r.stderr, wantStderr) {
-		t.Errorf("stderr %q does not contain %q", r.stderr, wantStderr)
-	}
-	return wantCode == 0
-}
-
-func (r result) decode(t *testing.T, into any) {
-	t.Helper()
-	if err := json.Unmarshal([]byte(r.stdout), into); err != nil {
-		t.Fatalf("stdout %q: %v", r.stdout, err)
-	}
-}
+var (
+	scripts = resourcetest.Scripts
+	run     = resourcetest.Run
+)
 
 func TestCheck(t *testing.T) {
 	bin := scripts(t)
@@ -108,11 +52,11 @@ func TestCheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, bin, "check", tc.request, tc.env)
-			if !r.succeeded(t, tc.wantCode, tc.wantStderr) {
+			if !r.Succeeded(t, tc.wantCode, tc.wantStderr) {
 				return
 			}
 			var got []Version
-			r.decode(t, &got)
+			r.Decode(t, &got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("versions (-want +got):\n%s", diff)
 			}
@@ -177,11 +121,11 @@ func TestIn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dest := filepath.Join(t.TempDir(), "dest")
 			r := run(t, bin, "in", tc.request, tc.env, dest)
-			if !r.succeeded(t, tc.wantCode, tc.wantStderr) {
+			if !r.Succeeded(t, tc.wantCode, tc.wantStderr) {
 				return
 			}
 			var got Response
-			r.decode(t, &got)
+			r.Decode(t, &got)
 			if diff := cmp.Diff(tc.wantResp, got); diff != "" {
 				t.Errorf("response (-want +got):\n%s", diff)
 			}
@@ -191,7 +135,7 @@ func TestIn(t *testing.T) {
 		})
 	}
 	t.Run("no destination", func(t *testing.T) {
-		if r := run(t, bin, "in", `{"source":{}}`, nil); r.code != 1 || !strings.Contains(r.stderr, "destination path not specified") {
+		if r := run(t, bin, "in", `{"source":{}}`, nil); r.Code != 1 || !strings.Contains(r.Stderr, "destination path not specified") {
 			t.Errorf("got %+v", r)
 		}
 	})
@@ -227,11 +171,11 @@ func TestOut(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := run(t, bin, "out", tc.request, tc.env, src)
-			if !r.succeeded(t, tc.wantCode, tc.wantStderr) {
+			if !r.Succeeded(t, tc.wantCode, tc.wantStderr) {
 				return
 			}
 			var got Response
-			r.decode(t, &got)
+			r.Decode(t, &got)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("response (-want +got):\n%s", diff)
 			}
