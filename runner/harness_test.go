@@ -124,7 +124,7 @@ func (w *world) args(spec runspec.Spec) []string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return append(args, "--x-tmp-build="+w.tmpBuild, "--x-resource-dir="+w.resources, "--x-grace=1s", "--x-poll=20ms")
+	return append(args, "--x-tmp-build="+w.tmpBuild, "--x-resource-dir="+w.resources, "--x-grace=3s", "--x-poll=20ms")
 }
 
 // start starts the runner on spec, with env as its environment when it is not nil.
