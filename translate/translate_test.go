@@ -8,12 +8,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/golden"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -89,20 +89,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join(dir, "expected.yaml")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("objects differ from %s (-want +got):\n%s", golden, diff)
-			}
+			golden.Check(t, filepath.Join(dir, "expected.yaml"), got, *update)
 			again, _ := translateFile(t, file, "test", translate.Options{
 				NodeSelectors: map[string]map[string]string{"gpu": {"example.com/gpu": "true"}},
 			})

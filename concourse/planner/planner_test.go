@@ -12,6 +12,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -49,20 +50,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			golden := strings.TrimSuffix(file, ".yml") + ".plan.json"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("plan differs from %s (-want +got):\n%s", golden, diff)
-			}
+			golden.Check(t, strings.TrimSuffix(file, ".yml")+".plan.json", got, *update)
 			// The plan decodes back to the same plan: the types are wire-compatible.
 			var back concourse.Plan
 			if err := json.Unmarshal(got, &back); err != nil {
