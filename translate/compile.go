@@ -205,12 +205,12 @@ func (c *compiler) compile(p *concourse.Plan, e cond, sc scope) *handle {
 	case p.LoadVar != nil:
 		spec := c.spec(runspec.ModeLoadVar, p.ID, p.LoadVar.Name, sc)
 		spec.LoadVar = &runspec.LoadVar{File: p.LoadVar.File, Format: p.LoadVar.Format, Reveal: p.LoadVar.Reveal}
-		return c.leaf(p.ID, "load-var-"+p.LoadVar.Name, spec, c.opts.RunnerImage, taskVariant{}, nil, e)
+		return c.leaf(p.ID, "load-var", p.LoadVar.Name, spec, c.opts.RunnerImage, taskVariant{}, nil, e)
 	case p.SetPipeline != nil:
 		spec := c.spec(runspec.ModeSetPipeline, p.ID, p.SetPipeline.Name, sc)
 		spec.SetPipeline = &runspec.SetPipeline{File: p.SetPipeline.File, Team: p.SetPipeline.Team,
 			Vars: p.SetPipeline.Vars, VarFiles: p.SetPipeline.VarFiles, InstanceVars: p.SetPipeline.InstanceVars}
-		return c.leaf(p.ID, "set-pipeline-"+p.SetPipeline.Name, spec, c.opts.RunnerImage, taskVariant{}, nil, e)
+		return c.leaf(p.ID, "set-pipeline", p.SetPipeline.Name, spec, c.opts.RunnerImage, taskVariant{}, nil, e)
 	case p.Do != nil:
 		return c.do(p.ID, *p.Do, e, sc)
 	case p.InParallel != nil:
@@ -238,7 +238,7 @@ func (c *compiler) compile(p *concourse.Plan, e cond, sc scope) *handle {
 	case p.Ensure != nil:
 		return c.hook(p.ID, runspec.KindEnsure, &p.Ensure.Step, &p.Ensure.Next, e, sc)
 	case p.Check != nil:
-		return c.check(p.ID, "check-"+p.Check.Name, p.Check.Type, p.Check.Resource, p.Check.Source, p.Check.TypeImage, p.Check.FromVersion, p.Check.Tags, e, sc)
+		return c.check(p.ID, p.Check.Name, p.Check.Type, p.Check.Resource, p.Check.Source, p.Check.TypeImage, p.Check.FromVersion, p.Check.Tags, e, sc)
 	case p.Run != nil:
 		c.fail(p, p.Run.Message, "the run step is experimental in Concourse and not supported here")
 	case p.ArtifactInput != nil, p.ArtifactOutput != nil:
@@ -572,15 +572,15 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	}
 	variant := taskVariant{privileged: g.TypeImage.Privileged}
 	if g.Version != nil || g.VersionFrom != nil {
-		h := c.leaf(p.ID, "get-"+g.Name, spec, img, variant, g.Tags, e)
+		h := c.leaf(p.ID, "get", g.Name, spec, img, variant, g.Tags, e)
 		c.producedBy(g.Name, g.Type, h.leaf, g.Source)
 		return h
 	}
 	// No version given: find the latest first, so the job runs standalone.
 	checkID := p.ID + "/check"
-	check := c.check(checkID, "check-"+g.Name, g.Type, g.Resource, g.Source, g.TypeImage, nil, g.Tags, e, sc)
+	check := c.check(checkID, g.Name, g.Type, g.Resource, g.Source, g.TypeImage, nil, g.Tags, e, sc)
 	spec.Get.VersionFrom = string(checkID)
-	get := c.leaf(p.ID, "get-"+g.Name, spec, img, variant, g.Tags, c.test(check, onlySuccess))
+	get := c.leaf(p.ID, "get", g.Name, spec, img, variant, g.Tags, c.test(check, onlySuccess))
 	c.producedBy(g.Name, g.Type, get.leaf, g.Source)
 	s := c.test(get, onlySuccess)
 	return &handle{
@@ -614,9 +614,9 @@ func (c *compiler) check(id concourse.PlanID, name, typ, resource string, source
 	if !ok {
 		return &handle{tree: runspec.Node{ID: string(id), Kind: runspec.KindLeaf}, name: name, entry: e}
 	}
-	spec := c.spec(runspec.ModeCheck, id, strings.TrimPrefix(name, "check-"), sc)
+	spec := c.spec(runspec.ModeCheck, id, name, sc)
 	spec.Check = &runspec.Check{Type: typ, Resource: resource, Source: source, FromVersion: from}
-	return c.leaf(id, name, spec, img, taskVariant{privileged: ti.Privileged}, tags, e)
+	return c.leaf(id, "check", name, spec, img, taskVariant{privileged: ti.Privileged}, tags, e)
 }
 
 func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
@@ -637,7 +637,7 @@ func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
 			spec.Put.Inputs, spec.Put.InputNames = runspec.InputsList, in.Specified
 		}
 	}
-	return c.leaf(p.ID, "put-"+pp.Name, spec, img, taskVariant{privileged: pp.TypeImage.Privileged}, pp.Tags, e)
+	return c.leaf(p.ID, "put", pp.Name, spec, img, taskVariant{privileged: pp.TypeImage.Privileged}, pp.Tags, e)
 }
 
 func (c *compiler) withStepTimeout(sc scope, id concourse.PlanID, d string) scope {
@@ -689,14 +689,14 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 		spec.Task.Config = raw
 		variant.limits, variant.asRoot = mergeLimits(cfg.Limits, t.Limits), cfg.Run.User != ""
 		if artifactImage != "" {
-			return c.leaf(p.ID, "task-"+t.Name, spec, artifactImage, variant, t.Tags, e)
+			return c.leaf(p.ID, "task", t.Name, spec, artifactImage, variant, t.Tags, e)
 		}
 		if !imageNeedsVars(cfg) {
 			img, ok := c.taskImage(p, t.Name, cfg)
 			if !ok {
 				return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: t.Name, entry: e}
 			}
-			return c.leaf(p.ID, "task-"+t.Name, spec, img, variant, t.Tags, e)
+			return c.leaf(p.ID, "task", t.Name, spec, img, variant, t.Tags, e)
 		}
 	}
 	// The config is in an artifact, or its image takes the build's vars: a resolve step
@@ -708,12 +708,12 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 		variant.limits = mergeLimits(nil, t.Limits)
 		variant.asRoot = true // the user comes from the file; the runner drops to it
 	}
-	resolve := c.leaf(p.ID+"/resolve", "resolve-"+t.Name, resolveSpec, c.opts.RunnerImage, taskVariant{}, nil, e)
+	resolve := c.leaf(p.ID+"/resolve", "resolve", t.Name, resolveSpec, c.opts.RunnerImage, taskVariant{}, nil, e)
 	img := "$(tasks." + resolve.leaf + ".results.image)"
 	if artifactImage != "" {
 		img = artifactImage
 	}
-	task := c.leaf(p.ID, "task-"+t.Name, spec, img, variant, t.Tags, c.test(resolve, onlySuccess))
+	task := c.leaf(p.ID, "task", t.Name, spec, img, variant, t.Tags, c.test(resolve, onlySuccess))
 	s := c.test(task, onlySuccess)
 	return &handle{
 		tree:    runspec.Node{ID: string(p.ID) + "/resolved", Kind: runspec.KindDo, Steps: []runspec.Node{resolve.tree, task.tree}},
@@ -805,23 +805,14 @@ func toJSONValue(v any) (any, error) {
 	return out, err
 }
 
-// leaf adds the PipelineTask of one step.
-func (c *compiler) leaf(id concourse.PlanID, base string, spec runspec.Spec, image string, variant taskVariant, tags concourse.Tags, e cond) *handle {
-	name := c.taskName(base)
+// leaf adds the PipelineTask of one step, named <kind>-<step>.
+func (c *compiler) leaf(id concourse.PlanID, kind, step string, spec runspec.Spec, image string, variant taskVariant, tags concourse.Tags, e cond) *handle {
+	name := c.taskName(kind + "-" + step)
 	variant.secrets = c.secretsOf(spec)
 	c.tasks = append(c.tasks, c.pipelineTask(name, image, variant, &spec, e))
 	c.planIDs[name] = string(id)
 	c.nodeSelector(name, tags)
-	return &handle{tree: runspec.Node{ID: string(id), Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kindPrefix(name)), entry: e, tasks: []string{name}, leaf: name}
-}
-
-func kindPrefix(name string) string {
-	for _, p := range []string{"task-", "get-", "put-", "check-", "resolve-", "load-var-", "set-pipeline-"} {
-		if strings.HasPrefix(name, p) {
-			return p
-		}
-	}
-	return ""
+	return &handle{tree: runspec.Node{ID: string(id), Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kind+"-"), entry: e, tasks: []string{name}, leaf: name}
 }
 
 // runnerTask adds a PipelineTask that runs the runner in its own image (joins, verdicts).
