@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
@@ -409,7 +411,7 @@ var namedLists = map[string]bool{"jobs": true, "resources": true, "resource_type
 // suggest offers the closest known key for a typo.
 func suggest(key string, known map[string]bool) string {
 	best, bestDist := "", 3
-	for _, k := range sortedKeys(known) {
+	for _, k := range slices.Sorted(maps.Keys(known)) {
 		if d := editDistance(key, k); d < bestDist {
 			best, bestDist = k, d
 		}

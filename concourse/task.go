@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -110,7 +112,7 @@ var taskConfigFields = jsonFieldNames(TaskConfig{})
 // field it concerns (relative to the config).
 func (c TaskConfig) Validate() []FieldError {
 	var errs []FieldError
-	for _, k := range sortedKeys(c.UnknownFields) {
+	for _, k := range slices.Sorted(maps.Keys(c.UnknownFields)) {
 		errs = append(errs, FieldError{Field: []PathElem{Key(k)}, Message: fmt.Sprintf("unknown field %q%s", k, suggest(k, taskConfigFields))})
 	}
 	if c.Platform == "" {

@@ -2,8 +2,10 @@ package concourse
 
 import (
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -197,7 +199,7 @@ func (v *validator) varSources() {
 			deps[s.Name] = append(deps[s.Name], ref.Source)
 		}
 	}
-	if cycle := findCycle(sortedKeys(deps), deps); cycle != nil {
+	if cycle := findCycle(slices.Sorted(maps.Keys(deps)), deps); cycle != nil {
 		i := index[cycle[0]]
 		v.errorf(Path{Key("var_sources"), Named(i, cycle[0])}, "var sources depend on each other in a cycle: %s", strings.Join(cycle, " -> "))
 	}
@@ -220,7 +222,7 @@ func referencedVars(val any) []vars.Reference {
 				walk(e)
 			}
 		case map[string]any:
-			for _, k := range sortedKeys(t) {
+			for _, k := range slices.Sorted(maps.Keys(t)) {
 				walk(k)
 				walk(t[k])
 			}
@@ -271,12 +273,12 @@ func (v *validator) jobs() {
 			if step.Aggregate {
 				v.warnf(path.Child(Key("aggregate")), "aggregate was removed in Concourse v7 and is read here as in_parallel: rename it to in_parallel")
 			}
-			for _, k := range sortedKeys(step.UnknownFields) {
+			for _, k := range slices.Sorted(maps.Keys(step.UnknownFields)) {
 				v.errorf(path.Child(Key(k)), "unknown field %q%s", k, suggest(k, allStepKeys))
 			}
 		})
 	}
-	if cycle := findCycle(sortedKeys(passedDeps), passedDeps); cycle != nil {
+	if cycle := findCycle(slices.Sorted(maps.Keys(passedDeps)), passedDeps); cycle != nil {
 		i := 0
 		for k, j := range v.c.Jobs {
 			if j.Name == cycle[0] {

@@ -3,8 +3,10 @@ package concourse
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -492,7 +494,7 @@ func fromValue(v any, pos Pos) *node {
 	switch x := v.(type) {
 	case map[string]any:
 		n := &node{kind: mapNode, pos: pos}
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			n.entries = append(n.entries, entry{key: k, keyPos: pos, value: fromValue(x[k], pos)})
 		}
 		return n

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -102,15 +101,6 @@ func (e *UnsupportedError) Error() string {
 		return fmt.Sprintf("step %q (plan %s): %s", e.Step, e.PlanID, e.Reason)
 	}
 	return fmt.Sprintf("plan %s: %s", e.PlanID, e.Reason)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // imageFromResource turns a registry-image or docker-image source into an image reference.

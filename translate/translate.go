@@ -3,6 +3,8 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -132,7 +134,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		Tasks:       sortedTasks(c.taskDefs),
 		Pipeline:    pipeline,
 		PipelineRun: run,
-		Secrets:     sortedKeys(c.secrets),
+		Secrets:     slices.Sorted(maps.Keys(c.secrets)),
 	}, nil
 }
 
