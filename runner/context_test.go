@@ -28,8 +28,8 @@ func TestTimeoutIsAFailure(t *testing.T) {
 	spec := w.sleeper("1", "30", runspec.Layer{Kind: runspec.LayerTimeout, ID: "1", Duration: "500ms"})
 	r := w.run(spec)
 	w.checkRun(r, "1", runspec.Failed)
-	if !strings.Contains(r.stdout, "got TERM") || !strings.HasSuffix(r.stderr, "timeout exceeded\n") {
-		t.Errorf("stdout %q stderr %q", r.stdout, r.stderr)
+	if !strings.Contains(r.stdout, "got TERM") || r.failure != "timeout exceeded" {
+		t.Errorf("stdout %q error %q", r.stdout, r.failure)
 	}
 	if r.took > 5*time.Second {
 		t.Errorf("took %v", r.took)
@@ -49,8 +49,8 @@ func TestTimeoutSpansInvocations(t *testing.T) {
 	if took := time.Since(start); took > 1800*time.Millisecond {
 		t.Errorf("the second step ran %v: the deadline did not carry over", took)
 	}
-	if !strings.HasSuffix(r.stderr, "timeout exceeded\n") {
-		t.Errorf("stderr = %q", r.stderr)
+	if r.failure != "timeout exceeded" {
+		t.Errorf("error = %q", r.failure)
 	}
 
 	r = w.run(w.sleeper("3", "30", layer))
@@ -92,8 +92,8 @@ func TestAbortWhileRunning(t *testing.T) {
 			}
 			got := r.wait(t)
 			w.checkRun(got, "1", runspec.Aborted)
-			if strings.Contains(got.stdout, "got TERM") != tt.wantTERM || !strings.HasSuffix(got.stderr, "interrupted\n") {
-				t.Errorf("stdout %q stderr %q", got.stdout, got.stderr)
+			if strings.Contains(got.stdout, "got TERM") != tt.wantTERM || got.failure != "interrupted" {
+				t.Errorf("stdout %q error %q", got.stdout, got.failure)
 			}
 			if got.took > 10*time.Second {
 				t.Errorf("took %v", got.took)
@@ -155,8 +155,8 @@ func TestFailFast(t *testing.T) {
 
 	got := long.wait(t)
 	w.checkRun(got, "a", runspec.Aborted)
-	if !strings.Contains(got.stdout, "got TERM") || !strings.HasSuffix(got.stderr, "interrupted\n") {
-		t.Errorf("stdout %q stderr %q", got.stdout, got.stderr)
+	if !strings.Contains(got.stdout, "got TERM") || got.failure != "interrupted" {
+		t.Errorf("stdout %q error %q", got.stdout, got.failure)
 	}
 	late := w.run(w.sleeper("c", "0", layer("c")))
 	w.checkRun(late, "c", runspec.NeverRan)

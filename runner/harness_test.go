@@ -90,7 +90,17 @@ func (w *world) result(planID, name string) string {
 type run struct {
 	exit           int
 	stdout, stderr string
-	took           time.Duration
+	// failure is the step's error result: why it did not finish.
+	failure string
+	took    time.Duration
+}
+
+// said is everything the step said: its log, then its error result as a line.
+func (r run) said() string {
+	if r.failure == "" {
+		return r.stderr
+	}
+	return r.stderr + r.failure + "\n"
 }
 
 // running is a runner process under way.
@@ -99,6 +109,8 @@ type running struct {
 	stdout, stderr *syncBuffer
 	start          time.Time
 	done           chan struct{}
+	// results is the step's results directory, when the test knows it.
+	results string
 }
 
 type syncBuffer struct {
@@ -130,7 +142,9 @@ func (w *world) args(spec runspec.Spec) []string {
 // start starts the runner on spec, with env as its environment when it is not nil.
 func (w *world) start(spec runspec.Spec, env []string) *running {
 	w.t.Helper()
-	return w.startArgs(w.args(spec), env)
+	r := w.startArgs(w.args(spec), env)
+	r.results = spec.Paths.Results
+	return r
 }
 
 func (w *world) startArgs(args []string, env []string) *running {
@@ -166,7 +180,12 @@ func (r *running) wait(t *testing.T) run {
 		r.cmd.Process.Kill()
 		t.Fatalf("the runner did not end in 30s; stdout %q stderr %q", r.stdout.String(), r.stderr.String())
 	}
-	return run{exit: r.cmd.ProcessState.ExitCode(), stdout: r.stdout.String(), stderr: r.stderr.String(), took: time.Since(r.start)}
+	out := run{exit: r.cmd.ProcessState.ExitCode(), stdout: r.stdout.String(), stderr: r.stderr.String(), took: time.Since(r.start)}
+	if r.results != "" {
+		data, _ := os.ReadFile(filepath.Join(r.results, "error"))
+		out.failure = string(data)
+	}
+	return out
 }
 
 // run runs the runner on spec to its end.

@@ -84,6 +84,7 @@ func TestBadCommandLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	results := mustJSON(t, w.resultsDir("1"))
 	tests := []struct {
 		name string
 		args []string
@@ -97,8 +98,8 @@ func TestBadCommandLines(t *testing.T) {
 		{"extra args", []string{"task", "--spec=" + enc, "more"}, 2, "unexpected arguments"},
 		{"install without a destination", []string{"install"}, 2, "usage"},
 		{"wrong payload", []string{"get", `--spec={"mode":"get","plan_id":"1","task":{}}`}, 2, `needs a "get" payload`},
-		{"null config", []string{"task", `--spec={"mode":"task","plan_id":"1","task":{"config":null}}`}, 2, "neither a config nor a file"},
-		{"config not a map", []string{"task", `--spec={"mode":"task","plan_id":"1","task":{"config":[1]}}`}, 2, "must be a map"},
+		{"null config", []string{"task", `--spec={"mode":"task","plan_id":"1","task":{"config":null},"paths":{"results":` + results + `}}`}, 2, "neither a config nor a file"},
+		{"config not a map", []string{"task", `--spec={"mode":"task","plan_id":"1","task":{"config":[1]},"paths":{"results":` + results + `}}`}, 2, "must be a map"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,9 +107,11 @@ func TestBadCommandLines(t *testing.T) {
 			if len(args) > 0 && strings.HasPrefix(args[0], "task") || len(args) > 0 && args[0] == "get" {
 				args = append(args, "--x-tmp-build="+w.tmpBuild)
 			}
-			r := w.startArgs(args, nil).wait(t)
-			if r.exit != tt.exit || !strings.Contains(r.stderr, tt.want) {
-				t.Errorf("exit %d stderr %q; want exit %d and %q", r.exit, r.stderr, tt.exit, tt.want)
+			running := w.startArgs(args, nil)
+			running.results = w.resultsDir("1")
+			r := running.wait(t)
+			if r.exit != tt.exit || !strings.Contains(r.said(), tt.want) {
+				t.Errorf("exit %d said %q; want exit %d and %q", r.exit, r.said(), tt.exit, tt.want)
 			}
 		})
 	}

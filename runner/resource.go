@@ -52,6 +52,9 @@ func (s *step) script(ctx context.Context, name string, args []string, dir strin
 	if res.Interrupted {
 		return nil, false, interruption(ctx)
 	}
+	if name != "check" {
+		s.exited(res.ExitStatus)
+	}
 	return out.Bytes(), res.ExitStatus == 0, nil
 }
 

@@ -117,7 +117,7 @@ func TestGetErrors(t *testing.T) {
 			spec.Get = &runspec.Get{Type: "git", Version: map[string]string{"v": "1"}}
 			r := w.run(spec)
 			w.checkRun(r, "1", tt.want)
-			if !strings.HasSuffix(r.stderr, tt.wantStderr) {
+			if !strings.HasSuffix(r.said(), tt.wantStderr) {
 				t.Errorf("stderr = %q, want it to end with %q", r.stderr, tt.wantStderr)
 			}
 			if w.artifactDir(nil, "repo") != "" {
@@ -157,7 +157,7 @@ func TestCheckThenGetVersionFrom(t *testing.T) {
 	get.PlanID, get.Get.VersionFrom, get.Paths.Results = "g2", "c2", w.resultsDir("g2")
 	r := w.run(get)
 	w.checkRun(r, "g2", runspec.Errored)
-	if !strings.Contains(r.stderr, "no version to fetch") {
+	if !strings.Contains(r.said(), "no version to fetch") {
 		t.Errorf("stderr = %q", r.stderr)
 	}
 }

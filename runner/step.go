@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
@@ -32,6 +34,13 @@ type step struct {
 	stdout  *redact.Writer
 	stderr  *redact.Writer
 	vars    *buildVars
+	// exitStatus is the exit status of the step's process (task, in or out), once it
+	// exited: finish-task, finish-get and finish-put report it.
+	exitStatus *int
+	// failure is why the step did not finish: Concourse's error event ("interrupted",
+	// "timeout exceeded" or a message). It is a result, not a log line, so that logs stay
+	// the process's own output.
+	failure string
 }
 
 // body is a leaf mode: Concourse's (ok, err) of a step. Join and verdict compute an
@@ -71,6 +80,10 @@ func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stder
 	}
 	outcome := s.execute(ctx)
 	if err := s.record(outcome); err != nil {
+		s.fail(err)
+		outcome = runspec.Errored
+	}
+	if err := s.writeEnd(); err != nil {
 		s.logf("%v", err)
 		outcome = runspec.Errored
 	}
@@ -102,15 +115,15 @@ func (s *step) execute(ctx context.Context) runspec.Outcome {
 	}
 	g, err := s.start()
 	if err != nil {
-		s.logf("%v", err)
+		s.fail(err)
 		return runspec.Errored
 	}
 	switch g.skip {
 	case runspec.Aborted:
-		s.logf("%v", errInterrupted)
+		s.fail(errInterrupted)
 		return runspec.Aborted
 	case runspec.Failed:
-		s.logf("%v", errTimeout)
+		s.fail(errTimeout)
 		return runspec.Failed
 	case runspec.NeverRan:
 		return runspec.NeverRan
@@ -132,14 +145,49 @@ func (s *step) execute(ctx context.Context) runspec.Outcome {
 	case err == nil:
 		return runspec.Failed
 	case errors.Is(err, errTimeout) || errors.Is(err, context.DeadlineExceeded):
-		s.logf("%v", errTimeout)
+		s.fail(errTimeout)
 		return runspec.Failed
 	case errors.Is(err, errInterrupted) || errors.Is(err, context.Canceled):
-		s.logf("%v", errInterrupted)
+		s.fail(errInterrupted)
 		return runspec.Aborted
 	}
-	s.logf("%v", err)
+	s.fail(err)
 	return runspec.Errored
+}
+
+// maxErrorResult keeps the error result within Tekton's 4 KiB of results per step, beside
+// the version and metadata (resultBudget).
+const maxErrorResult = 512
+
+// fail records why the step ended without finishing. The first cause wins.
+func (s *step) fail(err error) {
+	if s.failure == "" {
+		s.failure = s.secrets.String(err.Error())
+	}
+}
+
+// writeEnd writes the error and exit-status results.
+func (s *step) writeEnd() error {
+	var errs []error
+	if s.failure != "" {
+		msg := s.failure
+		if len(msg) > maxErrorResult {
+			msg = strings.ToValidUTF8(msg[:maxErrorResult-3], "") + "..."
+		}
+		errs = append(errs, s.writeResult("error", []byte(msg)))
+	}
+	if s.exitStatus != nil {
+		errs = append(errs, s.writeResult("exit-status", []byte(strconv.Itoa(*s.exitStatus))))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("recording the end of the step: %w", err)
+	}
+	return nil
+}
+
+// exited remembers the exit status of the step's process.
+func (s *step) exited(status int) {
+	s.exitStatus = &status
 }
 
 // interruption is the error a body returns when its context ended.

@@ -210,6 +210,7 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 	if res.Interrupted {
 		return false, interruption(ctx)
 	}
+	s.exited(res.ExitStatus)
 	if err := s.registerOutputs(outputs, t.OutputMapping); err != nil {
 		return false, err
 	}

@@ -97,7 +97,7 @@ func TestTaskProcess(t *testing.T) {
 					t.Errorf("stdout (-want +got):\n%s", diff)
 				}
 			}
-			if !strings.Contains(r.stderr, tt.wantStderr) {
+			if !strings.Contains(r.said(), tt.wantStderr) {
 				t.Errorf("stderr %q does not contain %q", r.stderr, tt.wantStderr)
 			}
 		})
@@ -226,7 +226,7 @@ func TestTaskMissingInputsError(t *testing.T) {
 	spec := w.taskSpec("5", "t", shConfig("true", map[string]any{"inputs": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}, map[string]any{"name": "c", "optional": true}}}))
 	r := w.run(spec)
 	w.checkRun(r, "5", runspec.Errored)
-	if !strings.Contains(r.stderr, "missing inputs: a, b\n") {
+	if !strings.Contains(r.said(), "missing inputs: a, b\n") {
 		t.Errorf("stderr = %q", r.stderr)
 	}
 }
@@ -253,5 +253,29 @@ func TestTaskCaches(t *testing.T) {
 	again.Task.Params = map[string]any{"RUN": "4"}
 	if r := w.run(again); r.stdout != "2\n" {
 		t.Errorf("after a one-off build the cache holds %q, want 2 (one-off builds do not save caches)", r.stdout)
+	}
+}
+
+func TestExitStatusResult(t *testing.T) {
+	tests := []struct {
+		script string
+		want   runspec.Outcome
+		status string
+	}{
+		{"exit 0", runspec.Succeeded, "0"},
+		{"exit 3", runspec.Failed, "3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.script, func(t *testing.T) {
+			w := newWorld(t)
+			r := w.run(w.taskSpec("1", "t", shConfig(tt.script, nil)))
+			w.checkRun(r, "1", tt.want)
+			if got := w.result("1", "exit-status"); got != tt.status {
+				t.Errorf("exit-status = %q, want %q", got, tt.status)
+			}
+			if r.failure != "" {
+				t.Errorf("error = %q, want none", r.failure)
+			}
+		})
 	}
 }

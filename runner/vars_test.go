@@ -48,7 +48,7 @@ func TestCredentials(t *testing.T) {
 			spec.VarSources = []string{"vault"}
 			r := w.run(spec)
 			w.checkRun(r, "1", tt.want)
-			if r.stdout != tt.wantStdout || !strings.Contains(r.stderr, tt.wantStderr) {
+			if r.stdout != tt.wantStdout || !strings.Contains(r.said(), tt.wantStderr) {
 				t.Errorf("stdout %q stderr %q; want %q and %q", r.stdout, r.stderr, tt.wantStdout, tt.wantStderr)
 			}
 		})
@@ -127,7 +127,7 @@ func TestLoadVarScopes(t *testing.T) {
 	after := w.taskSpec("2", "t", shConfig(`echo "$V"`, map[string]any{"params": map[string]any{"V": "((.:v))"}}))
 	r := w.run(after)
 	w.checkRun(r, "2", runspec.Errored)
-	if !strings.Contains(r.stderr, "undefined vars: .:v") {
+	if !strings.Contains(r.said(), "undefined vars: .:v") {
 		t.Errorf("stderr = %q", r.stderr)
 	}
 }
@@ -142,7 +142,7 @@ func TestArtifactFileErrors(t *testing.T) {
 		lv.LoadVar = &runspec.LoadVar{File: tt.file}
 		r := w.run(lv)
 		w.checkRun(r, "1", runspec.Errored)
-		if !strings.Contains(r.stderr, tt.want) {
+		if !strings.Contains(r.said(), tt.want) {
 			t.Errorf("stderr = %q, want %q", r.stderr, tt.want)
 		}
 	}

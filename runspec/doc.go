@@ -28,7 +28,10 @@
 // state directory (below) before it exits, and exits with Outcome.ExitCode: 0 succeeded,
 // 1 failed, 2 errored, 3 aborted (fly's codes), 4 never-ran. Only a succeeded step exits 0.
 // Other results written to Paths.Results: `version` and `metadata` (get, put, check),
-// `image` and `config` (resolve). Guards in the Pipeline are `when` expressions over the
+// `image` and `config` (resolve), `exit-status` (the process of a task, get or put, once it
+// exited) and `error` (why the step did not finish: "interrupted", "timeout exceeded" or a
+// message, redacted; Concourse's error event). The error is a result and not a log line, so
+// that the log is the process's own output. Guards in the Pipeline are `when` expressions over the
 // outcome result; a missing result (the pod never got to write it) fails every guard.
 //
 // # Build volume layout
