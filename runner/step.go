@@ -83,6 +83,10 @@ func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stder
 		s.fail(err)
 		outcome = runspec.Errored
 	}
+	if s.spec.Verdict != nil {
+		// Only now that the build's outcome is recorded.
+		s.leaveCaches()
+	}
 	if err := s.writeEnd(); err != nil {
 		s.logf("%v", err)
 		outcome = runspec.Errored

@@ -1,0 +1,175 @@
+package runner_test
+
+import (
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// files lists the files below dir, relative to it, sorted.
+func files(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		out = append(out, rel)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// finishedBuild fills the volume as a build leaves it: its step 1 ended with o.
+func finishedBuild(w *world, o runspec.Outcome) {
+	w.t.Helper()
+	w.recordOutcome("1", o)
+	cache := runspec.CachePath("test", "cache")
+	write(w.t, w.volume, map[string]string{
+		"volumes/1/repo/f":               "artifact",
+		"work/1/out/g":                   "output",
+		"state/deadlines/1":              "2024-01-01T00:00:00Z",
+		"state/aborted":                  "",
+		"state/scopes/%25/artifacts/src": "volumes/1/repo",
+		cache + "/kept":                  "cache",
+		cache + ".old-1/stale":           "a save that died",
+		cache + ".next-2/partial":        "a save that died",
+		"caches/test/other.next-1/f":     "no cache named other: a cache of its own",
+		"lost+found/x":                   "the file system's",
+	})
+}
+
+func verdictSpec(w *world) runspec.Spec {
+	spec := w.spec(runspec.ModeVerdict, "verdict", "")
+	spec.Verdict = &runspec.Verdict{Tree: runspec.Node{ID: "1", Kind: runspec.KindLeaf}}
+	return spec
+}
+
+func TestVerdictLeavesOnlyCaches(t *testing.T) {
+	for _, o := range []runspec.Outcome{runspec.Succeeded, runspec.Failed, runspec.Aborted} {
+		t.Run(string(o), func(t *testing.T) {
+			w := newWorld(t)
+			finishedBuild(w, o)
+			r := w.run(verdictSpec(w))
+			if r.exit != o.ExitCode() || w.result("verdict", "outcome") != string(o) || r.failure != "" {
+				t.Errorf("exit %d, outcome %q, error %q; want %s, no error\nstderr:\n%s", r.exit, w.result("verdict", "outcome"), r.failure, o, r.stderr)
+			}
+			want := []string{
+				"caches/test/cache/kept",
+				"caches/test/other.next-1/f",
+				"lost+found/x",
+			}
+			if diff := cmp.Diff(want, files(t, w.volume)); diff != "" {
+				t.Errorf("volume after the verdict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestOneOffVerdictKeepsTheVolume(t *testing.T) {
+	w := newWorld(t)
+	finishedBuild(w, runspec.Succeeded)
+	before := files(t, w.volume)
+	spec := verdictSpec(w)
+	spec.Build = runspec.Build{ID: 42, Name: "42"}
+	w.checkRun(w.run(spec), "verdict", runspec.Succeeded)
+	want := append(before, "state/outcomes/verdict")
+	slices.Sort(want)
+	if diff := cmp.Diff(want, files(t, w.volume)); diff != "" {
+		t.Errorf("volume after the verdict (-want +got):\n%s", diff)
+	}
+}
+
+// TestVerdictThatCannotClean runs the verdict as the runner image's user over files it
+// may not delete, as a task running as root leaves them.
+func TestVerdictThatCannotClean(t *testing.T) {
+	w := newWorld(t)
+	finishedBuild(w, runspec.Succeeded)
+	bin := filepath.Join(w.root, "concourse-runner")
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, w.root, map[string]string{"concourse-runner#x": string(data)})
+	for _, d := range []string{filepath.Dir(w.root), w.root} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return os.Chmod(p, 0o777)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked := filepath.Join(w.volume, "volumes/1/repo")
+	if err := os.Chmod(locked, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(locked, 0o755) })
+
+	cmd := exec.Command(bin, w.args(verdictSpec(w))...)
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+	}
+	out, _ := cmd.CombinedOutput()
+	failure := w.result("verdict", "error")
+	if code := cmd.ProcessState.ExitCode(); code != 0 || w.result("verdict", "outcome") != "succeeded" {
+		t.Errorf("exit %d, outcome %q: the build's outcome must not change\n%s", code, w.result("verdict", "outcome"), out)
+	}
+	if !strings.HasPrefix(failure, "the build volume was not cleaned") || !strings.Contains(string(out), "permission denied") {
+		t.Errorf("error result %q, log %q: want the volume reported not cleaned", failure, out)
+	}
+	if got := files(t, locked); !slices.Equal(got, []string{"f"}) {
+		t.Errorf("the locked artifact holds %q", got)
+	}
+}
+
+// TestCachesAcrossBuilds runs a task in two builds of a job, the second on a copy of the
+// first's volume once its verdict cleaned it, as a clone of the build volume gives it.
+func TestCachesAcrossBuilds(t *testing.T) {
+	cfg := shConfig("cat .cache/n 2>/dev/null || echo none; echo $RUN > .cache/n", map[string]any{"caches": []any{map[string]any{"path": ".cache"}}})
+	task := func(w *world, run string) run {
+		spec := w.taskSpec("1", "t", cfg)
+		spec.Task.Params = map[string]any{"RUN": run}
+		return w.run(spec)
+	}
+	first := newWorld(t)
+	if r := task(first, "1"); r.stdout != "none\n" {
+		t.Errorf("build 1 saw %q in its cache, want none", r.stdout)
+	}
+	// A pod of build 1 that died while saving left its old cache beside the new one.
+	write(t, first.volume, map[string]string{runspec.CachePath("t", ".cache") + ".old-1/n": "0\n"})
+	first.recordOutcome("1", runspec.Succeeded)
+	first.run(verdictSpec(first))
+
+	second := newWorld(t)
+	if err := os.CopyFS(second.volume, os.DirFS(first.volume)); err != nil {
+		t.Fatal(err)
+	}
+	r := task(second, "2")
+	second.checkRun(r, "1", runspec.Succeeded)
+	if r.stdout != "1\n" {
+		t.Errorf("build 2 saw %q in its cache, want build 1's 1", r.stdout)
+	}
+	if got, _ := os.ReadFile(filepath.Join(second.volume, runspec.CachePath("t", ".cache"), "n")); string(got) != "2\n" {
+		t.Errorf("after build 2 the cache holds %q, want 2", got)
+	}
+}
