@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -110,7 +111,9 @@ func storageClass(ctx context.Context, kube kubernetes.Interface, name string) (
 	}
 	immediate := sc.VolumeBindingMode == nil || *sc.VolumeBindingMode == storagev1.VolumeBindingImmediate
 	csi := false
-	if sc.Annotations[AnnotationClone] == "" {
+	// A CSI driver's name is a DNS subdomain; in-tree and other provisioners have a '/'
+	// (kubernetes.io/..., rancher.io/local-path), which no object name may have.
+	if sc.Annotations[AnnotationClone] == "" && len(validation.IsDNS1123Subdomain(sc.Provisioner)) == 0 {
 		_, err := kube.StorageV1().CSIDrivers().Get(ctx, sc.Provisioner, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return sc.Name, immediate, fmt.Sprintf("%sreading CSI driver %s: %v", warnPrefix, sc.Provisioner, err)
