@@ -19,7 +19,7 @@
 //     clone). Until it is done, and if it fails, the verdict has an `error` result.
 //   - A cache source is a bound build volume of the job (full team, pipeline and job
 //     names, from annotations) and of the same storage class and volume mode, whose run
-//     was not cancelled and whose verdict TaskRun finished with an `outcome` result and
+//     was neither cancelled nor aborted (AnnotationAborted) and whose verdict TaskRun finished with an `outcome` result and
 //     no `error` result; the newest by the verdict's completion wins, whatever the
 //     build's outcome (Concourse saves caches whatever a task's exit status).
 //   - Garbage, swept by Collect: every build volume but, per job, the newest cache

@@ -37,6 +37,10 @@ const (
 	// AnnotationClone on a StorageClass says whether its volumes can be cloned, "true"
 	// or "false", when its provisioner does not tell (see Prepare).
 	AnnotationClone = prefix + "clone"
+	// AnnotationAborted on a PipelineRun, set before an abort marker is written on its
+	// volume, keeps the volume from being cloned: a marker written while the verdict
+	// cleans, or after it, would abort the next build at once.
+	AnnotationAborted = prefix + "aborted"
 )
 
 // Workspace is the PipelineRun workspace of the build volume, and VerdictTask the
@@ -234,7 +238,7 @@ func isBuildVolume(c *corev1.PersistentVolumeClaim) (job, bool) {
 }
 
 // sources are the build volumes that may be cloned, newest first: bound volumes of
-// builds that were not cancelled and whose verdict recorded an outcome and no error (the
+// builds that were not cancelled nor aborted and whose verdict recorded an outcome and no error (the
 // runner's verdict leaves only caches/ on the volume, and says when it could not).
 func (b builds) sources(claims []corev1.PersistentVolumeClaim) []source {
 	var out []source
@@ -245,7 +249,7 @@ func (b builds) sources(claims []corev1.PersistentVolumeClaim) []source {
 			continue
 		}
 		run, ok := b.run(c)
-		if !ok || run.Spec.Status != "" {
+		if !ok || run.Spec.Status != "" || run.Annotations[AnnotationAborted] != "" {
 			continue
 		}
 		verdict, ok := b.verdicts[run.Name]

@@ -150,8 +150,8 @@ type build struct {
 	class, from string
 	phase       corev1.PersistentVolumeClaimPhase
 	// running: the run has not finished; noRun: there is no PipelineRun; cancelled:
-	// the run was cancelled.
-	running, noRun, cancelled bool
+	// the run was cancelled; aborted: it has AnnotationAborted.
+	running, noRun, cancelled, aborted bool
 	// outcome is the verdict's outcome result ("": no verdict TaskRun, "-": a verdict
 	// without one); dirty gives it an error result.
 	outcome string
@@ -182,6 +182,9 @@ func (b build) objects() (corev1.PersistentVolumeClaim, []v1.PipelineRun, []v1.T
 	run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: status})
 	if b.cancelled {
 		run.Spec.Status = v1.PipelineRunSpecStatusCancelled
+	}
+	if b.aborted {
+		run.Annotations = map[string]string{AnnotationAborted: "true"}
 	}
 	if b.outcome == "" {
 		return *claim, []v1.PipelineRun{run}, nil
@@ -249,9 +252,10 @@ func TestCacheSource(t *testing.T) {
 			{job: "unit", n: "3", outcome: "pending", ended: 30},
 			{job: "unit", n: "4"},
 		}, "app-unit-1-build"},
-		{"not a cancelled build's", []build{
+		{"not a cancelled build's, nor an aborted one's", []build{
 			{job: "unit", n: "1", outcome: "succeeded", ended: 10},
 			{job: "unit", n: "2", outcome: "aborted", cancelled: true, ended: 30},
+			{job: "unit", n: "3", outcome: "succeeded", aborted: true, ended: 40},
 		}, "app-unit-1-build"},
 		{"not an unbound volume, nor another storage class's", []build{
 			{job: "unit", n: "1", outcome: "succeeded", ended: 10},
