@@ -1,0 +1,232 @@
+package tektonrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Permission is one verb on one resource the backend needs in the target's namespace.
+type Permission struct{ Group, Resource, Subresource, Verb string }
+
+// String reads like `kubectl auth can-i`: "create pods/exec", "get pipelineruns.tekton.dev".
+func (p Permission) String() string {
+	s := p.Verb + " " + p.Resource
+	if p.Group != "" {
+		s += "." + p.Group
+	}
+	if p.Subresource != "" {
+		s += "/" + p.Subresource
+	}
+	return s
+}
+
+// MarshalJSON writes the fields in lower case, leaving out an empty group (the core group)
+// and an empty subresource.
+func (p Permission) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Group       string `json:"group,omitempty"`
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource,omitempty"`
+		Verb        string `json:"verb"`
+	}{p.Group, p.Resource, p.Subresource, p.Verb})
+}
+
+// tektonGroupVersion is the Tekton API the backend speaks.
+const tektonGroupVersion = "tekton.dev/v1"
+
+// Permissions lists every verb the backend uses. Only namespaced ones: Check asks about
+// them in the target's namespace (creating SelfSubjectAccessReviews, which every
+// authenticated user may, is left out).
+var Permissions = []Permission{
+	// Tasks and Pipelines are applied: created, or updated when they exist.
+	{"tekton.dev", "tasks", "", "get"},
+	{"tekton.dev", "tasks", "", "list"},
+	{"tekton.dev", "tasks", "", "create"},
+	{"tekton.dev", "tasks", "", "update"},
+	{"tekton.dev", "pipelines", "", "get"},
+	{"tekton.dev", "pipelines", "", "list"},
+	{"tekton.dev", "pipelines", "", "create"},
+	{"tekton.dev", "pipelines", "", "update"},
+	// A build is a PipelineRun: started, watched, aborted (patched to cancelled), reaped.
+	{"tekton.dev", "pipelineruns", "", "get"},
+	{"tekton.dev", "pipelineruns", "", "list"},
+	{"tekton.dev", "pipelineruns", "", "watch"},
+	{"tekton.dev", "pipelineruns", "", "create"},
+	{"tekton.dev", "pipelineruns", "", "patch"},
+	{"tekton.dev", "pipelineruns", "", "delete"},
+	// Its TaskRuns are the steps whose status becomes build events.
+	{"tekton.dev", "taskruns", "", "get"},
+	{"tekton.dev", "taskruns", "", "list"},
+	{"tekton.dev", "taskruns", "", "watch"},
+	{"tekton.dev", "taskruns", "", "patch"},
+	// Pods: the steps' logs, hijacking (exec), and pods the backend runs itself.
+	{"", "pods", "", "get"},
+	{"", "pods", "", "list"},
+	{"", "pods", "", "watch"},
+	{"", "pods", "", "create"},
+	{"", "pods", "", "delete"},
+	{"", "pods", "log", "get"},
+	{"", "pods", "exec", "create"},
+	// Credentials are read from Secrets.
+	{"", "secrets", "", "get"},
+	// Build volumes.
+	{"", "persistentvolumeclaims", "", "get"},
+	{"", "persistentvolumeclaims", "", "list"},
+	{"", "persistentvolumeclaims", "", "create"},
+	{"", "persistentvolumeclaims", "", "delete"},
+}
+
+// CheckReport says whether a target can run builds, and what it lacks.
+type CheckReport struct {
+	Target          string
+	ServerVersion   string // from the discovery client; empty if unreachable
+	Reachable       bool
+	TektonInstalled bool         // the tekton.dev/v1 group serves pipelineruns (discovery)
+	Missing         []Permission // not granted, in table order
+	// Err is why the API server is unreachable, or, when it answers, why a question could
+	// not be answered (then the permissions it concerns are neither granted nor missing).
+	Err error
+}
+
+// OK reports whether the target answers, serves Tekton and grants every permission.
+func (r CheckReport) OK() bool {
+	return r.Reachable && r.TektonInstalled && len(r.Missing) == 0 && r.Err == nil
+}
+
+// MarshalJSON writes the report with Err as a string and with OK, for `-o json`.
+func (r CheckReport) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Target          string       `json:"target"`
+		ServerVersion   string       `json:"serverVersion,omitempty"`
+		Reachable       bool         `json:"reachable"`
+		TektonInstalled bool         `json:"tektonInstalled"`
+		Missing         []Permission `json:"missing"`
+		Error           string       `json:"error,omitempty"`
+		OK              bool         `json:"ok"`
+	}{
+		Target:          r.Target,
+		ServerVersion:   r.ServerVersion,
+		Reachable:       r.Reachable,
+		TektonInstalled: r.TektonInstalled,
+		Missing:         r.Missing,
+		OK:              r.OK(),
+	}
+	if out.Missing == nil {
+		out.Missing = []Permission{}
+	}
+	if r.Err != nil {
+		out.Error = r.Err.Error()
+	}
+	return json.Marshal(out)
+}
+
+// checkConcurrency bounds the access reviews in flight, well under the client's burst.
+const checkConcurrency = 8
+
+// Check asks the cluster whether the target can run builds: whether its API server
+// answers, whether it serves Tekton, and which Permissions the client's user lacks in the
+// namespace. It reports rather than fails: a report with OK false says why.
+func (t *Target) Check(ctx context.Context) CheckReport {
+	r := CheckReport{Target: t.Name}
+	disc := t.Kube.Discovery()
+	v, err := withContext(ctx, disc.ServerVersion)
+	if err != nil {
+		r.Err = fmt.Errorf("asking the API server its version: %w", err)
+		return r
+	}
+	r.Reachable, r.ServerVersion = true, v.GitVersion
+
+	var lookupErr error
+	resources, err := withContext(ctx, func() (*metav1.APIResourceList, error) {
+		return disc.ServerResourcesForGroupVersion(tektonGroupVersion)
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		lookupErr = fmt.Errorf("looking up %s: %w", tektonGroupVersion, err)
+	default:
+		r.TektonInstalled = slices.ContainsFunc(resources.APIResources, func(res metav1.APIResource) bool {
+			return res.Name == "pipelineruns"
+		})
+	}
+
+	allowed, failed := t.accessReviews(ctx, Permissions)
+	var reviewErr error
+	for i, p := range Permissions {
+		switch {
+		case failed[i] != nil:
+			// Neither granted nor missing. The first failure says why: the others are
+			// most likely the same.
+			if reviewErr == nil {
+				reviewErr = failed[i]
+			}
+		case !allowed[i]:
+			r.Missing = append(r.Missing, p)
+		}
+	}
+	r.Err = errors.Join(lookupErr, reviewErr)
+	return r
+}
+
+// accessReviews asks one SelfSubjectAccessReview per permission, a few at a time, and
+// returns the answers in perms' order: whether it is allowed, or why the question failed.
+func (t *Target) accessReviews(ctx context.Context, perms []Permission) (allowed []bool, failed []error) {
+	allowed = make([]bool, len(perms))
+	failed = make([]error, len(perms))
+	sem := make(chan struct{}, checkConcurrency)
+	var wg sync.WaitGroup
+	for i, p := range perms {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			review := &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+					ResourceAttributes: &authorizationv1.ResourceAttributes{
+						Namespace:   t.Namespace,
+						Group:       p.Group,
+						Resource:    p.Resource,
+						Subresource: p.Subresource,
+						Verb:        p.Verb,
+					},
+				},
+			}
+			got, err := t.Kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			if err != nil {
+				failed[i] = fmt.Errorf("asking whether %s is allowed in namespace %s: %w", p, t.Namespace, err)
+				return
+			}
+			allowed[i] = got.Status.Allowed
+		})
+	}
+	wg.Wait()
+	return allowed, failed
+}
+
+// withContext runs f, which takes no context (discovery calls do not), and stops waiting
+// for it when ctx ends; f then finishes on its own, within the client's timeout.
+func withContext[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case res := <-done:
+		return res.v, res.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}

@@ -1,0 +1,201 @@
+package tektonrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// fakeCluster is what a fake target's API server serves and grants.
+type fakeCluster struct {
+	groupVersions []string             // served, each with pipelineruns
+	denied        []Permission         // not granted in the target's namespace
+	failing       map[Permission]error // access reviews that fail
+	unreachable   error                // what asking for the version fails with
+}
+
+// fakeTarget is a target in namespace "ci" of a fake cluster. Access reviews about other
+// namespaces are denied.
+func fakeTarget(t *testing.T, c fakeCluster) *Target {
+	t.Helper()
+	kube := fake.NewClientset()
+	disc := kube.Discovery().(*fakediscovery.FakeDiscovery)
+	disc.FakedServerVersion = &version.Info{GitVersion: "v1.35.0"}
+	for _, gv := range c.groupVersions {
+		disc.Resources = append(disc.Resources, &metav1.APIResourceList{
+			GroupVersion: gv,
+			APIResources: []metav1.APIResource{{Name: "pipelineruns", Namespaced: true, Kind: "PipelineRun"}},
+		})
+	}
+	if c.unreachable != nil {
+		kube.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, c.unreachable
+		})
+	}
+	kube.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+		a := review.Spec.ResourceAttributes
+		p := Permission{a.Group, a.Resource, a.Subresource, a.Verb}
+		if err := c.failing[p]; err != nil {
+			return true, nil, err
+		}
+		review.Status.Allowed = a.Namespace == "ci" && !slices.Contains(c.denied, p)
+		return true, review, nil
+	})
+	return NewTargetFromClients("ci", kube, tektonfake.NewSimpleClientset())
+}
+
+func TestCheck(t *testing.T) {
+	podsExec := Permission{"", "pods", "exec", "create"}
+	watchRuns := Permission{"tekton.dev", "pipelineruns", "", "watch"}
+	getTasks := Permission{"tekton.dev", "tasks", "", "get"}
+	refused := errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	forbidden := errors.New("forbidden")
+	tests := []struct {
+		name    string
+		cluster fakeCluster
+		want    CheckReport
+		wantErr string
+		wantOK  bool
+	}{{
+		name:    "ready",
+		cluster: fakeCluster{groupVersions: []string{"v1", "tekton.dev/v1"}},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true},
+		wantOK:  true,
+	}, {
+		name: "missing permissions, in table order",
+		cluster: fakeCluster{
+			groupVersions: []string{"tekton.dev/v1"},
+			denied:        []Permission{podsExec, watchRuns, getTasks},
+		},
+		want: CheckReport{
+			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true,
+			Missing: []Permission{getTasks, watchRuns, podsExec},
+		},
+	}, {
+		name:    "no Tekton",
+		cluster: fakeCluster{groupVersions: []string{"v1"}},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true},
+	}, {
+		name:    "only an older Tekton",
+		cluster: fakeCluster{groupVersions: []string{"tekton.dev/v1beta1"}},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true},
+	}, {
+		name:    "unreachable",
+		cluster: fakeCluster{groupVersions: []string{"tekton.dev/v1"}, unreachable: refused},
+		want:    CheckReport{Target: "ci"},
+		wantErr: "asking the API server its version: " + refused.Error(),
+	}, {
+		name: "a review fails",
+		cluster: fakeCluster{
+			groupVersions: []string{"tekton.dev/v1"},
+			denied:        []Permission{getTasks},
+			failing:       map[Permission]error{podsExec: forbidden, watchRuns: forbidden},
+		},
+		want: CheckReport{
+			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true,
+			Missing: []Permission{getTasks},
+		},
+		wantErr: "asking whether watch pipelineruns.tekton.dev is allowed in namespace ci: forbidden",
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := fakeTarget(t, tc.cluster).Check(context.Background())
+			if ok := got.OK(); ok != tc.wantOK {
+				t.Errorf("OK() = %v, want %v", ok, tc.wantOK)
+			}
+			var gotErr string
+			if got.Err != nil {
+				gotErr = got.Err.Error()
+			}
+			if gotErr != tc.wantErr {
+				t.Errorf("Err = %q, want %q", gotErr, tc.wantErr)
+			}
+			got.Err = nil
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	got := fakeTarget(t, fakeCluster{groupVersions: []string{"tekton.dev/v1"}}).Check(ctx)
+	if got.OK() || !errors.Is(got.Err, context.Canceled) {
+		t.Errorf("Check with a cancelled context: OK %v, Err %v; want not OK, context.Canceled", got.OK(), got.Err)
+	}
+}
+
+func TestPermissions(t *testing.T) {
+	seen := map[Permission]bool{}
+	for _, p := range Permissions {
+		if seen[p] {
+			t.Errorf("%s is listed twice", p)
+		}
+		seen[p] = true
+		if p.Resource == "selfsubjectaccessreviews" {
+			t.Errorf("%s is not namespaced: it cannot be checked in the target's namespace", p)
+		}
+	}
+	tests := []struct {
+		p    Permission
+		want string
+	}{
+		{Permission{"", "pods", "exec", "create"}, "create pods/exec"},
+		{Permission{"", "secrets", "", "get"}, "get secrets"},
+		{Permission{"tekton.dev", "pipelineruns", "", "patch"}, "patch pipelineruns.tekton.dev"},
+		{Permission{"tekton.dev", "pipelineruns", "status", "update"}, "update pipelineruns.tekton.dev/status"},
+	}
+	for _, tc := range tests {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("String() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
+func TestCheckReportJSON(t *testing.T) {
+	tests := []struct {
+		name   string
+		report CheckReport
+		want   string
+	}{{
+		name:   "ok",
+		report: CheckReport{Target: "lab/ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true},
+		want:   `{"target":"lab/ci","serverVersion":"v1.35.0","reachable":true,"tektonInstalled":true,"missing":[],"ok":true}`,
+	}, {
+		name: "missing",
+		report: CheckReport{Target: "lab/ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true,
+			Missing: []Permission{{"", "pods", "exec", "create"}, {"tekton.dev", "tasks", "", "get"}}},
+		want: `{"target":"lab/ci","serverVersion":"v1.35.0","reachable":true,"tektonInstalled":true,"missing":[` +
+			`{"resource":"pods","subresource":"exec","verb":"create"},{"group":"tekton.dev","resource":"tasks","verb":"get"}],"ok":false}`,
+	}, {
+		name:   "unreachable",
+		report: CheckReport{Target: "lab/ci", Err: errors.New("connection refused")},
+		want:   `{"target":"lab/ci","reachable":false,"tektonInstalled":false,"missing":[],"error":"connection refused","ok":false}`,
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := json.Marshal(tc.report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, string(got)); diff != "" {
+				t.Errorf("JSON (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
