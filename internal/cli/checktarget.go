@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+)
+
+// newTarget builds the target check-target checks; tests replace it with fake clients.
+var newTarget = tektonrun.NewTarget
+
+func newCheckTarget(s *streams) *cobra.Command {
+	var o tektonrun.TargetOptions
+	var output string
+	cmd := &cobra.Command{
+		Use:   "check-target [flags]",
+		Short: "Check that a cluster's namespace can run builds (a Concourse worker)",
+		Long: `Check that the API server answers, that Tekton Pipelines is installed, and that the
+user may do everything the backend does in the namespace. Each check is a line on stdout,
+✓ or ✗; the exit status is 0 when all pass, 1 otherwise. The cluster is chosen the way
+kubectl chooses it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return s.checkTarget(cmd.Context(), o, output)
+		},
+	}
+	addTargetFlags(cmd, &o)
+	cmd.Flags().StringVarP(&output, "output", "o", "", "print the report as json or yaml instead of status lines")
+	return cmd
+}
+
+func (s *streams) checkTarget(ctx context.Context, o tektonrun.TargetOptions, output string) error {
+	var marshal func(any) ([]byte, error)
+	switch output {
+	case "":
+	case "json":
+		marshal = func(v any) ([]byte, error) {
+			b, err := json.MarshalIndent(v, "", "  ")
+			return append(b, '\n'), err
+		}
+	case "yaml":
+		marshal = yaml.Marshal
+	default:
+		return &exitError{code: 1, err: fmt.Errorf("invalid --output %q: use json or yaml", output)}
+	}
+	if o.UserAgent == "" {
+		o.UserAgent = "concourse-tekton/" + Version
+	}
+	t, err := newTarget(o)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	r := t.Check(ctx)
+	if marshal == nil {
+		printCheck(s.out, t, r)
+	} else {
+		out, err := marshal(r)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		if _, err := s.out.Write(out); err != nil {
+			return err
+		}
+	}
+	if !r.OK() {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// printCheck writes one status line per check, the way kind does.
+func printCheck(w io.Writer, t *tektonrun.Target, r tektonrun.CheckReport) {
+	server := t.Name
+	if t.Config != nil {
+		server = t.Config.Host
+	}
+	if !r.Reachable {
+		fmt.Fprintf(w, "✗ API server %s does not answer: %v\n", server, r.Err)
+		return
+	}
+	fmt.Fprintf(w, "✓ API server %s answers (%s)\n", server, r.ServerVersion)
+	if r.TektonInstalled {
+		fmt.Fprintln(w, "✓ Tekton Pipelines (tekton.dev/v1) is installed")
+	} else {
+		fmt.Fprintln(w, "✗ Tekton Pipelines (tekton.dev/v1) is not installed: install it, see https://tekton.dev/docs/installation/pipelines/")
+	}
+	switch {
+	case len(r.Missing) > 0:
+		fmt.Fprintf(w, "✗ missing permissions in namespace %s (%d):\n", t.Namespace, len(r.Missing))
+		for _, p := range r.Missing {
+			fmt.Fprintf(w, "    %s\n", p)
+		}
+	case r.Err == nil:
+		fmt.Fprintf(w, "✓ all %d permissions are granted in namespace %s\n", len(tektonrun.Permissions), t.Namespace)
+	}
+	if r.Err != nil {
+		fmt.Fprintf(w, "✗ %v\n", r.Err)
+	}
+}

@@ -1,0 +1,179 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+)
+
+// fakeWorker is a cluster behind check-target's flags.
+type fakeWorker struct {
+	tekton      bool     // serves tekton.dev/v1
+	denied      []string // permissions not granted, as "verb resource/subresource"
+	unreachable bool
+}
+
+// useFakeTarget makes check-target talk to a fake cluster in namespace "ci", and returns
+// the options the command passed.
+func useFakeTarget(t *testing.T, w fakeWorker) *tektonrun.TargetOptions {
+	t.Helper()
+	var got tektonrun.TargetOptions
+	old := newTarget
+	t.Cleanup(func() { newTarget = old })
+	newTarget = func(o tektonrun.TargetOptions) (*tektonrun.Target, error) {
+		got = o
+		kube := fake.NewClientset()
+		disc := kube.Discovery().(*fakediscovery.FakeDiscovery)
+		disc.FakedServerVersion = &version.Info{GitVersion: "v1.35.0"}
+		if w.tekton {
+			disc.Resources = []*metav1.APIResourceList{{GroupVersion: "tekton.dev/v1", APIResources: []metav1.APIResource{{Name: "pipelineruns"}}}}
+		}
+		if w.unreachable {
+			kube.PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+			})
+		}
+		kube.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+			review := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview)
+			a := review.Spec.ResourceAttributes
+			name := a.Verb + " " + a.Resource
+			if a.Subresource != "" {
+				name += "/" + a.Subresource
+			}
+			review.Status.Allowed = true
+			for _, d := range w.denied {
+				review.Status.Allowed = review.Status.Allowed && d != name
+			}
+			return true, review, nil
+		})
+		target := tektonrun.NewTargetFromClients("ci", kube, tektonfake.NewSimpleClientset())
+		target.Config = &rest.Config{Host: "https://127.0.0.1:6443"}
+		return target, nil
+	}
+	return &got
+}
+
+func TestCheckTarget(t *testing.T) {
+	all := len(tektonrun.Permissions)
+	tests := []struct {
+		name     string
+		worker   fakeWorker
+		wantCode int
+		want     []string
+	}{{
+		name:   "ready",
+		worker: fakeWorker{tekton: true},
+		want: []string{
+			"✓ API server https://127.0.0.1:6443 answers (v1.35.0)",
+			"✓ Tekton Pipelines (tekton.dev/v1) is installed",
+			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
+		},
+	}, {
+		name:     "missing permissions",
+		worker:   fakeWorker{tekton: true, denied: []string{"create pods/exec", "watch pipelineruns", "get secrets"}},
+		wantCode: 1,
+		want: []string{
+			"✓ API server https://127.0.0.1:6443 answers (v1.35.0)",
+			"✓ Tekton Pipelines (tekton.dev/v1) is installed",
+			"✗ missing permissions in namespace ci (3):",
+			"    watch pipelineruns.tekton.dev",
+			"    create pods/exec",
+			"    get secrets",
+		},
+	}, {
+		name:     "no Tekton",
+		worker:   fakeWorker{},
+		wantCode: 1,
+		want: []string{
+			"✓ API server https://127.0.0.1:6443 answers (v1.35.0)",
+			"✗ Tekton Pipelines (tekton.dev/v1) is not installed: install it, see https://tekton.dev/docs/installation/pipelines/",
+			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
+		},
+	}, {
+		name:     "unreachable",
+		worker:   fakeWorker{unreachable: true},
+		wantCode: 1,
+		want: []string{
+			"✗ API server https://127.0.0.1:6443 does not answer: asking the API server its version: dial tcp 127.0.0.1:6443: connect: connection refused",
+		},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := useFakeTarget(t, tc.worker)
+			code, stdout, stderr := run(t, "", "check-target", "--kubeconfig", "/k/config", "--context", "lab", "-n", "ci", "--qps", "5")
+			if code != tc.wantCode || stderr != "" {
+				t.Errorf("code %d, stderr %q; want code %d, no stderr", code, stderr, tc.wantCode)
+			}
+			if diff := cmp.Diff(tc.want, strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")); diff != "" {
+				t.Errorf("stdout (-want +got):\n%s", diff)
+			}
+			wantOpts := tektonrun.TargetOptions{Kubeconfig: "/k/config", Context: "lab", Namespace: "ci", QPS: 5, Burst: 100, UserAgent: "concourse-tekton/" + Version}
+			if diff := cmp.Diff(wantOpts, *opts); diff != "" {
+				t.Errorf("target options (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckTargetJSON(t *testing.T) {
+	useFakeTarget(t, fakeWorker{tekton: true, denied: []string{"get pods/log"}})
+	code, stdout, stderr := run(t, "", "check-target", "-o", "json")
+	if code != 1 || stderr != "" {
+		t.Errorf("code %d, stderr %q; want code 1, no stderr", code, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout)
+	}
+	want := map[string]any{
+		"target":          "ci",
+		"serverVersion":   "v1.35.0",
+		"reachable":       true,
+		"tektonInstalled": true,
+		"missing":         []any{map[string]any{"resource": "pods", "subresource": "log", "verb": "get"}},
+		"ok":              false,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("report (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckTargetErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "kubeconfig")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad kubeconfig path", []string{"check-target", "--kubeconfig", missing}, "error: kubeconfig " + missing + " does not exist: check --kubeconfig\n"},
+		{"bad output", []string{"check-target", "-o", "table"}, "error: invalid --output \"table\": use json or yaml\n"},
+		{"arguments", []string{"check-target", "ci"}, "error: unknown command \"ci\" for \"concourse-tekton check-target\"\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, "", tc.args...)
+			if code != 1 || stdout != "" {
+				t.Errorf("code %d, stdout %q; want code 1, no stdout", code, stdout)
+			}
+			if diff := cmp.Diff(tc.want, stderr); diff != "" {
+				t.Errorf("stderr (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
