@@ -144,6 +144,7 @@ type compiler struct {
 	specs map[string]*runspec.Spec
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
+	creds   map[string]Credential
 	// images are the artifacts a task may use as its image (`image: name`), by name: the
 	// result of the get that fetched it from a registry, or "" with why it cannot be one.
 	images map[string]artifactImage

@@ -45,6 +45,15 @@ func dnsName(s string, max int) string {
 	return out
 }
 
+// RunName is the name of a build's PipelineRun.
+func RunName(pipeline, job, build string) string {
+	return dnsName(pipeline+"-"+job+"-"+build, 63)
+}
+
+// LabelValue is the label value translate gives a name (team, pipeline, job, build); the
+// full name is in an annotation of the same key.
+func LabelValue(s string) string { return labelValue(s) }
+
 // labelValue makes a label value (at most 63 characters of [A-Za-z0-9._-], starting and
 // ending with an alphanumeric) of s; the full value goes in an annotation beside it.
 func labelValue(s string) string {

@@ -22,6 +22,18 @@ type secretMount struct {
 	path   string
 }
 
+// Credential is one ((var)) a build reads from Kubernetes Secrets: the Secrets it is looked
+// up in, in order (the first that exists is used), and the key it needs there, if any.
+type Credential struct {
+	// Var is the reference as written between the parentheses.
+	Var string
+	// Secrets are the candidate Secrets' names, the pipeline's own first.
+	Secrets []string
+	// Key is the key the var needs in the Secret found: its first field. Empty: any
+	// key will do (a `value` key is the string, otherwise the map of keys).
+	Key string
+}
+
 // secretsOf lists the Secrets a step's ((vars)) may come from.
 func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 	buf, err := json.Marshal(spec)
@@ -38,17 +50,15 @@ func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 	}
 	seen := map[string]bool{}
 	var out []secretMount
-	add := func(dir, name string) {
+	add := func(dir, name string) string {
 		p := path.Join(runspec.DefaultCreds, dir, name)
-		if seen[p] {
-			return
+		secret := secretName(strings.ReplaceAll(path.Join(dir, name), "/", "."))
+		if seen[p] || secret == "" {
+			return secret
 		}
 		seen[p] = true
-		secret := secretName(strings.ReplaceAll(path.Join(dir, name), "/", "."))
-		if secret == "" {
-			return
-		}
 		out = append(out, secretMount{secret: secret, path: p})
+		return secret
 	}
 	walkStrings(raw, func(s string) {
 		for _, n := range vars.Names(s) {
@@ -63,10 +73,16 @@ func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 				}
 				dir = ref.Source
 			}
+			var cred Credential
+			cred.Var = ref.String()
 			if c.opts.Pipeline != "" {
-				add(dir, c.opts.Pipeline+"."+ref.Path)
+				cred.Secrets = append(cred.Secrets, add(dir, c.opts.Pipeline+"."+ref.Path))
 			}
-			add(dir, ref.Path)
+			cred.Secrets = append(cred.Secrets, add(dir, ref.Path))
+			if len(ref.Fields) > 0 {
+				cred.Key = ref.Fields[0]
+			}
+			c.creds[cred.Var] = cred
 		}
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })

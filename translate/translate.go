@@ -25,6 +25,8 @@ type Result struct {
 	// Secrets are the names of the Secrets the build may read credentials from (each is
 	// optional: a missing one just means the var is looked for elsewhere).
 	Secrets []string
+	// Credentials are the ((vars)) the build reads from those Secrets, sorted by Var.
+	Credentials []Credential
 }
 
 // AnnotationPlanIDs is the Pipeline annotation that maps PipelineTask names to the plan IDs
@@ -44,6 +46,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		taskDefs: map[string]*v1.Task{},
 		specs:    map[string]*runspec.Spec{},
 		secrets:  map[string]bool{},
+		creds:    map[string]Credential{},
 		images:   map[string]artifactImage{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
@@ -52,7 +55,9 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	}
 	verdictSpec := c.spec(runspec.ModeVerdict, plan.ID, "verdict", scope{})
 	verdictSpec.Verdict = &runspec.Verdict{Tree: root.tree}
-	finally := []v1.PipelineTask{c.pipelineTask("verdict", opts.RunnerImage, taskVariant{}, &verdictSpec, cond{})}
+	// As root: the verdict empties the build volume of what steps of any user left there
+	// (all but caches/), for the job's next build to clone.
+	finally := []v1.PipelineTask{c.pipelineTask("verdict", opts.RunnerImage, taskVariant{asRoot: true}, &verdictSpec, cond{})}
 	finally[0].OnError = ""
 	c.planIDs["verdict"] = string(plan.ID)
 	c.finish(c.tasks)
@@ -113,7 +118,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	run := &v1.PipelineRun{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "PipelineRun"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        dnsName(opts.Pipeline+"-"+opts.Job+"-"+opts.Build, 63),
+			Name:        RunName(opts.Pipeline, opts.Job, opts.Build),
 			Labels:      runLabels,
 			Annotations: withEntry(annotations, labelBuild, opts.Build),
 		},
@@ -135,6 +140,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		Pipeline:    pipeline,
 		PipelineRun: run,
 		Secrets:     slices.Sorted(maps.Keys(c.secrets)),
+		Credentials: credentials(c.creds),
 	}, nil
 }
 
@@ -144,5 +150,13 @@ func withEntry(m map[string]string, k, v string) map[string]string {
 		out[key] = val
 	}
 	out[k] = v
+	return out
+}
+
+func credentials(m map[string]Credential) []Credential {
+	var out []Credential
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[k])
+	}
 	return out
 }

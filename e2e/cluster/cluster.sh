@@ -7,6 +7,7 @@
 #   cluster.sh check-clean  fail unless the host is as it was before up
 #   cluster.sh kubeconfig   print the kubeconfig path the tests use
 #   cluster.sh build        only build (binaries and images)
+#   cluster.sh load         import bin/images/*.tar into the running cluster
 #   cluster.sh test         make e2e: up if needed, go test -tags e2e, then down and
 #                           check-clean if it started the cluster; with E2E_KUBECONFIG
 #                           set, only the tests, against that cluster
@@ -73,6 +74,19 @@ cluster_up() {
 	echo "$E2E_KUBECONFIG_PATH"
 }
 
+# load_images imports the project's images (bin/images/*.tar, from make runner-image) into
+# the running cluster, so that a cluster left up runs the code of this checkout.
+load_images() {
+	need_root
+	cluster_healthy || die "the cluster is not up"
+	local tar
+	for tar in "$REPO_ROOT"/bin/images/*.tar; do
+		[ -f "$tar" ] || continue
+		CTR images import --no-unpack=false "$tar" >/dev/null || die "importing $tar"
+		log "loaded $tar"
+	done
+}
+
 run_tests() {
 	log "running the e2e tests against $E2E_KUBECONFIG"
 	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 30m ./e2e/...)
@@ -87,6 +101,7 @@ cluster_test() {
 	export E2E_KUBECONFIG=$E2E_KUBECONFIG_PATH
 	if cluster_healthy; then
 		log "using the running cluster; it stays up (make e2e-down stops it)"
+		load_images
 		run_tests
 		return
 	fi
@@ -123,6 +138,7 @@ status) cluster_healthy ;;
 check-clean) check_clean ;;
 kubeconfig) echo "$E2E_KUBECONFIG_PATH" ;;
 build) cluster_build ;;
+load) load_images ;;
 *)
 	sed -n '2,15p' "$0" >&2
 	exit 2

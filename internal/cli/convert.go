@@ -48,15 +48,23 @@ into the directory given with -o. Progress and warnings go to stderr.`,
 			return s.convert(args[0], &f)
 		},
 	}
-	f.vars.register(cmd)
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.jobs, "job", "j", nil, "a job to convert (repeatable; default: every job)")
 	fl.StringVarP(&f.outDir, "output-dir", "o", "", "write one file per object into this directory instead of stdout")
-	fl.StringArrayVarP(&f.inputs, "input", "i", nil, "an artifact's local directory, as name=dir, to read `file:` task configs from at convert time (repeatable)")
 	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "leave out, with a warning, the jobs that use something that cannot be converted")
+	fl.StringVar(&f.build, "build", "1", "the build name of the PipelineRuns")
+	f.registerCompile(cmd)
+	return cmd
+}
+
+// registerCompile registers the flags that say how a pipeline is compiled: vars, names,
+// images, scheduling and volumes.
+func (f *convertFlags) registerCompile(cmd *cobra.Command) {
+	f.vars.register(cmd)
+	fl := cmd.Flags()
+	fl.StringArrayVarP(&f.inputs, "input", "i", nil, "an artifact's local directory, as name=dir, to read `file:` task configs from at convert time (repeatable)")
 	fl.StringVar(&f.pipelineName, "pipeline", "", "the pipeline's name (default: the file's name without extension)")
 	fl.StringVar(&f.team, "team", "main", "the team the pipeline belongs to")
-	fl.StringVar(&f.build, "build", "1", "the build name of the PipelineRuns")
 	fl.StringVar(&f.runnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
 	fl.StringArrayVar(&f.resourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
 	fl.StringVar(&f.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
@@ -64,7 +72,6 @@ into the directory given with -o. Progress and warnings go to stderr.`,
 	fl.StringVar(&f.serviceAccount, "service-account", "", "the service account the build's pods run as")
 	fl.StringVar(&f.storageClass, "storage-class", "", "the storage class of build volumes (default: the cluster's)")
 	fl.StringVar(&f.volumeSize, "build-volume-size", "1Gi", "the size of each build's volume")
-	return cmd
 }
 
 // convertOptions turns flags into translate options.
@@ -166,14 +173,23 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 	return opts, nil
 }
 
-func (s *streams) convert(path string, f *convertFlags) error {
+// load reads the pipeline and the options to compile it with.
+func (s *streams) load(path string, f *convertFlags) (*concourse.Pipeline, translate.Options, error) {
 	p, err := s.loadPipeline(path, &f.vars)
 	if err != nil {
-		return err
+		return nil, translate.Options{}, err
 	}
 	opts, err := f.options(path, p)
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return nil, opts, &exitError{code: 1, err: err}
+	}
+	return p, opts, nil
+}
+
+func (s *streams) convert(path string, f *convertFlags) error {
+	p, opts, err := s.load(path, f)
+	if err != nil {
+		return err
 	}
 	jobs := f.jobs
 	if len(jobs) == 0 {

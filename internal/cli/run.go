@@ -1,0 +1,263 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/render"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+// exitDetached is the exit code when a second Ctrl-C leaves a build running.
+const exitDetached = 130
+
+// watchFlags say how a build's events are shown.
+type watchFlags struct {
+	json    bool
+	noColor bool
+}
+
+func (w *watchFlags) register(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&w.json, "json", false, "print the events as the ATC's envelopes, one JSON object per line")
+	cmd.Flags().BoolVar(&w.noColor, "no-color", false, "no colours or bold, even on a terminal")
+}
+
+func newRun(s *streams) *cobra.Command {
+	var f convertFlags
+	var target tektonrun.TargetOptions
+	var wf watchFlags
+	var job string
+	var watch bool
+	cmd := &cobra.Command{
+		Use:   "run PIPELINE -j JOB [-w]",
+		Short: "Run a build of a job on the cluster, like fly trigger-job",
+		Long: `Compile a job of a pipeline, start a build of it on the cluster (a PipelineRun in the
+namespace), and with -w follow it like fly trigger-job -w: its output, then its status.
+The exit code is fly's: 0 succeeded, 1 failed, 2 errored, 3 aborted. Ctrl-C aborts the
+build (its on_abort and ensure hooks run); a second Ctrl-C detaches, leaving it running.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if job == "" {
+				return &exitError{code: 1, err: errors.New("no job given: use -j JOB")}
+			}
+			return s.run(cmd.Context(), args[0], job, watch, &f, target, wf)
+		},
+	}
+	cmd.Flags().StringVarP(&job, "job", "j", "", "the job to run")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "follow the build until it ends, and exit with its status")
+	cmd.Flags().StringVar(&f.build, "build", "", "the build's name (default: the job's next build number); running a build that exists attaches to it")
+	f.registerCompile(cmd)
+	wf.register(cmd)
+	addTargetFlags(cmd, &target)
+	return cmd
+}
+
+func (s *streams) run(ctx context.Context, path, job string, watch bool, f *convertFlags, to tektonrun.TargetOptions, wf watchFlags) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	p, opts, err := s.load(path, f)
+	if err != nil {
+		return err
+	}
+	opts.Job = job
+	plan, err := planner.PlanJob(&p.Config, job, planner.Options{ManuallyTriggered: true})
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	client, err := newClient(to)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	if opts.Build == "" {
+		n, err := client.NextBuild(ctx, opts.Team, opts.Pipeline, job)
+		if err != nil {
+			return &exitError{code: 1, err: err}
+		}
+		opts.Build = strconv.Itoa(n)
+	}
+	r, err := translate.Translate(plan, opts)
+	if err != nil {
+		return &exitError{code: 1, err: errors.New(s.positioned(p, job, err))}
+	}
+	sub, err := client.Submit(ctx, r)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	for _, w := range sub.Warnings {
+		fmt.Fprintf(s.err, "warning: %s\n", w)
+	}
+	pr := sub.Run
+	ns := client.Target().Namespace
+	verb := "started"
+	if sub.Existed {
+		verb = "attached to"
+	}
+	fmt.Fprintf(s.err, "%s %s/%s #%s (pipelinerun %s/%s)\n", verb, opts.Pipeline, job, opts.Build, ns, pr.Name)
+	if !watch {
+		return nil
+	}
+	return s.watch(ctx, client, pr.Name, wf)
+}
+
+func newClient(to tektonrun.TargetOptions) (*tektonrun.Client, error) {
+	if to.UserAgent == "" {
+		to.UserAgent = "concourse-tekton/" + Version
+	}
+	t, err := tektonrun.NewTarget(to)
+	if err != nil {
+		return nil, &exitError{code: 1, err: err}
+	}
+	return tektonrun.NewClient(t), nil
+}
+
+// watch renders a build's events until it ends and returns its exit code. The first
+// Ctrl-C (or SIGTERM) aborts the build and goes on watching it end; the second detaches.
+func (s *streams) watch(ctx context.Context, client *tektonrun.Client, run string, wf watchFlags) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	detached := make(chan struct{})
+	go func() {
+		select {
+		case <-signals:
+		case <-ctx.Done():
+			return
+		}
+		fmt.Fprintf(s.err, "aborting build %s (Ctrl-C again to detach)\n", run)
+		go func() {
+			if err := client.Abort(ctx, run); err != nil && ctx.Err() == nil {
+				fmt.Fprintf(s.err, "error: %v\n", err)
+			}
+		}()
+		select {
+		case <-signals:
+			close(detached)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	emit, exitCode := s.emitter(wf)
+	status, err := client.Follow(ctx, run, tektonrun.Cursor{}, func(e tektonrun.Event) error { return emit(e.Event) })
+	select {
+	case <-detached:
+		ns := client.Target().Namespace
+		fmt.Fprintf(s.err, "detached: build %s goes on; follow it with `concourse-tekton events %s -n %s`\n", run, run, ns)
+		return &exitError{code: exitDetached}
+	default:
+	}
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	if code := exitCode(status); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// emitter writes events as fly does, or as JSON envelopes.
+func (s *streams) emitter(wf watchFlags) (func(event.Event) error, func(event.BuildStatus) int) {
+	if wf.json {
+		j := render.NewJSONWriter(s.out, 0)
+		return j.Write, render.ExitCode
+	}
+	r := render.New(s.out, render.Options{Color: !wf.noColor && isTerminal(s.out)})
+	return r.Render, render.ExitCode
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// buildName is a PipelineRun's name, or the name of PIPELINE/JOB/BUILD's.
+func buildName(arg string) (string, error) {
+	if !strings.Contains(arg, "/") {
+		return arg, nil
+	}
+	parts := strings.Split(arg, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return "", fmt.Errorf("invalid build %q: use the PipelineRun's name or PIPELINE/JOB/BUILD", arg)
+	}
+	return translate.RunName(parts[0], parts[1], parts[2]), nil
+}
+
+// onBuild runs fn on the build named by arg, with a client of the target.
+func onBuild(cmd *cobra.Command, arg string, target tektonrun.TargetOptions, fn func(context.Context, *tektonrun.Client, string) error) error {
+	run, err := buildName(arg)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	client, err := newClient(target)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return fn(ctx, client, run)
+}
+
+func newEvents(s *streams) *cobra.Command {
+	var target tektonrun.TargetOptions
+	var wf watchFlags
+	cmd := &cobra.Command{
+		Use:   "events BUILD",
+		Short: "Follow a build's events from its start, like fly watch",
+		Long: `Print a build's events from its start and follow it until it ends, like fly watch;
+BUILD is its PipelineRun's name or PIPELINE/JOB/BUILD. The exit code is the build's, as
+fly's: 0 succeeded, 1 failed, 2 errored, 3 aborted.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return onBuild(cmd, args[0], target, func(ctx context.Context, client *tektonrun.Client, run string) error {
+				return s.watch(ctx, client, run, wf)
+			})
+		},
+	}
+	wf.register(cmd)
+	addTargetFlags(cmd, &target)
+	return cmd
+}
+
+func newAbort(s *streams) *cobra.Command {
+	var target tektonrun.TargetOptions
+	cmd := &cobra.Command{
+		Use:   "abort BUILD",
+		Short: "Abort a running build, like fly abort-build",
+		Long: `Abort a running build: its running steps are interrupted, its on_abort and ensure hooks
+run, and it ends aborted. BUILD is its PipelineRun's name or PIPELINE/JOB/BUILD.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return onBuild(cmd, args[0], target, func(ctx context.Context, client *tektonrun.Client, run string) error {
+				if err := client.Abort(ctx, run); err != nil {
+					return &exitError{code: 1, err: err}
+				}
+				fmt.Fprintf(s.err, "build %s: abort requested\n", run)
+				return nil
+			})
+		},
+	}
+	addTargetFlags(cmd, &target)
+	return cmd
+}

@@ -1,0 +1,169 @@
+package tektonrun
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+)
+
+// Client runs builds on one target and follows their events. One Client keeps one watch
+// per kind on the namespace however many builds it follows; it is safe for concurrent use.
+type Client struct {
+	target *Target
+	logs   LogSource
+	exec   Execer
+
+	once     sync.Once
+	watch    *watcher
+	watchErr error
+	stop     context.CancelFunc
+}
+
+// NewClient returns a client of the target. Close it to stop its watches.
+func NewClient(t *Target) *Client {
+	c := &Client{target: t, logs: kubeLogs{kube: t.Kube}}
+	if t.Config != nil {
+		c.exec = &spdyExecer{config: t.Config, kube: t.Kube}
+	}
+	return c
+}
+
+// Target is the client's target.
+func (c *Client) Target() *Target { return c.target }
+
+// Close stops the client's watches and log streams.
+func (c *Client) Close() {
+	if c.stop != nil {
+		c.stop()
+	}
+}
+
+func (c *Client) watcher() (*watcher, error) {
+	c.once.Do(func() {
+		ctx, stop := context.WithCancel(context.Background())
+		c.stop = stop
+		c.watch, c.watchErr = newWatcher(ctx, c.target)
+	})
+	return c.watch, c.watchErr
+}
+
+// notFoundGrace is how long Follow waits for a build it was asked for to appear in the
+// watch's cache (it may have just been created).
+var notFoundGrace = 10 * time.Second
+
+// Follow maps the build's events to emit, in order, from where after stops, until the
+// build has ended and its final status was emitted (which Follow returns). It reads the
+// objects from the watch's caches and the logs through the API: a dropped watch, a broken
+// log stream or an apiserver restart costs time, not events. emit's error stops Follow.
+func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func(Event) error) (event.BuildStatus, error) {
+	w, err := c.watcher()
+	if err != nil {
+		return "", err
+	}
+	ns := c.target.Namespace
+	wake, unsubscribe := w.subscribe(run)
+	defer unsubscribe()
+	fctx, stop := context.WithCancel(ctx)
+	defer stop()
+	followers := map[string]*logFollower{}
+	logWake := func() { w.wake(run) }
+	var missingSince time.Time
+	for {
+		pr, trs, pods, err := w.observe(ns, run)
+		switch {
+		case apierrors.IsNotFound(err):
+			if missingSince.IsZero() {
+				missingSince = time.Now()
+			}
+			if time.Since(missingSince) > notFoundGrace {
+				return "", fmt.Errorf("build %s not found in namespace %s", run, ns)
+			}
+		case err != nil:
+			return "", err
+		default:
+			obs := Observation{Run: pr, Steps: make(map[string]*StepObservation, len(trs))}
+			for _, tr := range trs {
+				name := tr.Labels[labelPipelineTask]
+				pod := pods[tr.Status.PodName]
+				so := &StepObservation{TaskRun: tr, Pod: pod}
+				f := followers[name]
+				if f == nil && pod != nil && containerStarted(tr, pod) {
+					f = &logFollower{wake: logWake}
+					followers[name] = f
+					go f.run(fctx, c.logs, ns, pod.Name, podPhase(w, ns, pod.Name))
+				}
+				if f != nil {
+					so.Log, so.LogDone = f.snapshot()
+				} else if pod == nil && containerStarted(tr, nil) {
+					// The pod is gone, and its log with it.
+					so.LogDone = true
+				}
+				obs.Steps[name] = so
+			}
+			events, final := Map(obs, &after)
+			for _, e := range events {
+				if err := emit(e); err != nil {
+					return "", err
+				}
+				if err := after.Advance(e.Key); err != nil {
+					return "", err
+				}
+			}
+			if final {
+				if s, ok := events[len(events)-1].Event.(event.Status); ok {
+					return s.Status, nil
+				}
+				return lastStatus(obs), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-wake:
+		case <-time.After(notFoundGrace / 10):
+			// A safety net only: every change wakes the loop.
+		}
+	}
+}
+
+// lastStatus is the final status of a build whose every event a consumer already had.
+func lastStatus(o Observation) event.BuildStatus {
+	events, _ := Map(o, nil)
+	for i := len(events) - 1; i >= 0; i-- {
+		if s, ok := events[i].Event.(event.Status); ok {
+			return s.Status
+		}
+	}
+	return ""
+}
+
+func containerStarted(tr *v1.TaskRun, pod *corev1.Pod) bool {
+	s := containerState(tr, pod)
+	return s.Running != nil || s.Terminated != nil
+}
+
+// podPhase reads a pod's step container from the watch's cache.
+func podPhase(w *watcher, namespace, name string) func() containerPhase {
+	return func() containerPhase {
+		pod, err := w.pods.Pods(namespace).Get(name)
+		if err != nil {
+			return containerGone
+		}
+		for _, s := range pod.Status.ContainerStatuses {
+			if s.Name == stepContainer && s.State.Terminated != nil {
+				return containerEnded
+			}
+		}
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			return containerEnded
+		}
+		return containerRunning
+	}
+}

@@ -1,0 +1,537 @@
+package tektonrun
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	"knative.dev/pkg/apis"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// Observation is what the cluster says of one build, fetched before mapping: the
+// PipelineRun, and for each of its PipelineTasks the TaskRun, its pod and the lines of the
+// step's log read so far. The mapper is pure: the same observation maps to the same events.
+type Observation struct {
+	Run   *v1.PipelineRun
+	Steps map[string]*StepObservation
+}
+
+// StepObservation is one PipelineTask of a build.
+type StepObservation struct {
+	TaskRun *v1.TaskRun
+	// Pod is the TaskRun's pod, nil when it is not known (not yet created, or deleted).
+	Pod *corev1.Pod
+	// Log are the lines of the step container's log, in order, read so far.
+	Log []LogLine
+	// LogDone says Log is the whole log: read to its end after the container ended.
+	LogDone bool
+}
+
+// LogLine is one line of a container's log (with its newline, if it had one).
+type LogLine struct {
+	Time time.Time
+	Text string
+}
+
+// The step container of every Task translate emits, and the runner's step in it.
+const (
+	stepContainer = "step-run"
+	stepName      = "run"
+	specParam     = "spec"
+)
+
+// Map computes the build's events that after does not cover, in Concourse's order: each
+// step's events in order (head, log lines, end), a step only once every step it runs after
+// has ended, and the final status last. final tells the build has ended and every event
+// was mapped.
+func Map(o Observation, after *Cursor) (events []Event, final bool) {
+	if after == nil {
+		after = &Cursor{}
+	}
+	m := &mapper{obs: o, after: after}
+	return m.run()
+}
+
+type mapper struct {
+	obs    Observation
+	after  *Cursor
+	events []Event
+}
+
+func (m *mapper) emit(k Key, e event.Event) {
+	if !m.after.Covers(k) {
+		m.events = append(m.events, Event{Key: k, Event: e})
+	}
+}
+
+func (m *mapper) run() ([]Event, bool) {
+	run := m.obs.Run
+	if run == nil || run.Status.StartTime == nil {
+		return nil, false
+	}
+	m.emit(Key{Part: PartHead}, event.Status{Status: event.BuildStatusStarted, Time: run.Status.StartTime.Unix()})
+	spec := run.Status.PipelineSpec
+	if spec == nil {
+		return m.events, false
+	}
+	runDone := isDone(run.Status.GetCondition(apis.ConditionSucceeded))
+	skipped := map[string]bool{}
+	for _, s := range run.Status.SkippedTasks {
+		skipped[s.Name] = true
+	}
+	tasks := append(append([]v1.PipelineTask{}, spec.Tasks...), spec.Finally...)
+	done := map[string]bool{}
+	// Each step is mapped once: its events are in m.events, and the cursor does not move
+	// until the caller delivered them.
+	mapped := map[string]bool{}
+	var verdict *v1.TaskRun
+	// Tasks are listed in a valid order (translate emits them so), but a DAG walk to a
+	// fixed point costs little and does not rely on it.
+	for progress := true; progress; {
+		progress = false
+		for _, pt := range tasks {
+			if mapped[pt.Name] || !depsDone(pt, done, spec) {
+				continue
+			}
+			mapped[pt.Name] = true
+			obs := m.obs.Steps[pt.Name]
+			stepDone := false
+			switch {
+			case obs != nil && obs.TaskRun != nil:
+				stepDone = m.step(pt.Name, obs)
+				if s, ok := decodeSpec(obs.TaskRun); ok && s.Mode == runspec.ModeVerdict {
+					verdict = obs.TaskRun
+				}
+			default:
+				stepDone = skipped[pt.Name] || runDone
+			}
+			if stepDone {
+				done[pt.Name] = true
+				progress = true
+			}
+		}
+	}
+	if !runDone || len(done) < len(tasks) {
+		return m.events, false
+	}
+	status, at := finalStatus(run, verdict)
+	m.emit(Key{Part: PartEnd}, event.Status{Status: status, Time: at})
+	return m.events, true
+}
+
+// depsDone: finally tasks run after every task; others after their runAfter and the tasks
+// whose results they use.
+func depsDone(pt v1.PipelineTask, done map[string]bool, spec *v1.PipelineSpec) bool {
+	for _, f := range spec.Finally {
+		if f.Name == pt.Name {
+			for _, t := range spec.Tasks {
+				if !done[t.Name] {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	for _, d := range pt.Deps() {
+		if !done[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// finalStatus is the verdict's outcome; a run without one was cancelled (aborted) or
+// broke (errored).
+func finalStatus(run *v1.PipelineRun, verdict *v1.TaskRun) (event.BuildStatus, int64) {
+	at := run.Status.StartTime.Unix()
+	if run.Status.CompletionTime != nil {
+		at = run.Status.CompletionTime.Unix()
+	}
+	if verdict != nil {
+		switch o, _ := runspec.ParseOutcome(result(verdict, "outcome")); o {
+		case runspec.Succeeded, runspec.Failed, runspec.Errored, runspec.Aborted:
+			return event.BuildStatus(o), at
+		}
+	}
+	if c := run.Status.GetCondition(apis.ConditionSucceeded); c != nil && strings.HasPrefix(c.Reason, "Cancelled") || run.Spec.Status != "" {
+		return event.BuildStatusAborted, at
+	}
+	return event.BuildStatusErrored, at
+}
+
+// step maps one TaskRun, and tells whether the step has ended.
+func (m *mapper) step(name string, o *StepObservation) bool {
+	tr := o.TaskRun
+	trDone := isDone(tr.Status.GetCondition(apis.ConditionSucceeded))
+	spec, ok := decodeSpec(tr)
+	if !ok {
+		// Not a step of ours (someone edited the Pipeline): nothing to say.
+		return trDone
+	}
+	outcome, _ := runspec.ParseOutcome(result(tr, "outcome"))
+	switch {
+	case spec.Mode == runspec.ModeJoin || spec.Mode == runspec.ModeVerdict:
+		return trDone
+	case outcome == runspec.NeverRan:
+		// A step whose fail-fast group fired before it started: Concourse never started it.
+		return trDone
+	}
+	origin := event.Origin{ID: concourse.PlanID(spec.PlanID)}
+	if spec.Mode == runspec.ModeResolve && spec.Resolve != nil {
+		origin.ID = concourse.PlanID(spec.Resolve.TaskPlanID)
+	}
+	state := containerState(tr, o.Pod)
+	started := state.Running != nil || state.Terminated != nil
+	troubled := trDone && outcome == ""
+	if !started && !trDone {
+		if o.Pod != nil && unschedulable(o.Pod) {
+			m.emit(Key{Step: name, Part: PartWait}, event.WaitingForWorker{Time: unix(o.Pod.CreationTimestamp.Time), Origin: origin})
+		}
+		return false
+	}
+	if spec.Mode != runspec.ModeResolve && (started || troubled) {
+		m.head(name, spec, origin, startTime(tr, state), worker(tr, o.Pod), m.taskConfig(spec, tr))
+	}
+	source := event.OriginSourceStderr
+	if spec.Mode == runspec.ModeTask {
+		// Concourse runs a task's process with a TTY: everything it writes is stdout.
+		source = event.OriginSourceStdout
+	}
+	logOrigin := event.Origin{ID: origin.ID, Source: source}
+	for i := m.after.next(name, PartLog); i < len(o.Log); i++ {
+		l := o.Log[i]
+		m.emit(Key{Step: name, Part: PartLog, N: i}, event.Log{Time: unix(l.Time), Origin: logOrigin, Payload: l.Text})
+	}
+	if !trDone || started && !o.LogDone {
+		return false
+	}
+	m.end(name, spec, origin, tr, o.Pod, outcome)
+	return true
+}
+
+// head is initialize, selected-worker and start, in the order Concourse sends them for
+// each kind of step.
+func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at int64, node string, cfg event.TaskConfig) {
+	var evs []event.Event
+	sel := event.SelectedWorker{Time: at, Origin: origin, WorkerName: node}
+	switch spec.Mode {
+	case runspec.ModeTask:
+		evs = []event.Event{event.InitializeTask{Time: at, Origin: origin, TaskConfig: cfg}, sel, event.StartTask{Time: at, Origin: origin, TaskConfig: cfg}}
+	case runspec.ModeGet:
+		evs = []event.Event{event.InitializeGet{Origin: origin, Time: at}, event.StartGet{Origin: origin, Time: at}, sel}
+	case runspec.ModePut:
+		evs = []event.Event{event.InitializePut{Origin: origin, Time: at}, sel, event.StartPut{Origin: origin, Time: at}}
+	case runspec.ModeCheck:
+		evs = []event.Event{event.InitializeCheck{Origin: origin, Time: at, Name: spec.Name}, sel, event.Start{Origin: origin, Time: at}}
+	default:
+		// load_var and set_pipeline run in the ATC, on no worker.
+		evs = []event.Event{event.Initialize{Origin: origin, Time: at}, event.Start{Origin: origin, Time: at}}
+	}
+	for i, e := range evs {
+		m.emit(Key{Step: name, Part: PartHead, N: i}, e)
+	}
+}
+
+// end is how the step ended: Concourse's finish event, or an error event (timeout,
+// interruption, a message) instead of it; a pod that broke before the runner could say
+// anything gets a diagnostic in its log first.
+func (m *mapper) end(name string, spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, pod *corev1.Pod, outcome runspec.Outcome) {
+	var at int64
+	if tr.Status.CompletionTime != nil {
+		at = tr.Status.CompletionTime.Unix()
+	} else if tr.Status.StartTime != nil {
+		at = tr.Status.StartTime.Unix()
+	}
+	var evs []event.Event
+	failure := result(tr, "error")
+	switch {
+	case outcome == "":
+		d := diagnose(tr, pod)
+		evs = []event.Event{
+			event.Log{Time: at, Origin: event.Origin{ID: origin.ID, Source: event.OriginSourceStderr}, Payload: d.block},
+			event.Error{Message: d.message, Origin: origin, Time: at},
+		}
+	case failure != "":
+		evs = []event.Event{event.Error{Message: failure, Origin: origin, Time: at}}
+	case outcome == runspec.Errored:
+		evs = []event.Event{event.Error{Message: "errored", Origin: origin, Time: at}}
+	case outcome == runspec.Aborted:
+		evs = []event.Event{event.Error{Message: "interrupted", Origin: origin, Time: at}}
+	case spec.Mode == runspec.ModeResolve:
+		// The task's own events follow from its TaskRun.
+	default:
+		evs = []event.Event{finish(spec, origin, tr, outcome, at)}
+	}
+	for i, e := range evs {
+		m.emit(Key{Step: name, Part: PartEnd, N: i}, e)
+	}
+}
+
+func finish(spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, outcome runspec.Outcome, at int64) event.Event {
+	ok := outcome == runspec.Succeeded
+	status := 0
+	if !ok {
+		status = 1
+	}
+	if s, err := strconv.Atoi(result(tr, "exit-status")); err == nil {
+		status = s
+	}
+	var version concourse.Version
+	var metadata concourse.Metadata
+	_ = json.Unmarshal([]byte(result(tr, "version")), &version)
+	_ = json.Unmarshal([]byte(result(tr, "metadata")), &metadata)
+	switch spec.Mode {
+	case runspec.ModeTask:
+		return event.FinishTask{Time: at, ExitStatus: event.ExitStatus(status), Origin: origin}
+	case runspec.ModeGet:
+		return event.FinishGet{Origin: origin, Time: at, ExitStatus: event.ExitStatus(status), FetchedVersion: version, FetchedMetadata: metadata}
+	case runspec.ModePut:
+		return event.FinishPut{Origin: origin, Time: at, ExitStatus: event.ExitStatus(status), CreatedVersion: version, CreatedMetadata: metadata}
+	}
+	return event.Finish{Origin: origin, Time: at, Succeeded: ok}
+}
+
+// taskConfig is the task's config for initialize-task and start-task: the plan's, or the
+// one its resolve step read from a file.
+func (m *mapper) taskConfig(spec runspec.Spec, tr *v1.TaskRun) event.TaskConfig {
+	if spec.Mode != runspec.ModeTask || spec.Task == nil {
+		return event.TaskConfig{}
+	}
+	raw := spec.Task.Config
+	if raw == nil {
+		if text := m.resolvedConfig(spec.PlanID); text != "" {
+			_ = json.Unmarshal([]byte(text), &raw)
+		}
+	}
+	var cfg concourse.TaskConfig
+	if data, err := json.Marshal(raw); err == nil {
+		_ = json.Unmarshal(data, &cfg)
+	}
+	return event.NewTaskConfig(cfg)
+}
+
+func (m *mapper) resolvedConfig(taskPlanID string) string {
+	names := make([]string, 0, len(m.obs.Steps))
+	for name := range m.obs.Steps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		o := m.obs.Steps[name]
+		if o.TaskRun == nil {
+			continue
+		}
+		if s, ok := decodeSpec(o.TaskRun); ok && s.Mode == runspec.ModeResolve && s.Resolve != nil && s.Resolve.TaskPlanID == taskPlanID {
+			return result(o.TaskRun, "config")
+		}
+	}
+	return ""
+}
+
+// next is the first index of a part the cursor does not cover.
+func (c *Cursor) next(step string, p Part) int {
+	if s := c.steps[step]; s != nil {
+		return *s.count(p)
+	}
+	return 0
+}
+
+func decodeSpec(tr *v1.TaskRun) (runspec.Spec, bool) {
+	for _, p := range tr.Spec.Params {
+		if p.Name == specParam {
+			s, err := runspec.Decode(p.Value.StringVal)
+			return s, err == nil
+		}
+	}
+	return runspec.Spec{}, false
+}
+
+func result(tr *v1.TaskRun, name string) string {
+	for _, r := range tr.Status.Results {
+		if r.Name == name {
+			return r.Value.StringVal
+		}
+	}
+	return ""
+}
+
+func isDone(c *apis.Condition) bool {
+	return c != nil && c.Status != corev1.ConditionUnknown
+}
+
+// containerState is the runner's container: from the TaskRun's step states, which outlive
+// the pod, else from the pod.
+func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
+	for _, s := range tr.Status.Steps {
+		if s.Name == stepName || s.Container == stepContainer {
+			if s.Running != nil || s.Terminated != nil {
+				return s.ContainerState
+			}
+		}
+	}
+	if pod != nil {
+		for _, s := range pod.Status.ContainerStatuses {
+			if s.Name == stepContainer {
+				return s.State
+			}
+		}
+	}
+	return corev1.ContainerState{}
+}
+
+func startTime(tr *v1.TaskRun, s corev1.ContainerState) int64 {
+	switch {
+	case s.Running != nil:
+		return s.Running.StartedAt.Unix()
+	case s.Terminated != nil && !s.Terminated.StartedAt.IsZero():
+		return s.Terminated.StartedAt.Unix()
+	case tr.Status.StartTime != nil:
+		return tr.Status.StartTime.Unix()
+	}
+	return tr.CreationTimestamp.Unix()
+}
+
+// worker is the node the step's pod runs on: Concourse's worker.
+func worker(tr *v1.TaskRun, pod *corev1.Pod) string {
+	if pod != nil && pod.Spec.NodeName != "" {
+		return pod.Spec.NodeName
+	}
+	if n := tr.Annotations[annotationNode]; n != "" {
+		return n
+	}
+	return "unknown"
+}
+
+// annotationNode is where a TaskRun may record its node (none does today; the pod is the
+// source, and this keeps a mapping stable if the pod is gone).
+const annotationNode = "concourse-ci.org/node"
+
+func unschedulable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName != "" {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+func unix(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.Unix()
+}
+
+// diagnosis is what went wrong with a pod that never let the runner finish.
+type diagnosis struct {
+	message string
+	block   string
+}
+
+// diagnose explains a TaskRun that ended without an outcome: the pod could not be pulled,
+// scheduled or started, was evicted or killed, or the run was cancelled.
+func diagnose(tr *v1.TaskRun, pod *corev1.Pod) diagnosis {
+	var b strings.Builder
+	reason, message := "", ""
+	if c := tr.Status.GetCondition(apis.ConditionSucceeded); c != nil {
+		reason, message = c.Reason, c.Message
+	}
+	podName := tr.Status.PodName
+	fmt.Fprintf(&b, "the step's pod did not finish:\n  taskrun: %s (%s)\n", tr.Name, reasonText(reason, message))
+	var reasons []string
+	if pod != nil {
+		podName = pod.Name
+		fmt.Fprintf(&b, "  pod: %s, phase %s", pod.Name, pod.Status.Phase)
+		if pod.Status.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", reasonText(pod.Status.Reason, pod.Status.Message))
+			reasons = append(reasons, pod.Status.Reason)
+		}
+		b.WriteString("\n")
+		if pod.Spec.NodeName != "" {
+			fmt.Fprintf(&b, "  node: %s\n", pod.Spec.NodeName)
+		}
+		for _, c := range pod.Status.Conditions {
+			if c.Status != corev1.ConditionTrue && (c.Reason != "" || c.Message != "") {
+				fmt.Fprintf(&b, "  condition %s=%s: %s\n", c.Type, c.Status, reasonText(c.Reason, c.Message))
+				reasons = append(reasons, c.Reason)
+			}
+		}
+		statuses := append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+		for _, s := range statuses {
+			switch {
+			case s.State.Waiting != nil && s.State.Waiting.Reason != "":
+				fmt.Fprintf(&b, "  container %s (%s): waiting: %s\n", s.Name, s.Image, reasonText(s.State.Waiting.Reason, s.State.Waiting.Message))
+				reasons = append(reasons, s.State.Waiting.Reason)
+			case s.State.Terminated != nil && (s.State.Terminated.ExitCode != 0 || s.State.Terminated.Reason == "OOMKilled"):
+				t := s.State.Terminated
+				fmt.Fprintf(&b, "  container %s (%s): exited %d: %s\n", s.Name, s.Image, t.ExitCode, reasonText(t.Reason, t.Message))
+				reasons = append(reasons, t.Reason)
+			}
+		}
+	} else if podName != "" {
+		fmt.Fprintf(&b, "  pod: %s (gone)\n", podName)
+	}
+	reasons = append(reasons, reason)
+	hint := hintFor(reasons, tr.Namespace, podName)
+	fmt.Fprintf(&b, "  hint: %s\n", hint)
+	summary := reason
+	for _, r := range reasons {
+		if _, ok := hints[r]; ok {
+			summary = r
+			break
+		}
+	}
+	if summary == "" {
+		summary = "the step's pod failed"
+	}
+	return diagnosis{message: fmt.Sprintf("%s: %s", summary, hint), block: b.String()}
+}
+
+func reasonText(reason, message string) string {
+	switch {
+	case reason == "":
+		return message
+	case message == "":
+		return reason
+	}
+	return reason + ": " + message
+}
+
+// hints say what to do about a reason a pod gives.
+var hints = map[string]string{
+	"ErrImagePull":               "the image could not be pulled: check its name and tag, and that the cluster can reach its registry (or has it loaded)",
+	"ImagePullBackOff":           "the image could not be pulled: check its name and tag, and that the cluster can reach its registry (or has it loaded)",
+	"TaskRunImagePullFailed":     "the image could not be pulled: check its name and tag, and that the cluster can reach its registry (or has it loaded)",
+	"InvalidImageName":           "the image name is invalid: check the task's image_resource or the resource type's image",
+	"Unschedulable":              "no node can run the pod: check its resource requests (container_limits), node selectors and taints",
+	"Evicted":                    "the node evicted the pod, usually for lack of memory or disk",
+	"OOMKilled":                  "the step ran out of memory: raise its container_limits.memory",
+	"CreateContainerConfigError": "the pod's configuration is invalid: a missing Secret or ConfigMap?",
+	"CreateContainerError":       "the container could not be created: see the pod's events",
+	"TaskRunCancelled":           "the TaskRun was cancelled",
+	"TaskRunTimeout":             "the TaskRun timed out in Tekton",
+}
+
+func hintFor(reasons []string, namespace, pod string) string {
+	for _, r := range reasons {
+		if h, ok := hints[r]; ok {
+			return h
+		}
+	}
+	if pod == "" {
+		return "see `kubectl get taskrun -n " + namespace + " -o yaml`"
+	}
+	return "see `kubectl describe pod " + pod + " -n " + namespace + "`"
+}

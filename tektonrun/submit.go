@@ -1,0 +1,222 @@
+package tektonrun
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/concourse-tekton/concourse-tekton/pvc"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+// Labels on every object of a build (translate sets them).
+const (
+	LabelTeam     = "concourse-ci.org/team"
+	LabelPipeline = "concourse-ci.org/pipeline"
+	LabelJob      = "concourse-ci.org/job"
+	LabelBuild    = "concourse-ci.org/build"
+)
+
+// MissingCredentialsError says which Secrets or keys a build's ((vars)) need and the
+// namespace lacks.
+type MissingCredentialsError struct {
+	Namespace string
+	Problems  []string
+}
+
+func (e *MissingCredentialsError) Error() string {
+	return fmt.Sprintf("the build needs credentials namespace %s does not have:\n  %s", e.Namespace, strings.Join(e.Problems, "\n  "))
+}
+
+// Submitted is a build on the cluster.
+type Submitted struct {
+	Run *v1.PipelineRun
+	// Existed says the build was there already: Submit left it untouched.
+	Existed bool
+	// Warnings say, a sentence each, what the build will lack (its job's task caches, when
+	// the storage class cannot clone the last build's volume).
+	Warnings []string
+}
+
+// Submit creates a compiled build on the target: its Tasks and Pipeline (created, or
+// updated to this version), its build volume (a clone of the job's last build's, which
+// holds the job's task caches), then its PipelineRun. It is idempotent: the PipelineRun's
+// name is the build's, and submitting a build that exists returns the existing run
+// untouched. Before anything is created, every credential the build reads must be there.
+func (c *Client) Submit(ctx context.Context, r *translate.Result) (*Submitted, error) {
+	ns := c.target.Namespace
+	runs := c.target.Tekton.TektonV1().PipelineRuns(ns)
+	if existing, err := runs.Get(ctx, r.PipelineRun.Name, metav1.GetOptions{}); err == nil {
+		return &Submitted{Run: existing, Existed: true}, nil
+	} else if !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("looking for build %s: %w", r.PipelineRun.Name, err)
+	}
+	if err := c.checkCredentials(ctx, r.Credentials); err != nil {
+		return nil, err
+	}
+	for _, t := range r.Tasks {
+		// Task names are hashes of their content: one that exists is this one.
+		if _, err := c.target.Tekton.TektonV1().Tasks(ns).Create(ctx, t, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating Task %s: %w", t.Name, err)
+		}
+	}
+	if err := c.applyPipeline(ctx, r.Pipeline); err != nil {
+		return nil, err
+	}
+	pr := r.PipelineRun.DeepCopy()
+	if len(r.Tasks) > 0 && len(r.Tasks[0].Spec.Steps) > 0 {
+		pr.Annotations[AnnotationRunnerImage] = r.Tasks[0].Spec.Steps[0].Image
+	}
+	claim, warnings, err := pvc.Prepare(ctx, c.target.Kube, c.target.Tekton, ns, pr)
+	if err != nil {
+		return nil, fmt.Errorf("preparing the build volume of %s: %w", pr.Name, err)
+	}
+	run, err := runs.Create(ctx, pr, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		run, err = runs.Get(ctx, pr.Name, metav1.GetOptions{})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating PipelineRun %s: %w", pr.Name, err)
+	}
+	if err := pvc.Own(ctx, c.target.Kube, ns, claim, run); err != nil {
+		return nil, fmt.Errorf("giving the build volume %s to %s: %w", claim, run.Name, err)
+	}
+	return &Submitted{Run: run, Warnings: warnings}, nil
+}
+
+// applyPipeline creates the job's Pipeline, or updates it to this version of the job.
+// Running builds keep the spec they started with: Tekton copies it into their status.
+func (c *Client) applyPipeline(ctx context.Context, p *v1.Pipeline) error {
+	pipelines := c.target.Tekton.TektonV1().Pipelines(c.target.Namespace)
+	_, err := pipelines.Create(ctx, p, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		if err != nil {
+			return fmt.Errorf("creating Pipeline %s: %w", p.Name, err)
+		}
+		return nil
+	}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pipelines.Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		next := cur.DeepCopy()
+		next.Labels, next.Annotations, next.Spec = p.Labels, p.Annotations, p.Spec
+		_, err = pipelines.Update(ctx, next, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("updating Pipeline %s: %w", p.Name, err)
+	}
+	return nil
+}
+
+// checkCredentials checks that each ((var)) has a Secret, with the key it needs, the way
+// the runner will look it up: the first of its Secrets that exists is the one used.
+func (c *Client) checkCredentials(ctx context.Context, creds []translate.Credential) error {
+	ns := c.target.Namespace
+	secrets := c.target.Kube.CoreV1().Secrets(ns)
+	type found struct {
+		keys   map[string]bool
+		exists bool
+	}
+	cache := map[string]found{}
+	lookup := func(name string) (found, error) {
+		if f, ok := cache[name]; ok {
+			return f, nil
+		}
+		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		var f found
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return f, fmt.Errorf("reading Secret %s: %w", name, err)
+		default:
+			f.exists, f.keys = true, map[string]bool{}
+			for k := range s.Data {
+				f.keys[k] = true
+			}
+			for k := range s.StringData {
+				f.keys[k] = true
+			}
+		}
+		cache[name] = f
+		return f, nil
+	}
+	var problems []string
+	for _, cred := range creds {
+		var used string
+		var f found
+		for _, name := range cred.Secrets {
+			got, err := lookup(name)
+			if err != nil {
+				return err
+			}
+			if got.exists {
+				used, f = name, got
+				break
+			}
+		}
+		switch {
+		case used == "":
+			problems = append(problems, fmt.Sprintf("((%s)): no Secret %s (create one, with a key `value`)", cred.Var, orList(cred.Secrets)))
+		case cred.Key != "" && !f.keys[cred.Key] && !f.keys["value"]:
+			problems = append(problems, fmt.Sprintf("((%s)): Secret %s has no key %q", cred.Var, used, cred.Key))
+		case len(f.keys) == 0:
+			problems = append(problems, fmt.Sprintf("((%s)): Secret %s is empty (give it a key `value`)", cred.Var, used))
+		}
+	}
+	if len(problems) > 0 {
+		return &MissingCredentialsError{Namespace: ns, Problems: problems}
+	}
+	return nil
+}
+
+func orList(names []string) string {
+	quoted := make([]string, len(names))
+	copy(quoted, names)
+	return strings.Join(quoted, " or ")
+}
+
+// NextBuild is the number of a job's next build: one more than the highest it has.
+func (c *Client) NextBuild(ctx context.Context, team, pipeline, job string) (int, error) {
+	sel := labels.SelectorFromSet(labels.Set{
+		LabelTeam:     translate.LabelValue(team),
+		LabelPipeline: translate.LabelValue(pipeline),
+		LabelJob:      translate.LabelValue(job),
+	})
+	list, err := c.target.Tekton.TektonV1().PipelineRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return 0, fmt.Errorf("listing the builds of %s/%s: %w", pipeline, job, err)
+	}
+	highest := 0
+	for _, r := range list.Items {
+		if r.Annotations[LabelPipeline] != pipeline || r.Annotations[LabelJob] != job || r.Annotations[LabelTeam] != team {
+			continue
+		}
+		if n, err := strconv.Atoi(r.Annotations[LabelBuild]); err == nil && n > highest {
+			highest = n
+		}
+	}
+	return highest + 1, nil
+}
+
+// Builds lists the target's builds, newest first (by creation).
+func (c *Client) Builds(ctx context.Context) ([]v1.PipelineRun, error) {
+	list, err := c.target.Tekton.TektonV1().PipelineRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(list.Items, func(i, j int) bool {
+		return list.Items[j].CreationTimestamp.Before(&list.Items[i].CreationTimestamp)
+	})
+	return list.Items, nil
+}

@@ -1,0 +1,152 @@
+package tektonrun
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	tektoninformers "github.com/tektoncd/pipeline/pkg/client/informers/externalversions"
+	tektonlisters "github.com/tektoncd/pipeline/pkg/client/listers/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kubeinformers "k8s.io/client-go/informers"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Labels Tekton puts on the TaskRuns and pods of a PipelineRun.
+const (
+	labelPipelineRun  = "tekton.dev/pipelineRun"
+	labelPipelineTask = "tekton.dev/pipelineTask"
+)
+
+// managedSelector selects what concourse-tekton created.
+const managedSelector = "app.kubernetes.io/managed-by=concourse-tekton"
+
+// buildSelector selects the objects of builds: Tekton copies a PipelineRun's labels to its
+// TaskRuns and pods (but sets its own managed-by on pods).
+const buildSelector = LabelBuild
+
+// watcher keeps one watch per kind (PipelineRuns, TaskRuns, pods) on the target's
+// namespace, for any number of builds, and wakes the followers of a build when one of its
+// objects changes. Informers relist after a dropped watch or an apiserver restart, so a
+// follower that maps what the caches hold misses nothing.
+type watcher struct {
+	runs     tektonlisters.PipelineRunLister
+	taskRuns tektonlisters.TaskRunLister
+	pods     corelisters.PodLister
+
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]bool
+}
+
+func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
+	w := &watcher{subs: map[string]map[chan struct{}]bool{}}
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = buildSelector }
+	tf := tektoninformers.NewSharedInformerFactoryWithOptions(t.Tekton, 0, tektoninformers.WithNamespace(t.Namespace), tektoninformers.WithTweakListOptions(tweak))
+	kf := kubeinformers.NewSharedInformerFactoryWithOptions(t.Kube, 0, kubeinformers.WithNamespace(t.Namespace), kubeinformers.WithTweakListOptions(tweak))
+	runs := tf.Tekton().V1().PipelineRuns()
+	taskRuns := tf.Tekton().V1().TaskRuns()
+	pods := kf.Core().V1().Pods()
+	w.runs, w.taskRuns, w.pods = runs.Lister(), taskRuns.Lister(), pods.Lister()
+	for _, inf := range []cache.SharedIndexInformer{runs.Informer(), taskRuns.Informer(), pods.Informer()} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    w.changed,
+			UpdateFunc: func(_, obj any) { w.changed(obj) },
+			DeleteFunc: w.changed,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	tf.Start(ctx.Done())
+	kf.Start(ctx.Done())
+	for typ, ok := range tf.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("watching %v in %s: the cache did not sync", typ, t.Name)
+		}
+	}
+	for typ, ok := range kf.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("watching %v in %s: the cache did not sync", typ, t.Name)
+		}
+	}
+	return w, nil
+}
+
+// changed wakes the followers of the build an object belongs to.
+func (w *watcher) changed(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	name := ""
+	switch o := obj.(type) {
+	case *v1.PipelineRun:
+		name = o.Name
+	case *v1.TaskRun:
+		name = o.Labels[labelPipelineRun]
+	case *corev1.Pod:
+		name = o.Labels[labelPipelineRun]
+	}
+	if name != "" {
+		w.wake(name)
+	}
+}
+
+func (w *watcher) wake(run string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for ch := range w.subs[run] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// subscribe returns a channel that receives (coalesced) when the build's objects change,
+// and a function that ends the subscription.
+func (w *watcher) subscribe(run string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	w.mu.Lock()
+	if w.subs[run] == nil {
+		w.subs[run] = map[chan struct{}]bool{}
+	}
+	w.subs[run][ch] = true
+	w.mu.Unlock()
+	return ch, func() {
+		w.mu.Lock()
+		delete(w.subs[run], ch)
+		if len(w.subs[run]) == 0 {
+			delete(w.subs, run)
+		}
+		w.mu.Unlock()
+	}
+}
+
+// observe fetches a build's objects from the caches.
+func (w *watcher) observe(namespace, run string) (*v1.PipelineRun, []*v1.TaskRun, map[string]*corev1.Pod, error) {
+	pr, err := w.runs.PipelineRuns(namespace).Get(run)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sel := labels.SelectorFromSet(labels.Set{labelPipelineRun: run})
+	trs, err := w.taskRuns.TaskRuns(namespace).List(sel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	pods, err := w.pods.Pods(namespace).List(sel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	byName := make(map[string]*corev1.Pod, len(pods))
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	return pr, trs, byName, nil
+}
+
+// retryDelay is how long a log follower waits before it reconnects.
+var retryDelay = time.Second
