@@ -191,6 +191,10 @@ func (c *Client) abortPod(ctx context.Context, pr *v1.PipelineRun, claim string)
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		p, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			// Another abort's pod, deleted under us: look at the build again.
+			return false, nil
+		}
 		if err != nil {
 			return false, err
 		}

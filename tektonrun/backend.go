@@ -1,0 +1,186 @@
+package tektonrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+// Backend runs Concourse build plans on one target: for the ATC, a Kubernetes worker. It
+// takes the plans the ATC's planner makes (atc.Plan JSON), runs each as one PipelineRun,
+// and gives back the build's events as the ATC's. It is safe for concurrent use; Close it
+// to stop its watches.
+type Backend struct {
+	client *Client
+	// defaults are the compile options every build starts from: images, scheduling,
+	// volumes. A build's names come from its BuildMeta.
+	defaults translate.Options
+}
+
+// NewBackend returns a backend of the target; defaults say how plans are compiled
+// (translate.Options: runner and resource images, service account, storage class, ...).
+func NewBackend(t *Target, defaults translate.Options) *Backend {
+	return &Backend{client: NewClient(t), defaults: defaults}
+}
+
+// Close stops the backend's watches and log streams.
+func (b *Backend) Close() { b.client.Close() }
+
+// Client is the backend's cluster client.
+func (b *Backend) Client() *Client { return b.client }
+
+// BuildMeta names a build: its team, pipeline and job (a one-off build has none: it is
+// named after its pipeline "one-off"), and its name (the build number).
+type BuildMeta struct {
+	Team     string
+	Pipeline string
+	Job      string
+	Build    string
+}
+
+func (m BuildMeta) options(defaults translate.Options) (translate.Options, error) {
+	if m.Build == "" {
+		return defaults, fmt.Errorf("a build needs a name (BuildMeta.Build)")
+	}
+	opts := defaults
+	opts.Team, opts.Pipeline, opts.Job, opts.Build = m.Team, m.Pipeline, m.Job, m.Build
+	if opts.Team == "" {
+		opts.Team = "main"
+	}
+	if opts.Pipeline == "" {
+		opts.Pipeline = "one-off"
+	}
+	if opts.Job == "" {
+		opts.Job = "build"
+	}
+	return opts, nil
+}
+
+// Build is a build on the cluster.
+type Build struct {
+	// Name is its PipelineRun's name, in Namespace.
+	Name      string
+	Namespace string
+	// Warnings say what the build will lack (see Submitted).
+	Warnings []string
+	client   *Client
+}
+
+// RunPlan compiles a build plan (atc.Plan JSON) and starts it. Running a build that exists
+// (same BuildMeta) attaches to it: the call is idempotent.
+func (b *Backend) RunPlan(ctx context.Context, planJSON []byte, meta BuildMeta) (*Build, error) {
+	var plan concourse.Plan
+	if err := json.Unmarshal(planJSON, &plan); err != nil {
+		return nil, fmt.Errorf("decoding the build plan: %w", err)
+	}
+	return b.Run(ctx, plan, meta)
+}
+
+// Run compiles a build plan and starts it, as RunPlan.
+func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta) (*Build, error) {
+	opts, err := meta.options(b.defaults)
+	if err != nil {
+		return nil, err
+	}
+	r, err := translate.Translate(plan, opts)
+	if err != nil {
+		return nil, fmt.Errorf("compiling build %s: %w", meta.Build, err)
+	}
+	sub, err := b.client.Submit(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	return &Build{Name: sub.Run.Name, Namespace: sub.Run.Namespace, Warnings: sub.Warnings, client: b.client}, nil
+}
+
+// Attach returns the build whose PipelineRun is named run, to follow or abort it (from a
+// process that did not start it).
+func (b *Backend) Attach(run string) *Build {
+	return &Build{Name: run, Namespace: b.client.target.Namespace, client: b.client}
+}
+
+// Events delivers the build's events to emit, in order, from where after stops, until the
+// build ends, and returns its final status. A caller that keeps the cursor (or the keys
+// of the events it saved) resumes in any process without gap or duplicate.
+func (b *Build) Events(ctx context.Context, after Cursor, emit func(Event) error) (event.BuildStatus, error) {
+	return b.client.Follow(ctx, b.Name, after, emit)
+}
+
+// Abort aborts the build: running steps are interrupted, on_abort and ensure hooks run,
+// and the build ends aborted.
+func (b *Build) Abort(ctx context.Context) error {
+	return b.client.Abort(ctx, b.Name)
+}
+
+// StepResult is how a one-step build (RunTask, CheckResource, GetResource, PutResource)
+// ended.
+type StepResult struct {
+	Status     event.BuildStatus
+	ExitStatus int
+	// Version and Metadata are what a get or put produced, or the latest version a check
+	// found.
+	Version  concourse.Version
+	Metadata concourse.Metadata
+	// Error is the step's error event ("interrupted", "timeout exceeded", a message).
+	Error string
+	// Stdout and Stderr are the step's log.
+	Stdout, Stderr string
+}
+
+// Wait follows a one-step build to its end and gathers its result.
+func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
+	var res StepResult
+	var logs [2]strings.Builder
+	status, err := b.Events(ctx, Cursor{}, func(e Event) error {
+		switch ev := e.Event.(type) {
+		case event.Log:
+			if ev.Origin.Source == event.OriginSourceStdout {
+				logs[0].WriteString(ev.Payload)
+			} else {
+				logs[1].WriteString(ev.Payload)
+			}
+		case event.Error:
+			res.Error = ev.Message
+		case event.FinishTask:
+			res.ExitStatus = int(ev.ExitStatus)
+		case event.FinishGet:
+			res.ExitStatus, res.Version, res.Metadata = int(ev.ExitStatus), ev.FetchedVersion, ev.FetchedMetadata
+		case event.FinishPut:
+			res.ExitStatus, res.Version, res.Metadata = int(ev.ExitStatus), ev.CreatedVersion, ev.CreatedMetadata
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.Status = status
+	res.Stdout, res.Stderr = logs[0].String(), logs[1].String()
+	return &res, nil
+}
+
+// The Orchestrator of the k8s-runtime RFC: each operation a one-step build.
+
+// RunTask runs one task step.
+func (b *Backend) RunTask(ctx context.Context, meta BuildMeta, id concourse.PlanID, task concourse.TaskPlan) (*Build, error) {
+	return b.Run(ctx, concourse.Plan{ID: id, Task: &task}, meta)
+}
+
+// CheckResource checks a resource for versions; the build's result has the latest.
+func (b *Backend) CheckResource(ctx context.Context, meta BuildMeta, id concourse.PlanID, check concourse.CheckPlan) (*Build, error) {
+	return b.Run(ctx, concourse.Plan{ID: id, Check: &check}, meta)
+}
+
+// GetResource fetches a version of a resource.
+func (b *Backend) GetResource(ctx context.Context, meta BuildMeta, id concourse.PlanID, get concourse.GetPlan) (*Build, error) {
+	return b.Run(ctx, concourse.Plan{ID: id, Get: &get}, meta)
+}
+
+// PutResource puts to a resource.
+func (b *Backend) PutResource(ctx context.Context, meta BuildMeta, id concourse.PlanID, put concourse.PutPlan) (*Build, error) {
+	return b.Run(ctx, concourse.Plan{ID: id, Put: &put}, meta)
+}

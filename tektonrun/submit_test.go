@@ -1,0 +1,177 @@
+package tektonrun
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+func secret(name string, keys ...string) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci"}, Data: map[string][]byte{}}
+	for _, k := range keys {
+		s.Data[k] = []byte("x")
+	}
+	return s
+}
+
+// taskPlan is a one-task build whose params read two credentials.
+func taskPlan() concourse.Plan {
+	return concourse.Plan{ID: "1", Task: &concourse.TaskPlan{
+		Name: "unit",
+		Config: &concourse.TaskConfig{
+			Platform:  "linux",
+			RootfsURI: "docker:///busybox",
+			Run:       concourse.TaskRunConfig{Path: "true"},
+			Params:    concourse.TaskEnv{"TOKEN": "((token))", "USER": "((db.user))"},
+		},
+	}}
+}
+
+func newBackend(t *testing.T, objects ...*corev1.Secret) *Backend {
+	t.Helper()
+	kube := fake.NewClientset()
+	for _, o := range objects {
+		if _, err := kube.CoreV1().Secrets("ci").Create(context.Background(), o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tekton := tektonfake.NewSimpleClientset()
+	// The fake apiserver gives objects no UID; owner references need one.
+	tekton.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && o.GetUID() == "" {
+			o.SetUID(types.UID("uid-" + o.GetName()))
+		}
+		return false, nil, nil
+	})
+	b := NewBackend(NewTargetFromClients("ci", kube, tekton), translate.Options{})
+	t.Cleanup(b.Close)
+	return b
+}
+
+func TestSubmitCredentials(t *testing.T) {
+	tests := []struct {
+		name    string
+		secrets []*corev1.Secret
+		want    []string
+	}{
+		{
+			name:    "all there, pipeline-scoped first",
+			secrets: []*corev1.Secret{secret("app.token", "value"), secret("db", "user")},
+		},
+		{
+			name:    "team-scoped",
+			secrets: []*corev1.Secret{secret("token", "value"), secret("app.db", "user", "password")},
+		},
+		{
+			name:    "a field in a value Secret",
+			secrets: []*corev1.Secret{secret("token", "value"), secret("db", "value")},
+		},
+		{
+			name: "none",
+			want: []string{
+				"((db.user)): no Secret app.db or db (create one, with a key `value`)",
+				"((token)): no Secret app.token or token (create one, with a key `value`)",
+			},
+		},
+		{
+			name:    "the pipeline's Secret lacks the key, though the team's has it",
+			secrets: []*corev1.Secret{secret("token", "value"), secret("app.db", "password"), secret("db", "user")},
+			want:    []string{`((db.user)): Secret app.db has no key "user"`},
+		},
+		{
+			name:    "empty",
+			secrets: []*corev1.Secret{secret("token"), secret("db", "user")},
+			want:    []string{"((token)): Secret token is empty (give it a key `value`)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newBackend(t, tt.secrets...)
+			_, err := b.Run(context.Background(), taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "1"})
+			var missing *MissingCredentialsError
+			switch {
+			case tt.want == nil && err != nil:
+				t.Fatalf("Run: %v", err)
+			case tt.want != nil && !errors.As(err, &missing):
+				t.Fatalf("Run: %v, want missing credentials", err)
+			case tt.want != nil:
+				if diff := cmp.Diff(tt.want, missing.Problems); diff != "" {
+					t.Errorf("problems (-want +got):\n%s", diff)
+				}
+				if !strings.Contains(err.Error(), "namespace ci") {
+					t.Errorf("the error does not name the namespace: %v", err)
+				}
+				runs, _ := b.client.target.Tekton.TektonV1().PipelineRuns("ci").List(context.Background(), metav1.ListOptions{})
+				if len(runs.Items) != 0 {
+					t.Errorf("a build missing credentials was created")
+				}
+			}
+		})
+	}
+}
+
+func TestSubmitIsIdempotent(t *testing.T) {
+	b := newBackend(t, secret("token", "value"), secret("db", "user"))
+	ctx := context.Background()
+	meta := BuildMeta{Pipeline: "app", Job: "unit", Build: "7"}
+	first, err := b.Run(ctx, taskPlan(), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Run(ctx, taskPlan(), meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Name != second.Name || first.Name != "app-unit-7" {
+		t.Errorf("names %q and %q, want app-unit-7 twice", first.Name, second.Name)
+	}
+	tekton := b.client.target.Tekton.TektonV1()
+	runs, _ := tekton.PipelineRuns("ci").List(ctx, metav1.ListOptions{})
+	pipelines, _ := tekton.Pipelines("ci").List(ctx, metav1.ListOptions{})
+	if len(runs.Items) != 1 || len(pipelines.Items) != 1 {
+		t.Fatalf("%d runs and %d pipelines, want 1 each", len(runs.Items), len(pipelines.Items))
+	}
+	run := runs.Items[0]
+	for k, want := range map[string]string{LabelTeam: "main", LabelPipeline: "app", LabelJob: "unit", LabelBuild: "7", "app.kubernetes.io/managed-by": "concourse-tekton"} {
+		if run.Labels[k] != want {
+			t.Errorf("label %s = %q, want %q", k, run.Labels[k], want)
+		}
+	}
+	if w := run.Spec.Workspaces; len(w) != 1 || w[0].PersistentVolumeClaim == nil {
+		t.Errorf("the build volume is not a claim of its own: %+v", w)
+	}
+	next, err := b.client.NextBuild(ctx, "main", "app", "unit")
+	if err != nil || next != 8 {
+		t.Errorf("NextBuild = %d, %v; want 8", next, err)
+	}
+	other, err := b.client.NextBuild(ctx, "main", "app", "other")
+	if err != nil || other != 1 {
+		t.Errorf("NextBuild of another job = %d, %v; want 1", other, err)
+	}
+}
+
+func TestBuildMeta(t *testing.T) {
+	opts, err := BuildMeta{Build: "3"}.options(translate.Options{RunnerImage: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if opts.Team != "main" || opts.Pipeline != "one-off" || opts.Job != "build" || opts.Build != "3" || opts.RunnerImage != "r" {
+		t.Errorf("options = %+v", opts)
+	}
+	if _, err := (BuildMeta{}).options(translate.Options{}); err == nil {
+		t.Errorf("a build without a name was accepted")
+	}
+}
