@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -148,15 +149,15 @@ func (p *cliProc) output() (stdout, stderr string, changed <-chan struct{}) {
 	return p.stdout.String(), p.stderr.String(), p.changed
 }
 
-// waitForLine waits until stdout or stderr has a line that contains s, and fails the test
-// if the process ends or the timeout passes first.
+// waitForLine waits until stdout or stderr has the line s, and fails the test if the
+// process ends or the timeout passes first.
 func (p *cliProc) waitForLine(s string, timeout time.Duration) {
 	p.t.Helper()
 	deadline := time.After(timeout)
 	for {
 		stdout, stderr, changed := p.output()
 		for _, l := range lines(stdout + stderr) {
-			if strings.Contains(l, s) {
+			if l == s {
 				return
 			}
 		}
@@ -203,29 +204,21 @@ func lines(out string) []string {
 	return ls
 }
 
-// checkLines reports every line of want that no line of out equals, and every line of
-// notWant that some line of out contains.
+// checkLines reports the lines of want that out lacks and the lines of notWant it has.
+// Lines are compared whole, without colours: a step's output line "done" is not the
+// line "running echo done" that announces its command.
 func checkLines(t *testing.T, out string, want, notWant []string) {
 	t.Helper()
 	got := lines(out)
 	var missing, unwanted []string
 	for _, w := range want {
-		found := false
-		for _, l := range got {
-			if l == w {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(got, w) {
 			missing = append(missing, w)
 		}
 	}
 	for _, n := range notWant {
-		for _, l := range got {
-			if strings.Contains(l, n) {
-				unwanted = append(unwanted, l)
-			}
+		if slices.Contains(got, n) {
+			unwanted = append(unwanted, n)
 		}
 	}
 	if len(missing) > 0 || len(unwanted) > 0 {

@@ -1,0 +1,391 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+)
+
+// A conformance scenario is one build of a job of a small pipeline under
+// testdata/conformance, run with `concourse-tekton run -w` as a user runs it, and judged
+// by what fly would show: the exit code, the status on the last line, and lines of the
+// build's output.
+type scenario struct {
+	name string
+	file string // under testdata/conformance
+	job  string
+	vars []string // name=value, passed with -v
+	// wantExit is fly's exit code: 0 succeeded, 1 failed, 2 errored, 3 aborted.
+	wantExit int
+	// want are lines the output must have, notWant lines it must not have.
+	want, notWant []string
+	// abortAfter, when set, aborts the build once a line of the output contains it: with
+	// ^C (SIGINT) to `run -w`, or with `concourse-tekton abort` when abortCommand is set.
+	abortAfter   string
+	abortCommand bool
+	// check, when set, looks further at the finished build on the cluster.
+	check func(t *testing.T, ns, pipelineRun string)
+}
+
+// fly's exit codes, and the status line `run -w` ends with.
+var statusByExit = map[int]string{0: "succeeded", 1: "failed", 2: "errored", 3: "aborted"}
+
+func TestConformance(t *testing.T) {
+	for _, sc := range conformanceScenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, sc)
+		})
+	}
+}
+
+var conformanceScenarios = []scenario{
+	// Hooks, at step and job level, for each way a step can end.
+	{
+		name: "hooks/succeeded", file: "hooks.yml", job: "succeeds", wantExit: 0,
+		want: []string{"step ran", "hook: step on_success", "hook: step ensure", "hook: none: the step after",
+			"hook: job on_success", "hook: job ensure"},
+		notWant: hooksBut("on_success"),
+	},
+	{
+		name: "hooks/failed", file: "hooks.yml", job: "fails", wantExit: 1,
+		want:    []string{"step ran", "hook: step on_failure", "hook: step ensure", "hook: job on_failure", "hook: job ensure"},
+		notWant: append(hooksBut("on_failure"), "hook: none: the step after"),
+	},
+	{
+		name: "hooks/errored", file: "hooks.yml", job: "errors", wantExit: 2,
+		want:    []string{"hook: step on_error", "hook: step ensure", "hook: job on_error", "hook: job ensure"},
+		notWant: append(hooksBut("on_error"), "hook: none: the step after"),
+	},
+	{
+		name: "hooks/aborted", file: "hooks.yml", job: "aborted", wantExit: 3, abortAfter: "step sleeping",
+		want: []string{"step sleeping", "interrupted", "hook: step on_abort", "hook: step ensure",
+			"hook: job on_abort", "hook: job ensure"},
+		notWant: append(hooksBut("on_abort"), "step woke up", "hook: none: the step after"),
+	},
+
+	// try swallows failures and errors, not aborts.
+	{
+		name: "try/failure-and-error", file: "try.yml", job: "swallows", wantExit: 0,
+		want: []string{"failing", "after the tries"},
+	},
+	{
+		name: "try/abort", file: "try.yml", job: "abort", wantExit: 3, abortAfter: "sleeping", abortCommand: true,
+		want:    []string{"sleeping", "interrupted"},
+		notWant: []string{"woke up", "after the try"},
+	},
+
+	// attempts: each attempt sees the cache the one before left; hooks outside run once.
+	{
+		name: "attempts/third-passes", file: "attempts.yml", job: "flaky", wantExit: 0,
+		want:    []string{"attempt 1", "attempt 2", "attempt 3", "ensure after the attempts"},
+		notWant: []string{"attempt 4"},
+	},
+	{
+		name: "attempts/exhausted", file: "attempts.yml", job: "exhausted", wantExit: 1,
+		want:    []string{"attempt 1 of 2", "attempt 2 of 2"},
+		notWant: []string{"attempt 3 of 2"},
+	},
+
+	// timeout: a failure, not an error, and not an abort.
+	{
+		name: "timeout/task", file: "timeout.yml", job: "task", wantExit: 1,
+		want:    []string{"sleeping", "timeout exceeded", "hook on_failure"},
+		notWant: []string{"woke up", "hook on_abort", "hook on_error"},
+	},
+	{
+		name: "timeout/do", file: "timeout.yml", job: "do", wantExit: 1,
+		want:    []string{"quick done", "sleeping", "timeout exceeded", "hook on_failure"},
+		notWant: []string{"woke up", "hook on_abort", "hook on_error", "after the do"},
+	},
+
+	// in_parallel: limit, and fail_fast interrupting the sibling still running.
+	{
+		name: "in_parallel/limit", file: "in_parallel.yml", job: "limit", wantExit: 0,
+		want: []string{"one started", "one done", "two started", "two done", "three started", "three done",
+			"after the in_parallel"},
+		check: maxConcurrent(2, "task-one", "task-two", "task-three"),
+	},
+	{
+		name: "in_parallel/fail_fast", file: "in_parallel.yml", job: "fail-fast", wantExit: 1,
+		want:    []string{"slow sleeping", "failing now", "interrupted", "hook slow on_abort"},
+		notWant: []string{"slow woke up", "after the in_parallel"},
+	},
+
+	// across: every value, at most max_in_flight at once.
+	{
+		name: "across/max_in_flight", file: "across.yml", job: "across", wantExit: 0,
+		want:  []string{"across x=a", "across x=b", "across x=c", "across x=d", "after the across"},
+		check: maxConcurrent(2, "task-each"),
+	},
+
+	// Artifacts and resources.
+	{
+		name: "put-then-get", file: "put_get.yml", job: "put-get", wantExit: 0,
+		want: []string{"pushing version: v-from-task", "got version v-from-task"},
+	},
+	{
+		name: "inputs-outputs/mapping-and-copy-on-write", file: "inputs_outputs.yml", job: "mapping", wantExit: 0,
+		want: []string{"modify sees original", "original: original", "changed: modified", "made: made"},
+	},
+	{
+		name: "inputs/optional", file: "optional_inputs.yml", job: "optional", wantExit: 0,
+		want: []string{"present: v7", "absent: missing"},
+	},
+	{
+		name: "load_var", file: "load_var.yml", job: "load-var", wantExit: 0,
+		want: []string{"var value fetched.", "added var value to build.", "value=from-file-42 greeting=hello-json"},
+	},
+	{
+		name: "file-task", file: "file_task.yml", job: "file-task", wantExit: 0,
+		want: []string{"file task says hello to conformance"},
+	},
+}
+
+// hooksBut lists the lines the outcome hooks of hooks.yml print (step and job level),
+// but for the hook that ran.
+func hooksBut(ran string) []string {
+	var out []string
+	for _, level := range []string{"step", "job"} {
+		for _, h := range []string{"on_success", "on_failure", "on_error", "on_abort"} {
+			if h != ran {
+				out = append(out, "hook: "+level+" "+h)
+			}
+		}
+	}
+	return out
+}
+
+// runArgs are the arguments of `concourse-tekton run` for a job of a conformance pipeline.
+func runArgs(ns, file, job string, vars ...string) []string {
+	args := []string{"run", filepath.Join("e2e", "testdata", "conformance", file), "-j", job, "-w",
+		"-n", ns, "--runner-image", runnerImage, "--resource-image", "mock=" + mockImage,
+		"--build-volume-size", "64Mi", "--kubeconfig", kubeconfigPath()}
+	for _, v := range vars {
+		args = append(args, "-v", v)
+	}
+	return args
+}
+
+func runScenario(t *testing.T, sc scenario) {
+	ns := namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	exit, stdout, pr := runBuild(t, ctx, ns, sc)
+	judge(t, ctx, ns, pr, exit, stdout, sc)
+}
+
+// runBuild runs a build of the scenario's job in ns, aborting it if the scenario says
+// so, and returns the exit code, the output and the PipelineRun's name.
+func runBuild(t *testing.T, ctx context.Context, ns string, sc scenario) (exit int, stdout, pr string) {
+	t.Helper()
+	p := startCLI(t, ctx, runArgs(ns, sc.file, sc.job, sc.vars...)...)
+	if sc.abortAfter != "" {
+		p.waitForLine(sc.abortAfter, 5*time.Minute)
+		if sc.abortCommand {
+			_, stderr, _ := p.output()
+			if exit, out, errOut := runCLI(t, ctx, "abort", pipelineRunOf(t, stderr), "-n", ns, "--kubeconfig", kubeconfigPath()); exit != 0 {
+				t.Fatalf("abort: exit %d\n%s%s", exit, out, errOut)
+			}
+		} else {
+			p.interrupt()
+		}
+	}
+	exit, stdout, stderr := p.wait()
+	t.Logf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", p, exit, stdout, stderr)
+	return exit, stdout, pipelineRunOf(t, stderr)
+}
+
+// judge checks a finished build: what run printed, its verdict on the cluster, and what
+// events prints of it, as text and as the ATC's envelopes.
+func judge(t *testing.T, ctx context.Context, ns, pr string, exit int, stdout string, sc scenario) {
+	t.Helper()
+	checkBuild(t, "run", exit, stdout, sc)
+	if sc.check != nil {
+		sc.check(t, ns, pr)
+	}
+	if got, want := verdictOf(t, ns, pr), statusByExit[sc.wantExit]; got != want {
+		t.Errorf("the build's verdict on the cluster is %q, want %q", got, want)
+	}
+	if t.Failed() {
+		return
+	}
+	exit, stdout, stderr := runCLI(t, ctx, "events", pr, "-n", ns, "--kubeconfig", kubeconfigPath())
+	if exit != sc.wantExit {
+		t.Errorf("events: exit %d, want %d; stderr:\n%s", exit, sc.wantExit, stderr)
+	}
+	checkBuild(t, "events", exit, stdout, sc)
+	exit, stdout, stderr = runCLI(t, ctx, "events", pr, "--json", "-n", ns, "--kubeconfig", kubeconfigPath())
+	if exit != sc.wantExit {
+		t.Errorf("events --json: exit %d, want %d; stderr:\n%s", exit, sc.wantExit, stderr)
+	}
+	text, status := fromEnvelopes(t, stdout)
+	if want := statusByExit[sc.wantExit]; status != want {
+		t.Errorf("events --json: the last status event says %q, want %q", status, want)
+	}
+	checkLines(t, text, sc.want, sc.notWant)
+}
+
+// TestConformanceCachesAcrossBuilds: a job's second build sees what its first left in a
+// task cache.
+func TestConformanceCachesAcrossBuilds(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	first := scenario{file: "caches.yml", job: "cached", vars: []string{"mark=first"}, wantExit: 0,
+		want: []string{"cache holds: nothing"}}
+	exit, stdout, pr := runBuild(t, ctx, ns, first)
+	judge(t, ctx, ns, pr, exit, stdout, first)
+	second := scenario{file: "caches.yml", job: "cached", vars: []string{"mark=second"}, wantExit: 0,
+		want: []string{"cache holds: first"}}
+	exit, stdout, pr = runBuild(t, ctx, ns, second)
+	if exit == 0 && slices.Contains(lines(stdout), "cache holds: nothing") {
+		t.Skip("caches across builds: pending cache volumes")
+	}
+	judge(t, ctx, ns, pr, exit, stdout, second)
+}
+
+// checkBuild checks the exit code, the status line and the output of a build.
+func checkBuild(t *testing.T, cmd string, exit int, out string, sc scenario) {
+	t.Helper()
+	if exit != sc.wantExit {
+		t.Errorf("%s: exit %d, want %d", cmd, exit, sc.wantExit)
+	}
+	if got, want := lastLine(out), statusByExit[sc.wantExit]; got != want {
+		t.Errorf("%s: last line %q, want the build's status %q", cmd, got, want)
+	}
+	checkLines(t, out, sc.want, sc.notWant)
+}
+
+func lastLine(out string) string {
+	ls := lines(strings.TrimSpace(out))
+	return strings.TrimSpace(ls[len(ls)-1])
+}
+
+var startedLine = regexp.MustCompile(`started .* \(pipelinerun ([a-z0-9-]+)/([a-z0-9.-]+)\)`)
+
+// pipelineRunOf reads the PipelineRun's name from what `run` printed on stderr.
+func pipelineRunOf(t *testing.T, stderr string) string {
+	t.Helper()
+	m := startedLine.FindStringSubmatch(ansi.ReplaceAllString(stderr, ""))
+	if m == nil {
+		t.Fatalf("run printed no %q line on stderr:\n%s", "started ... (pipelinerun NS/NAME)", stderr)
+	}
+	return m[2]
+}
+
+// verdictOf is the build's status as its verdict task recorded it.
+func verdictOf(t *testing.T, ns, pr string) string {
+	t.Helper()
+	for _, tr := range taskRunsOf(t, ns, pr) {
+		if tr.Labels["tekton.dev/pipelineTask"] != "verdict" {
+			continue
+		}
+		for _, r := range tr.Status.Results {
+			if r.Name == "outcome" {
+				return r.Value.StringVal
+			}
+		}
+	}
+	return ""
+}
+
+func taskRunsOf(t *testing.T, ns, pr string) []pipelinev1.TaskRun {
+	t.Helper()
+	trs, err := testCluster.tekton.TektonV1().TaskRuns(ns).List(context.Background(),
+		metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + pr})
+	if err != nil {
+		t.Fatalf("listing the TaskRuns of %s: %v", pr, err)
+	}
+	return trs.Items
+}
+
+// maxConcurrent checks that the TaskRuns of the PipelineTasks named with one of the
+// prefixes ran at most n at once, and n at once at some point.
+func maxConcurrent(n int, prefixes ...string) func(t *testing.T, ns, pr string) {
+	return func(t *testing.T, ns, pr string) {
+		t.Helper()
+		type span struct {
+			name       string
+			start, end time.Time
+		}
+		var spans []span
+		for _, tr := range taskRunsOf(t, ns, pr) {
+			task := tr.Labels["tekton.dev/pipelineTask"]
+			for _, p := range prefixes {
+				if !strings.HasPrefix(task, p) {
+					continue
+				}
+				if tr.Status.StartTime == nil || tr.Status.CompletionTime == nil {
+					t.Errorf("TaskRun %s has no start or completion time", tr.Name)
+					return
+				}
+				spans = append(spans, span{task, tr.Status.StartTime.Time, tr.Status.CompletionTime.Time})
+				break
+			}
+		}
+		// Sweep over the starts and ends; an end and a start at the same instant (the
+		// times have seconds) do not overlap.
+		type edge struct {
+			at    time.Time
+			delta int
+		}
+		var edges []edge
+		for _, s := range spans {
+			edges = append(edges, edge{s.start, 1}, edge{s.end, -1})
+		}
+		sort.Slice(edges, func(i, j int) bool {
+			if !edges[i].at.Equal(edges[j].at) {
+				return edges[i].at.Before(edges[j].at)
+			}
+			return edges[i].delta < edges[j].delta
+		})
+		running, most := 0, 0
+		for _, e := range edges {
+			running += e.delta
+			most = max(most, running)
+		}
+		if most != n {
+			t.Errorf("at most %d of %v ran at once, want %d: %+v", most, prefixes, n, spans)
+		}
+	}
+}
+
+// fromEnvelopes reads ATC event envelopes, one per line, numbered from 0, and returns the
+// build's output (log payloads, and error messages as lines) and its last status.
+func fromEnvelopes(t *testing.T, out string) (text, status string) {
+	t.Helper()
+	var b strings.Builder
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		e, env, err := event.Unmarshal([]byte(line))
+		if err != nil {
+			t.Fatalf("events --json: line %d: %v\n%s", i+1, err, line)
+		}
+		if env.EventID != strconv.Itoa(i) {
+			t.Errorf("events --json: line %d has event_id %q, want %d", i+1, env.EventID, i)
+		}
+		switch e := e.(type) {
+		case event.Log:
+			b.WriteString(e.Payload)
+		case event.Error:
+			b.WriteString(e.Message + "\n")
+		case event.Status:
+			status = string(e.Status)
+		}
+	}
+	return b.String(), status
+}
