@@ -1,0 +1,2 @@
+// Package booklit stands in for github.com/vito/booklit in the end-to-end test.
+package booklit
