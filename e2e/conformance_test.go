@@ -32,9 +32,9 @@ type scenario struct {
 	wantExit int
 	// want are lines the output must have, notWant lines it must not have.
 	want, notWant []string
-	// abortAfter, when set, aborts the build once a line of the output contains it: with
+	// abortAfter, when set, aborts the build once the output has all these lines: with
 	// ^C (SIGINT) to `run -w`, or with `concourse-tekton abort` when abortCommand is set.
-	abortAfter   string
+	abortAfter   []string
 	abortCommand bool
 	// check, when set, looks further at the finished build on the cluster.
 	check func(t *testing.T, ns, pipelineRun string)
@@ -71,10 +71,27 @@ var conformanceScenarios = []scenario{
 		notWant: append(hooksBut("on_error"), "hook: none: the step after"),
 	},
 	{
-		name: "hooks/aborted", file: "hooks.yml", job: "aborted", wantExit: 3, abortAfter: "step sleeping",
+		name: "hooks/aborted", file: "hooks.yml", job: "aborted", wantExit: 3, abortAfter: []string{"step sleeping"},
 		want: []string{"step sleeping", "interrupted", "hook: step on_abort", "hook: step ensure",
 			"hook: job on_abort", "hook: job ensure"},
 		notWant: append(hooksBut("on_abort"), "step woke up", "hook: none: the step after"),
+	},
+
+	// A hook's own result: on_success's becomes the step's, a failing ensure fails a step
+	// that succeeded, an erroring on_failure makes the failure an error.
+	{
+		name: "hooks/on_success-fails", file: "hooks.yml", job: "on-success-fails", wantExit: 1,
+		want: []string{"hook: none: the step", "on_success failing", "hook: job on_failure"},
+	},
+	{
+		name: "hooks/ensure-fails", file: "hooks.yml", job: "ensure-fails", wantExit: 1,
+		want:    []string{"hook: none: the step", "ensure failing"},
+		notWant: []string{"hook: none: the step after"},
+	},
+	{
+		name: "hooks/on_failure-errors", file: "hooks.yml", job: "on-failure-errors", wantExit: 2,
+		want:    []string{"hook: job on_error"},
+		notWant: []string{"hook: job on_failure"},
 	},
 
 	// try swallows failures and errors, not aborts.
@@ -83,7 +100,7 @@ var conformanceScenarios = []scenario{
 		want: []string{"failing", "after the tries"},
 	},
 	{
-		name: "try/abort", file: "try.yml", job: "abort", wantExit: 3, abortAfter: "sleeping", abortCommand: true,
+		name: "try/abort", file: "try.yml", job: "abort", wantExit: 3, abortAfter: []string{"sleeping"}, abortCommand: true,
 		want:    []string{"sleeping", "interrupted"},
 		notWant: []string{"woke up", "after the try"},
 	},
@@ -107,6 +124,11 @@ var conformanceScenarios = []scenario{
 		notWant: []string{"woke up", "hook on_abort", "hook on_error"},
 	},
 	{
+		name: "timeout/in-try", file: "timeout.yml", job: "try", wantExit: 0,
+		want:    []string{"sleeping", "timeout exceeded", "hook ensure", "after the try"},
+		notWant: []string{"woke up"},
+	},
+	{
 		name: "timeout/do", file: "timeout.yml", job: "do", wantExit: 1,
 		want:    []string{"quick done", "sleeping", "timeout exceeded", "hook on_failure"},
 		notWant: []string{"woke up", "hook on_abort", "hook on_error", "after the do"},
@@ -125,11 +147,40 @@ var conformanceScenarios = []scenario{
 		notWant: []string{"slow woke up", "after the in_parallel"},
 	},
 
+	{
+		name: "in_parallel/no-fail-fast", file: "in_parallel.yml", job: "no-fail-fast", wantExit: 1,
+		want:    []string{"failing now", "slow started", "slow done"},
+		notWant: []string{"interrupted", "after the in_parallel"},
+	},
+
+	{
+		name: "in_parallel/fail_fast-before-start", file: "in_parallel.yml", job: "fail-fast-before-start", wantExit: 1,
+		want:    []string{"failing now"},
+		notWant: []string{"running echo never started", "never started", "hook never on_abort", "interrupted"},
+	},
+	{
+		name: "in_parallel/aborted", file: "in_parallel.yml", job: "aborted", wantExit: 3,
+		abortAfter: []string{"one sleeping", "two sleeping"}, abortCommand: true,
+		want: []string{"hook one on_abort", "hook two on_abort"},
+	},
+
 	// across: every value, at most max_in_flight at once.
 	{
 		name: "across/max_in_flight", file: "across.yml", job: "across", wantExit: 0,
 		want:  []string{"across x=a", "across x=b", "across x=c", "across x=d", "after the across"},
 		check: maxConcurrent(2, "task-each"),
+	},
+
+	// The task container contract, and what a resource's script sees.
+	{
+		name: "contract/task", file: "contract.yml", job: "task", wantExit: 0,
+		want: []string{"pwd: /tmp/build/cc8321d6/renamed/sub", "file: in-sub", "scratch: 0 entries",
+			"params: config step", "tmpdir: unset", "build vars: 0", "to stderr"},
+	},
+	{
+		name: "contract/put-env", file: "contract.yml", job: "put-env", wantExit: 1,
+		want: []string{"BUILD_STATUS=failed", "BUILD_JOB_NAME=put-env", "BUILD_PIPELINE_NAME=contract",
+			"BUILD_NAME=1", "BUILD_TEAM_NAME=main", "pushing version: v1"},
 	},
 
 	// Artifacts and resources.
@@ -147,7 +198,8 @@ var conformanceScenarios = []scenario{
 	},
 	{
 		name: "load_var", file: "load_var.yml", job: "load-var", wantExit: 0,
-		want: []string{"var value fetched.", "added var value to build.", "value=from-file-42 greeting=hello-json"},
+		want: []string{"var value fetched.", "added var value to build.", "value=from-file-42 greeting=hello-json",
+			"hidden=((redacted))"},
 	},
 	{
 		name: "file-task", file: "file_task.yml", job: "file-task", wantExit: 0,
@@ -193,8 +245,10 @@ func runScenario(t *testing.T, sc scenario) {
 func runBuild(t *testing.T, ctx context.Context, ns string, sc scenario) (exit int, stdout, pr string) {
 	t.Helper()
 	p := startCLI(t, ctx, runArgs(ns, sc.file, sc.job, sc.vars...)...)
-	if sc.abortAfter != "" {
-		p.waitForLine(sc.abortAfter, 5*time.Minute)
+	if len(sc.abortAfter) > 0 {
+		for _, l := range sc.abortAfter {
+			p.waitForLine(l, 5*time.Minute)
+		}
 		if sc.abortCommand {
 			_, stderr, _ := p.output()
 			if exit, out, errOut := runCLI(t, ctx, "abort", pipelineRunOf(t, stderr), "-n", ns, "--kubeconfig", kubeconfigPath()); exit != 0 {
