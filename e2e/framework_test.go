@@ -51,6 +51,11 @@ func kubeconfigPath() string {
 	if p := os.Getenv("E2E_KUBECONFIG"); p != "" {
 		return p
 	}
+	return harnessKubeconfig()
+}
+
+// harnessKubeconfig is where e2e/cluster writes its cluster's kubeconfig.
+func harnessKubeconfig() string {
 	cache := os.Getenv("XDG_CACHE_HOME")
 	if cache == "" {
 		home, _ := os.UserHomeDir()

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -160,7 +163,31 @@ func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 	}
 	res.Status = status
 	res.Stdout, res.Stderr = logs[0].String(), logs[1].String()
+	if res.Version == nil {
+		// A check's versions are no event's: they are its TaskRun's result.
+		if res.Version, err = b.client.checkedVersion(ctx, b.Name); err != nil {
+			return nil, err
+		}
+	}
 	return &res, nil
+}
+
+// checkedVersion is the latest version a check step of the build found (nil if none).
+func (c *Client) checkedVersion(ctx context.Context, run string) (concourse.Version, error) {
+	trs, err := c.target.Tekton.TektonV1().TaskRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + run})
+	if err != nil {
+		return nil, fmt.Errorf("reading the results of build %s: %w", run, err)
+	}
+	for i := range trs.Items {
+		tr := &trs.Items[i]
+		if s, ok := decodeSpec(tr); ok && s.Mode == runspec.ModeCheck {
+			var v concourse.Version
+			if json.Unmarshal([]byte(result(tr, "version")), &v) == nil && v != nil {
+				return v, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 // The Orchestrator of the k8s-runtime RFC: each operation a one-step build.

@@ -199,7 +199,7 @@ func (m *mapper) step(name string, o *StepObservation) bool {
 		return false
 	}
 	if spec.Mode != runspec.ModeResolve && (started || troubled) {
-		m.head(name, spec, origin, startTime(tr, state), worker(tr, o.Pod), m.taskConfig(spec, tr))
+		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr))
 	}
 	source := event.OriginSourceStderr
 	if spec.Mode == runspec.ModeTask {
@@ -388,13 +388,11 @@ func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
 	return corev1.ContainerState{}
 }
 
-func startTime(tr *v1.TaskRun, s corev1.ContainerState) int64 {
-	switch {
-	case s.Running != nil:
-		return s.Running.StartedAt.Unix()
-	case s.Terminated != nil && !s.Terminated.StartedAt.IsZero():
-		return s.Terminated.StartedAt.Unix()
-	case tr.Status.StartTime != nil:
+// startTime is when the step began: the TaskRun's start, which never changes (a
+// container's start differs between its running and terminated states in Tekton's
+// status, and a mapping must not depend on which one a process saw).
+func startTime(tr *v1.TaskRun) int64 {
+	if tr.Status.StartTime != nil {
 		return tr.Status.StartTime.Unix()
 	}
 	return tr.CreationTimestamp.Unix()

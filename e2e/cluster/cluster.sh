@@ -8,6 +8,7 @@
 #   cluster.sh kubeconfig   print the kubeconfig path the tests use
 #   cluster.sh build        only build (binaries and images)
 #   cluster.sh load         import bin/images/*.tar into the running cluster
+#   cluster.sh restart-apiserver   stop and start the running cluster's kube-apiserver
 #   cluster.sh test         make e2e: up if needed, go test -tags e2e, then down and
 #                           check-clean if it started the cluster; with E2E_KUBECONFIG
 #                           set, only the tests, against that cluster
@@ -139,6 +140,7 @@ check-clean) check_clean ;;
 kubeconfig) echo "$E2E_KUBECONFIG_PATH" ;;
 build) cluster_build ;;
 load) load_images ;;
+restart-apiserver) need_root && cluster_healthy && restart_apiserver ;;
 *)
 	sed -n '2,15p' "$0" >&2
 	exit 2

@@ -174,11 +174,9 @@ save_sysctls() {
 	mv "$E2E_STATE/sysctl.orig.tmp" "$E2E_STATE/sysctl.orig"
 }
 
-start_control_plane() {
+# start_apiserver starts the kube-apiserver and waits until it is ready.
+start_apiserver() {
 	local pki=$E2E_STATE/pki
-	log "starting etcd and the control plane"
-	start etcd -- "$BIN_K8S/etcd" -data-dir "$E2E_STATE/run/etcd" -listen 127.0.0.1:2379 -peer 127.0.0.1:2380
-	wait_for etcd 30 curl -fsS http://127.0.0.1:2379/health
 	# No dead proxy here: the apiserver's webhook calls must go straight to the webhook.
 	start kube-apiserver -- "$BIN_K8S/kube-apiserver" --etcd-servers=http://127.0.0.1:2379 \
 		--bind-address=127.0.0.1 --secure-port=6443 --advertise-address="$NODE_IP" \
@@ -191,6 +189,21 @@ start_control_plane() {
 		--service-account-key-file="$pki/sa.pub" --service-account-signing-key-file="$pki/sa.key" \
 		--enable-aggregator-routing=true --profiling=false
 	wait_for "the apiserver" 90 KUBECTL get --raw /readyz
+}
+
+# restart_apiserver stops the kube-apiserver and starts it again: every watch and log
+# stream through it breaks, as in an upgrade or a crash.
+restart_apiserver() {
+	stop kube-apiserver
+	start_apiserver
+}
+
+start_control_plane() {
+	local pki=$E2E_STATE/pki
+	log "starting etcd and the control plane"
+	start etcd -- "$BIN_K8S/etcd" -data-dir "$E2E_STATE/run/etcd" -listen 127.0.0.1:2379 -peer 127.0.0.1:2380
+	wait_for etcd 30 curl -fsS http://127.0.0.1:2379/health
+	start_apiserver
 	start kube-controller-manager -- "$BIN_K8S/kube-controller-manager" --kubeconfig="$pki/kcm.kubeconfig" \
 		--authentication-kubeconfig="$pki/kcm.kubeconfig" --authorization-kubeconfig="$pki/kcm.kubeconfig" \
 		--bind-address=127.0.0.1 --leader-elect=false --service-account-private-key-file="$pki/sa.key" \
