@@ -145,8 +145,7 @@ func lastStatus(o Observation) event.BuildStatus {
 }
 
 func containerStarted(tr *v1.TaskRun, pod *corev1.Pod) bool {
-	s := containerState(tr, pod)
-	return s.Running != nil || s.Terminated != nil
+	return ran(containerState(tr, pod))
 }
 
 // podPhase reads a pod's step container from the watch's cache.

@@ -189,8 +189,7 @@ func (m *mapper) step(name string, o *StepObservation) bool {
 	if spec.Mode == runspec.ModeResolve && spec.Resolve != nil {
 		origin.ID = concourse.PlanID(spec.Resolve.TaskPlanID)
 	}
-	state := containerState(tr, o.Pod)
-	started := state.Running != nil || state.Terminated != nil
+	started := ran(containerState(tr, o.Pod))
 	troubled := trDone && outcome == ""
 	if !started && !trDone {
 		if o.Pod != nil && unschedulable(o.Pod) {
@@ -199,7 +198,7 @@ func (m *mapper) step(name string, o *StepObservation) bool {
 		return false
 	}
 	if spec.Mode != runspec.ModeResolve && (started || troubled) {
-		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr))
+		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), started)
 	}
 	source := event.OriginSourceStderr
 	if spec.Mode == runspec.ModeTask {
@@ -219,8 +218,9 @@ func (m *mapper) step(name string, o *StepObservation) bool {
 }
 
 // head is initialize, selected-worker and start, in the order Concourse sends them for
-// each kind of step.
-func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at int64, node string, cfg event.TaskConfig) {
+// each kind of step; a step whose container never started (its image could not be
+// pulled, say) was only initialized.
+func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at int64, node string, cfg event.TaskConfig, started bool) {
 	var evs []event.Event
 	sel := event.SelectedWorker{Time: at, Origin: origin, WorkerName: node}
 	switch spec.Mode {
@@ -235,6 +235,9 @@ func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at in
 	default:
 		// load_var and set_pipeline run in the ATC, on no worker.
 		evs = []event.Event{event.Initialize{Origin: origin, Time: at}, event.Start{Origin: origin, Time: at}}
+	}
+	if !started {
+		evs = evs[:1]
 	}
 	for i, e := range evs {
 		m.emit(Key{Step: name, Part: PartHead, N: i}, e)
@@ -391,6 +394,12 @@ func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
 // startTime is when the step began: the TaskRun's start, which never changes (a
 // container's start differs between its running and terminated states in Tekton's
 // status, and a mapping must not depend on which one a process saw).
+// ran tells whether a container started: Tekton marks the steps of a pod that failed
+// before they started as terminated too, but without a container.
+func ran(s corev1.ContainerState) bool {
+	return s.Running != nil || s.Terminated != nil && s.Terminated.ContainerID != ""
+}
+
 func startTime(tr *v1.TaskRun) int64 {
 	if tr.Status.StartTime != nil {
 		return tr.Status.StartTime.Unix()
