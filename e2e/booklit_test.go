@@ -37,6 +37,7 @@ var booklitSecrets = map[string]string{
 // what it reaches outside (see testdata/booklit/README.md): the booklit repository is
 // served by a git daemon in the cluster, and github-status is a stand-in resource type.
 func TestBooklit(t *testing.T) {
+	t.Parallel()
 	importStandInImage(t)
 	ns := namespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)

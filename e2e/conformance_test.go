@@ -30,8 +30,10 @@ type scenario struct {
 	vars []string // name=value, passed with -v
 	// wantExit is fly's exit code: 0 succeeded, 1 failed, 2 errored, 3 aborted.
 	wantExit int
-	// want are lines the output must have, notWant lines it must not have.
+	// want are lines the output must have (in this order when ordered is set), notWant
+	// lines it must not have.
 	want, notWant []string
+	ordered       bool
 	// abortAfter, when set, aborts the build once the output has all these lines: with
 	// ^C (SIGINT) to `run -w`, or with `concourse-tekton abort` when abortCommand is set.
 	abortAfter   []string
@@ -183,6 +185,11 @@ var conformanceScenarios = []scenario{
 			"BUILD_NAME=1", "BUILD_TEAM_NAME=main", "pushing version: v1"},
 	},
 
+	{
+		name: "across/product", file: "across.yml", job: "product", wantExit: 0, ordered: true,
+		want: []string{"across a1", "across a2", "across b1", "across b2"},
+	},
+
 	// Artifacts and resources.
 	{
 		name: "put-then-get", file: "put_get.yml", job: "put-get", wantExit: 0,
@@ -195,6 +202,10 @@ var conformanceScenarios = []scenario{
 	{
 		name: "inputs/optional", file: "optional_inputs.yml", job: "optional", wantExit: 0,
 		want: []string{"present: v7", "absent: missing"},
+	},
+	{
+		name: "gets/pinned-renamed-custom-type", file: "resources.yml", job: "gets", wantExit: 0,
+		want: []string{"pinned: v9", "custom: c1 from a custom type"},
 	},
 	{
 		name: "load_var", file: "load_var.yml", job: "load-var", wantExit: 0,
@@ -291,6 +302,29 @@ func judge(t *testing.T, ctx context.Context, ns, pr string, exit int, stdout st
 		t.Errorf("events --json: the last status event says %q, want %q", status, want)
 	}
 	checkLines(t, text, sc.want, sc.notWant)
+	if sc.ordered {
+		checkOrder(t, text, sc.want)
+	}
+}
+
+// TestConformanceEventsFollow starts a build without -w, as `fly trigger-job` does, and
+// follows it with `events`, as `fly watch` does: the same output and exit code.
+func TestConformanceEventsFollow(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	sc := scenario{file: "attempts.yml", job: "exhausted", wantExit: 1, ordered: true,
+		want: []string{"attempt 1 of 2", "attempt 2 of 2"}}
+	args := slices.DeleteFunc(runArgs(ns, sc.file, sc.job), func(a string) bool { return a == "-w" })
+	exit, stdout, stderr := runCLI(t, ctx, args...)
+	if exit != 0 || strings.TrimSpace(stdout) != "" {
+		t.Fatalf("run without -w: exit %d, stdout %q, want 0 and nothing (stderr %q)", exit, stdout, stderr)
+	}
+	pr := pipelineRunOf(t, stderr)
+	exit, stdout, stderr = runCLI(t, ctx, "events", pr, "-n", ns, "--kubeconfig", kubeconfigPath())
+	t.Logf("events %s: exit %d\nstdout:\n%s\nstderr:\n%s", pr, exit, stdout, stderr)
+	judge(t, ctx, ns, pr, exit, stdout, sc)
 }
 
 // TestConformanceCachesAcrossBuilds: a job's second build sees what its first left in a
@@ -323,6 +357,26 @@ func checkBuild(t *testing.T, cmd string, exit int, out string, sc scenario) {
 		t.Errorf("%s: last line %q, want the build's status %q", cmd, got, want)
 	}
 	checkLines(t, out, sc.want, sc.notWant)
+	if sc.ordered {
+		checkOrder(t, out, sc.want)
+	}
+}
+
+// checkOrder reports lines of want that come before the one listed ahead of them.
+func checkOrder(t *testing.T, out string, want []string) {
+	t.Helper()
+	got := lines(out)
+	at := -1
+	for _, w := range want {
+		i := slices.Index(got, w)
+		if i < 0 {
+			continue // checkLines reports it
+		}
+		if i < at {
+			t.Errorf("%q comes before the lines listed ahead of it %q; output:\n%s", w, want, out)
+		}
+		at = i
+	}
 }
 
 func lastLine(out string) string {
