@@ -78,6 +78,12 @@ var conformanceScenarios = []scenario{
 			"hook: job on_abort", "hook: job ensure"},
 		notWant: append(hooksBut("on_abort"), "step woke up", "hook: none: the step after"),
 	},
+	{
+		name: "hooks/abort-in-hook", file: "hooks.yml", job: "abort-in-hook", wantExit: 3,
+		abortAfter: []string{"hook sleeping"},
+		want:       []string{"hook sleeping", "interrupted", "hook: job on_abort", "hook: job ensure"},
+		notWant:    append(hooksBut("on_abort"), "hook woke up"),
+	},
 
 	// A hook's own result: on_success's becomes the step's, a failing ensure fails a step
 	// that succeeded, an erroring on_failure makes the failure an error.
@@ -117,6 +123,12 @@ var conformanceScenarios = []scenario{
 		name: "attempts/exhausted", file: "attempts.yml", job: "exhausted", wantExit: 1,
 		want:    []string{"attempt 1 of 2", "attempt 2 of 2"},
 		notWant: []string{"attempt 3 of 2"},
+	},
+	{
+		name: "attempts/aborted", file: "attempts.yml", job: "aborted", wantExit: 3,
+		abortAfter: []string{"attempt 1 sleeping"}, abortCommand: true,
+		want:    []string{"attempt 1 sleeping", "interrupted"},
+		notWant: []string{"attempt 2 sleeping"},
 	},
 
 	// timeout: a failure, not an error, and not an abort.
@@ -206,6 +218,20 @@ var conformanceScenarios = []scenario{
 	{
 		name: "gets/pinned-renamed-custom-type", file: "resources.yml", job: "gets", wantExit: 0,
 		want: []string{"pinned: v9", "custom: c1 from a custom type"},
+	},
+	{
+		name: "gets/get-fails", file: "resources.yml", job: "get-fails", wantExit: 1,
+		want: []string{"error: intentionally failing to get: on purpose", "hook on_failure"},
+	},
+	{
+		name: "gets/check-fails", file: "resources.yml", job: "check-fails", wantExit: 1,
+		want:    []string{"error: intentionally failing to check: on purpose"},
+		notWant: []string{"after the get"},
+	},
+	{
+		name: "put-fails", file: "resources.yml", job: "put-fails", wantExit: 1,
+		want:    []string{"error: intentionally failing to put: on purpose"},
+		notWant: []string{"after the put"},
 	},
 	{
 		name: "load_var", file: "load_var.yml", job: "load-var", wantExit: 0,
