@@ -153,21 +153,26 @@ func (p *cliProc) output() (stdout, stderr string, changed <-chan struct{}) {
 // process ends or the timeout passes first.
 func (p *cliProc) waitForLine(s string, timeout time.Duration) {
 	p.t.Helper()
+	p.waitFor(fmt.Sprintf("%q", s), timeout, func(l string) bool { return l == s })
+}
+
+// waitFor waits until a line of stdout or stderr matches, and fails the test if the
+// process ends or the timeout passes first.
+func (p *cliProc) waitFor(what string, timeout time.Duration, match func(line string) bool) {
+	p.t.Helper()
 	deadline := time.After(timeout)
 	for {
 		stdout, stderr, changed := p.output()
-		for _, l := range lines(stdout + stderr) {
-			if l == s {
-				return
-			}
+		if slices.ContainsFunc(lines(stdout+stderr), match) {
+			return
 		}
 		select {
 		case <-changed:
 		case <-p.done:
 			stdout, stderr, _ = p.output()
-			p.t.Fatalf("%s ended (exit %d) before printing %q\nstdout:\n%s\nstderr:\n%s", p, p.exit, s, stdout, stderr)
+			p.t.Fatalf("%s ended (exit %d) before printing %s\nstdout:\n%s\nstderr:\n%s", p, p.exit, what, stdout, stderr)
 		case <-deadline:
-			p.t.Fatalf("%s did not print %q within %v\nstdout:\n%s\nstderr:\n%s", p, s, timeout, stdout, stderr)
+			p.t.Fatalf("%s did not print %s within %v\nstdout:\n%s\nstderr:\n%s", p, what, timeout, stdout, stderr)
 		}
 	}
 }

@@ -38,6 +38,8 @@ type scenario struct {
 	// ^C (SIGINT) to `run -w`, or with `concourse-tekton abort` when abortCommand is set.
 	abortAfter   []string
 	abortCommand bool
+	// abortAtStart aborts the build as soon as run says it started, with ^C.
+	abortAtStart bool
 	// check, when set, looks further at the finished build on the cluster.
 	check func(t *testing.T, ns, pipelineRun string)
 }
@@ -83,6 +85,14 @@ var conformanceScenarios = []scenario{
 		abortAfter: []string{"hook sleeping"},
 		want:       []string{"hook sleeping", "interrupted", "hook: job on_abort", "hook: job ensure"},
 		notWant:    append(hooksBut("on_abort"), "hook woke up"),
+	},
+	{
+		// Concourse cancels the step wherever it is (image fetch, worker selection): it is
+		// interrupted, and its on_abort hook runs.
+		name: "hooks/aborted-at-start", file: "hooks.yml", job: "aborted", wantExit: 3, abortAtStart: true,
+		want: []string{"interrupted", "hook: step on_abort", "hook: step ensure", "hook: job on_abort",
+			"hook: job ensure"},
+		notWant: append(hooksBut("on_abort"), "step woke up", "hook: none: the step after"),
 	},
 
 	// A hook's own result: on_success's becomes the step's, a failing ensure fails a step
@@ -282,6 +292,10 @@ func runScenario(t *testing.T, sc scenario) {
 func runBuild(t *testing.T, ctx context.Context, ns string, sc scenario) (exit int, stdout, pr string) {
 	t.Helper()
 	p := startCLI(t, ctx, runArgs(ns, sc.file, sc.job, sc.vars...)...)
+	if sc.abortAtStart {
+		p.waitFor("the build's start", 2*time.Minute, startedLine.MatchString)
+		p.interrupt()
+	}
 	if len(sc.abortAfter) > 0 {
 		for _, l := range sc.abortAfter {
 			p.waitForLine(l, 5*time.Minute)
