@@ -38,7 +38,7 @@ test: ## Run the hermetic tests (unit, golden, corpus) and print the corpus tabl
 .PHONY: bench
 bench: ## Run the benchmarks, several times, and summarise them with benchstat.
 	@mkdir -p $(BIN)
-	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCHCOUNT) $(PKGS) | tee $(BIN)/bench.txt
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) $(PKGS) | tee $(BIN)/bench.txt
 	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da $(BIN)/bench.txt
 
 .PHONY: fuzz

@@ -470,8 +470,8 @@ func (d *benchDriver) drive(ctx context.Context, sb *synthBuild, tasks, lines in
 	// that never ran, and the build for errored.
 	verdict := sb.taskRuns[sb.steps[len(sb.steps)-1]]
 	err := d.until(ctx, sb.run.Name, "TaskRun "+verdict.Name+" in the cache", func() bool {
-		_, err := d.client.watch.taskRuns.TaskRuns(verdict.Namespace).Get(verdict.Name)
-		return err == nil
+		_, exists, err := d.client.watch.taskRuns.GetByKey(verdict.Namespace + "/" + verdict.Name)
+		return err == nil && exists
 	})
 	if err != nil {
 		return err

@@ -78,6 +78,16 @@ func (c *stepCursor) count(p Part) *int {
 	return &c.End
 }
 
+// clone is a copy of c that advances on its own.
+func (c Cursor) clone() Cursor {
+	out := Cursor{steps: make(map[string]*stepCursor, len(c.steps))}
+	for k, v := range c.steps {
+		s := *v
+		out.steps[k] = &s
+	}
+	return out
+}
+
 // Covers tells whether the event with key k was delivered.
 func (c *Cursor) Covers(k Key) bool {
 	s := c.steps[k.Step]

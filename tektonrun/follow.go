@@ -9,6 +9,7 @@ import (
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 )
@@ -67,6 +68,7 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 	if err != nil {
 		return "", err
 	}
+	after = after.clone()
 	ns := c.target.Namespace
 	wake, unsubscribe := w.subscribe(run)
 	defer unsubscribe()
@@ -74,7 +76,7 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 	defer stop()
 	followers := map[string]*logFollower{}
 	logWake := func() { w.wake(run) }
-	var missingSince time.Time
+	var missingSince, endedSince time.Time
 	for {
 		pr, trs, pods, err := w.observe(ns, run)
 		switch {
@@ -88,7 +90,11 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 		case err != nil:
 			return "", err
 		default:
-			obs := Observation{Run: pr, Steps: make(map[string]*StepObservation, len(trs))}
+			if isDone(pr.Status.GetCondition(apis.ConditionSucceeded)) && endedSince.IsZero() {
+				endedSince = time.Now()
+			}
+			obs := Observation{Run: pr, Steps: make(map[string]*StepObservation, len(trs)),
+				Settled: !endedSince.IsZero() && time.Since(endedSince) > notFoundGrace}
 			for _, tr := range trs {
 				name := tr.Labels[labelPipelineTask]
 				pod := pods[tr.Status.PodName]

@@ -59,6 +59,10 @@ type logFollower struct {
 	wake   func()
 }
 
+// logEndedDelay is how long a follower waits for the kubelet to report the end of a
+// container whose log stream ended.
+var logEndedDelay = 200 * time.Millisecond
+
 // maxLogFailures is how many times in a row an ended container's log may fail to open
 // before the follower gives up on the rest of it (the node is gone, say).
 const maxLogFailures = 30
@@ -101,17 +105,25 @@ func (f *logFollower) run(ctx context.Context, src LogSource, namespace, pod str
 			f.finish()
 			return
 		}
-		if err != nil {
-			failures++
-			if p == containerEnded && failures >= maxLogFailures {
-				f.finish()
-				return
-			}
+		if err == nil {
+			// The log ended before the kubelet said the container did: look again soon,
+			// not at once (that would be a loop of requests).
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(retryDelay):
+			case <-time.After(logEndedDelay):
 			}
+			continue
+		}
+		failures++
+		if p == containerEnded && failures >= maxLogFailures {
+			f.finish()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(retryDelay):
 		}
 	}
 }

@@ -23,6 +23,9 @@ import (
 type Observation struct {
 	Run   *v1.PipelineRun
 	Steps map[string]*StepObservation
+	// Settled says the run ended a while ago: a TaskRun it names that is not there was
+	// deleted (pruned), not delayed by the watch.
+	Settled bool
 }
 
 // StepObservation is one PipelineTask of a build.
@@ -88,6 +91,10 @@ func (m *mapper) run() ([]Event, bool) {
 	for _, s := range run.Status.SkippedTasks {
 		skipped[s.Name] = true
 	}
+	children := map[string]bool{}
+	for _, c := range run.Status.ChildReferences {
+		children[c.PipelineTaskName] = true
+	}
 	tasks := append(append([]v1.PipelineTask{}, spec.Tasks...), spec.Finally...)
 	done := map[string]bool{}
 	// Each step is mapped once: its events are in m.events, and the cursor does not move
@@ -107,10 +114,14 @@ func (m *mapper) run() ([]Event, bool) {
 			stepDone := false
 			switch {
 			case obs != nil && obs.TaskRun != nil:
-				stepDone = m.step(pt.Name, obs)
-				if s, ok := decodeSpec(obs.TaskRun); ok && s.Mode == runspec.ModeVerdict {
+				var isVerdict bool
+				stepDone, isVerdict = m.step(pt.Name, obs)
+				if isVerdict {
 					verdict = obs.TaskRun
 				}
+			case children[pt.Name] && !m.obs.Settled:
+				// The run names a TaskRun the caches do not hold yet (the watches deliver
+				// kinds in no particular order): wait for it.
 			default:
 				stepDone = skipped[pt.Name] || runDone
 			}
@@ -168,22 +179,22 @@ func finalStatus(run *v1.PipelineRun, verdict *v1.TaskRun) (event.BuildStatus, i
 	return event.BuildStatusErrored, at
 }
 
-// step maps one TaskRun, and tells whether the step has ended.
-func (m *mapper) step(name string, o *StepObservation) bool {
+// step maps one TaskRun, and tells whether the step has ended and is the verdict.
+func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	tr := o.TaskRun
 	trDone := isDone(tr.Status.GetCondition(apis.ConditionSucceeded))
 	spec, ok := decodeSpec(tr)
 	if !ok {
 		// Not a step of ours (someone edited the Pipeline): nothing to say.
-		return trDone
+		return trDone, false
 	}
 	outcome, _ := runspec.ParseOutcome(result(tr, "outcome"))
 	switch {
 	case spec.Mode == runspec.ModeJoin || spec.Mode == runspec.ModeVerdict:
-		return trDone
+		return trDone, spec.Mode == runspec.ModeVerdict
 	case outcome == runspec.NeverRan:
 		// A step whose fail-fast group fired before it started: Concourse never started it.
-		return trDone
+		return trDone, false
 	}
 	origin := event.Origin{ID: concourse.PlanID(spec.PlanID)}
 	if spec.Mode == runspec.ModeResolve && spec.Resolve != nil {
@@ -195,7 +206,7 @@ func (m *mapper) step(name string, o *StepObservation) bool {
 		if o.Pod != nil && unschedulable(o.Pod) {
 			m.emit(Key{Step: name, Part: PartWait}, event.WaitingForWorker{Time: unix(o.Pod.CreationTimestamp.Time), Origin: origin})
 		}
-		return false
+		return false, false
 	}
 	if spec.Mode != runspec.ModeResolve && (started || troubled) {
 		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), started)
@@ -211,10 +222,10 @@ func (m *mapper) step(name string, o *StepObservation) bool {
 		m.emit(Key{Step: name, Part: PartLog, N: i}, event.Log{Time: unix(l.Time), Origin: logOrigin, Payload: l.Text})
 	}
 	if !trDone || started && !o.LogDone {
-		return false
+		return false, false
 	}
 	m.end(name, spec, origin, tr, o.Pod, outcome)
-	return true
+	return true, false
 }
 
 // head is initialize, selected-worker and start, in the order Concourse sends them for

@@ -11,7 +11,6 @@ import (
 	tektonlisters "github.com/tektoncd/pipeline/pkg/client/listers/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	kubeinformers "k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -22,6 +21,9 @@ const (
 	labelPipelineRun  = "tekton.dev/pipelineRun"
 	labelPipelineTask = "tekton.dev/pipelineTask"
 )
+
+// indexPipelineRun indexes TaskRuns and pods by "<namespace>/<PipelineRun>".
+const indexPipelineRun = "pipelineRun"
 
 // managedSelector selects what concourse-tekton created.
 const managedSelector = "app.kubernetes.io/managed-by=concourse-tekton"
@@ -36,8 +38,9 @@ const buildSelector = LabelBuild
 // follower that maps what the caches hold misses nothing.
 type watcher struct {
 	runs     tektonlisters.PipelineRunLister
-	taskRuns tektonlisters.TaskRunLister
+	taskRuns cache.Indexer
 	pods     corelisters.PodLister
+	podIndex cache.Indexer
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]bool
@@ -51,7 +54,21 @@ func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
 	runs := tf.Tekton().V1().PipelineRuns()
 	taskRuns := tf.Tekton().V1().TaskRuns()
 	pods := kf.Core().V1().Pods()
-	w.runs, w.taskRuns, w.pods = runs.Lister(), taskRuns.Lister(), pods.Lister()
+	// A build's TaskRuns and pods by an index on its name: looking a build up must not
+	// cost a scan of every build the caches hold.
+	byRun := cache.Indexers{indexPipelineRun: func(obj any) ([]string, error) {
+		if o, ok := obj.(metav1.Object); ok && o.GetLabels()[labelPipelineRun] != "" {
+			return []string{o.GetNamespace() + "/" + o.GetLabels()[labelPipelineRun]}, nil
+		}
+		return nil, nil
+	}}
+	for _, inf := range []cache.SharedIndexInformer{taskRuns.Informer(), pods.Informer()} {
+		if err := inf.AddIndexers(byRun); err != nil {
+			return nil, err
+		}
+	}
+	w.runs, w.pods = runs.Lister(), pods.Lister()
+	w.taskRuns, w.podIndex = taskRuns.Informer().GetIndexer(), pods.Informer().GetIndexer()
 	for _, inf := range []cache.SharedIndexInformer{runs.Informer(), taskRuns.Informer(), pods.Informer()} {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    w.changed,
@@ -132,17 +149,22 @@ func (w *watcher) observe(namespace, run string) (*v1.PipelineRun, []*v1.TaskRun
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	sel := labels.SelectorFromSet(labels.Set{labelPipelineRun: run})
-	trs, err := w.taskRuns.TaskRuns(namespace).List(sel)
+	key := namespace + "/" + run
+	objs, err := w.taskRuns.ByIndex(indexPipelineRun, key)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	pods, err := w.pods.Pods(namespace).List(sel)
+	trs := make([]*v1.TaskRun, 0, len(objs))
+	for _, o := range objs {
+		trs = append(trs, o.(*v1.TaskRun))
+	}
+	objs, err = w.podIndex.ByIndex(indexPipelineRun, key)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	byName := make(map[string]*corev1.Pod, len(pods))
-	for _, p := range pods {
+	byName := make(map[string]*corev1.Pod, len(objs))
+	for _, o := range objs {
+		p := o.(*corev1.Pod)
 		byName[p.Name] = p
 	}
 	return pr, trs, byName, nil
