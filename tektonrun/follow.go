@@ -94,7 +94,7 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 				endedSince = time.Now()
 			}
 			obs := Observation{Run: pr, Steps: make(map[string]*StepObservation, len(trs)),
-				Settled: !endedSince.IsZero() && time.Since(endedSince) > notFoundGrace}
+				Settled: !endedSince.IsZero() && time.Since(endedSince) > notFoundGrace, Now: time.Now()}
 			for _, tr := range trs {
 				name := tr.Labels[labelPipelineTask]
 				pod := pods[tr.Status.PodName]
@@ -133,8 +133,8 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-wake:
-		case <-time.After(notFoundGrace / 10):
-			// A safety net only: every change wakes the loop.
+		case <-time.After(headDelay):
+			// Time alone moves a step on (headDelay); every change wakes the loop.
 		}
 	}
 }

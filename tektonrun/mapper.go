@@ -26,7 +26,14 @@ type Observation struct {
 	// Settled says the run ended a while ago: a TaskRun it names that is not there was
 	// deleted (pruned), not delayed by the watch.
 	Settled bool
+	// Now is when the observation was made (zero: the objects are all there is to know).
+	Now time.Time
 }
+
+// headDelay is how long a step's container must have run, quiet, before its step is
+// shown as started: the runner first decides whether the step may run at all (a fired
+// fail-fast group or an abort stops it at once, and Concourse never started such a step).
+const headDelay = time.Second
 
 // StepObservation is one PipelineTask of a build.
 type StepObservation struct {
@@ -200,8 +207,13 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	if spec.Mode == runspec.ModeResolve && spec.Resolve != nil {
 		origin.ID = concourse.PlanID(spec.Resolve.TaskPlanID)
 	}
-	started := ran(containerState(tr, o.Pod))
+	state := containerState(tr, o.Pod)
+	started := ran(state)
 	troubled := trDone && outcome == ""
+	if !trDone && started && len(o.Log) == 0 && state.Running != nil &&
+		(m.obs.Now.IsZero() || m.obs.Now.Sub(state.Running.StartedAt.Time) < headDelay) {
+		return false, false
+	}
 	if !started && !trDone {
 		if o.Pod != nil && unschedulable(o.Pod) {
 			m.emit(Key{Step: name, Part: PartWait}, event.WaitingForWorker{Time: unix(o.Pod.CreationTimestamp.Time), Origin: origin})

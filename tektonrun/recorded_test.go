@@ -6,10 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
 	"sigs.k8s.io/yaml"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
@@ -229,5 +232,44 @@ func TestCursorText(t *testing.T) {
 	}
 	if _, err := ParseCursor("{"); err == nil {
 		t.Errorf("a bad cursor was accepted")
+	}
+}
+
+// TestHeadWaitsForTheRunner: a step whose container just started, quiet, is not shown as
+// started until the runner had time to decide it may run (a fail-fast group that fired
+// makes it never-ran, which Concourse never shows); output or time shows it.
+func TestHeadWaitsForTheRunner(t *testing.T) {
+	obs := recorded(t, "testdata/failed-with-ensure")
+	so := obs.Steps["task-say"]
+	tr := so.TaskRun.DeepCopy()
+	tr.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})
+	tr.Status.Results = nil
+	started := metav1.NewTime(time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC))
+	for i := range tr.Status.Steps {
+		tr.Status.Steps[i].ContainerState = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}
+	}
+	obs.Steps = map[string]*StepObservation{"check-thing": obs.Steps["check-thing"], "get-thing": obs.Steps["get-thing"], "task-say": {TaskRun: tr}}
+	obs.Run = obs.Run.DeepCopy()
+	obs.Run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})
+	heads := func(now time.Time, log []LogLine) int {
+		obs.Now = now
+		obs.Steps["task-say"].Log = log
+		events, _ := Map(obs, nil)
+		n := 0
+		for _, e := range events {
+			if e.Key.Step == "task-say" && e.Key.Part == PartHead {
+				n++
+			}
+		}
+		return n
+	}
+	if n := heads(started.Add(300*time.Millisecond), nil); n != 0 {
+		t.Errorf("%d head events 300ms after the container started, quiet; want none yet", n)
+	}
+	if n := heads(started.Add(300*time.Millisecond), []LogLine{{Time: started.Time, Text: "hi\n"}}); n != 3 {
+		t.Errorf("%d head events once the step wrote; want 3", n)
+	}
+	if n := heads(started.Add(2*time.Second), nil); n != 3 {
+		t.Errorf("%d head events 2s after the container started; want 3", n)
 	}
 }

@@ -114,7 +114,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		claim.Spec.StorageClassName = &sc
 	}
 	claim.Labels = runLabels
-	noToken := false
+	noToken, noServiceLinks := false, false
 	run := &v1.PipelineRun{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "PipelineRun"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -130,7 +130,9 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 			Workspaces: []v1.WorkspaceBinding{{Name: "build", VolumeClaimTemplate: claim}},
 			TaskRunTemplate: v1.PipelineTaskRunTemplate{
 				ServiceAccountName: opts.ServiceAccount,
-				PodTemplate:        &pod.Template{AutomountServiceAccountToken: &noToken},
+				// No token, and no Service environment variables: Concourse's containers
+				// know nothing of the cluster they run on.
+				PodTemplate: &pod.Template{AutomountServiceAccountToken: &noToken, EnableServiceLinks: &noServiceLinks},
 			},
 			TaskRunSpecs: c.runSpecs,
 		},
