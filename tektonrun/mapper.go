@@ -210,9 +210,13 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	state := containerState(tr, o.Pod)
 	started := ran(state)
 	troubled := trDone && outcome == ""
-	if !trDone && started && len(o.Log) == 0 && state.Running != nil &&
-		(m.obs.Now.IsZero() || m.obs.Now.Sub(state.Running.StartedAt.Time) < headDelay) {
-		return false, false
+	if !trDone && started && len(o.Log) == 0 && state.Running != nil {
+		// Tekton starts every step's container at once and each waits for the one before:
+		// the runner began when the runner's install ended.
+		begun, ok := installed(tr, o.Pod)
+		if !ok || m.obs.Now.IsZero() || m.obs.Now.Sub(begun) < headDelay {
+			return false, false
+		}
 	}
 	if !started && !trDone {
 		if o.Pod != nil && unschedulable(o.Pod) {
@@ -417,6 +421,29 @@ func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
 // startTime is when the step began: the TaskRun's start, which never changes (a
 // container's start differs between its running and terminated states in Tekton's
 // status, and a mapping must not depend on which one a process saw).
+// installStep is the step before the runner's in every Task translate emits.
+const (
+	installStep      = "install-runner"
+	installContainer = "step-install-runner"
+)
+
+// installed tells when the step's runner was installed, if it was: its step can begin.
+func installed(tr *v1.TaskRun, pod *corev1.Pod) (time.Time, bool) {
+	for _, s := range tr.Status.Steps {
+		if (s.Name == installStep || s.Container == installContainer) && s.Terminated != nil {
+			return s.Terminated.FinishedAt.Time, true
+		}
+	}
+	if pod != nil {
+		for _, s := range pod.Status.ContainerStatuses {
+			if s.Name == installContainer && s.State.Terminated != nil {
+				return s.State.Terminated.FinishedAt.Time, true
+			}
+		}
+	}
+	return time.Time{}, false
+}
+
 // ran tells whether a container started: Tekton marks the steps of a pod that failed
 // before they started as terminated too, but without a container.
 func ran(s corev1.ContainerState) bool {

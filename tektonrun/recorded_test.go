@@ -248,6 +248,13 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 	for i := range tr.Status.Steps {
 		tr.Status.Steps[i].ContainerState = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}
 	}
+	installing := tr.DeepCopy()
+	for i := range tr.Status.Steps {
+		if tr.Status.Steps[i].Name == installStep {
+			tr.Status.Steps[i].ContainerState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ContainerID: "containerd://x", StartedAt: started, FinishedAt: started}}
+		}
+	}
 	obs.Steps = map[string]*StepObservation{"check-thing": obs.Steps["check-thing"], "get-thing": obs.Steps["get-thing"], "task-say": {TaskRun: tr}}
 	obs.Run = obs.Run.DeepCopy()
 	obs.Run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})
@@ -263,6 +270,11 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		}
 		return n
 	}
+	obs.Steps["task-say"].TaskRun = installing
+	if n := heads(started.Add(5*time.Second), nil); n != 0 {
+		t.Errorf("%d head events while the runner is being installed; want none yet", n)
+	}
+	obs.Steps["task-say"].TaskRun = tr
 	if n := heads(started.Add(300*time.Millisecond), nil); n != 0 {
 		t.Errorf("%d head events 300ms after the container started, quiet; want none yet", n)
 	}
