@@ -156,10 +156,10 @@ exec git daemon --reuseaddr --export-all --base-path=/repos /repos`},
 // another cluster (E2E_KUBECONFIG) the test is skipped: load the image there first.
 func importStandInImage(t *testing.T) {
 	t.Helper()
-	if os.Getenv("E2E_KUBECONFIG") != "" {
+	if kubeconfigPath() != harnessKubeconfig() {
 		t.Skipf("the stand-in resource image is imported into the local harness's containerd only; on another cluster, load %s and run with E2E_KUBECONFIG unset", standInImage)
 	}
-	cache := filepath.Dir(filepath.Dir(kubeconfigPath())) // the harness's cache
+	cache := filepath.Dir(filepath.Dir(harnessKubeconfig())) // the harness's cache
 	sock := filepath.Join(cache, "state", "run", "containerd", "containerd.sock")
 	if _, err := os.Stat(sock); err != nil {
 		t.Skipf("no local harness containerd: %v", err)
