@@ -90,7 +90,7 @@ load_images() {
 
 run_tests() {
 	log "running the e2e tests against $E2E_KUBECONFIG"
-	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 30m ./e2e/...)
+	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 50m ./e2e/...)
 }
 
 cluster_test() {
