@@ -133,7 +133,7 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 		case <-ctx.Done():
 			return "", ctx.Err()
 		case <-wake:
-		case <-time.After(headDelay):
+		case <-time.After(time.Second):
 			// Time alone moves a step on (headDelay); every change wakes the loop.
 		}
 	}

@@ -30,10 +30,20 @@ type Observation struct {
 	Now time.Time
 }
 
-// headDelay is how long a step's container must have run, quiet, before its step is
-// shown as started: the runner first decides whether the step may run at all (a fired
-// fail-fast group or an abort stops it at once, and Concourse never started such a step).
-const headDelay = time.Second
+// headDelay is how long a step of a fail-fast in_parallel must have run, quiet, before it
+// is shown as started: its runner first decides whether it may run at all (a sibling that
+// failed makes it never-ran, which Concourse never shows). Kubelet times are whole seconds,
+// so this is 2-3 s after its start. Other steps are shown once their runner began.
+const headDelay = 3 * time.Second
+
+func holdFor(spec runspec.Spec) time.Duration {
+	for _, l := range spec.Context {
+		if l.Kind == runspec.LayerFailFast {
+			return headDelay
+		}
+	}
+	return 0
+}
 
 // StepObservation is one PipelineTask of a build.
 type StepObservation struct {
@@ -214,7 +224,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		// Tekton starts every step's container at once and each waits for the one before:
 		// the runner began when the runner's install ended.
 		begun, ok := installed(tr, o.Pod)
-		if !ok || m.obs.Now.IsZero() || m.obs.Now.Sub(begun) < headDelay {
+		if !ok || m.obs.Now.IsZero() || m.obs.Now.Sub(begun) < holdFor(spec) {
 			return false, false
 		}
 	}

@@ -1,6 +1,7 @@
 package tektonrun
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/internal/golden"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected events of the recorded builds")
@@ -235,9 +237,9 @@ func TestCursorText(t *testing.T) {
 	}
 }
 
-// TestHeadWaitsForTheRunner: a step whose container just started, quiet, is not shown as
-// started until the runner had time to decide it may run (a fail-fast group that fired
-// makes it never-ran, which Concourse never shows); output or time shows it.
+// TestHeadWaitsForTheRunner: a step is shown started once its runner began (its install
+// step ended); a quiet step of a fail-fast in_parallel only after headDelay more, since its
+// runner may decide it never runs (which Concourse never shows); output shows it at once.
 func TestHeadWaitsForTheRunner(t *testing.T) {
 	obs := recorded(t, "testdata/failed-with-ensure")
 	so := obs.Steps["task-say"]
@@ -255,12 +257,24 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 				ContainerID: "containerd://x", StartedAt: started, FinishedAt: started}}
 		}
 	}
-	obs.Steps = map[string]*StepObservation{"check-thing": obs.Steps["check-thing"], "get-thing": obs.Steps["get-thing"], "task-say": {TaskRun: tr}}
+	failFast := tr.DeepCopy()
+	spec, _ := decodeSpec(failFast)
+	spec.Context = append(spec.Context, runspec.Layer{Kind: runspec.LayerFailFast, ID: "p", Child: &runspec.Node{ID: "1", Kind: runspec.KindLeaf}})
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range failFast.Spec.Params {
+		if failFast.Spec.Params[i].Name == specParam {
+			failFast.Spec.Params[i].Value.StringVal = string(raw)
+		}
+	}
+	obs.Steps = map[string]*StepObservation{"check-thing": obs.Steps["check-thing"], "get-thing": obs.Steps["get-thing"], "task-say": {}}
 	obs.Run = obs.Run.DeepCopy()
 	obs.Run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})
-	heads := func(now time.Time, log []LogLine) int {
-		obs.Now = now
-		obs.Steps["task-say"].Log = log
+	heads := func(tr *v1.TaskRun, after time.Duration, log []LogLine) int {
+		obs.Now = started.Add(after)
+		obs.Steps["task-say"] = &StepObservation{TaskRun: tr, Log: log}
 		events, _ := Map(obs, nil)
 		n := 0
 		for _, e := range events {
@@ -270,18 +284,22 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		}
 		return n
 	}
-	obs.Steps["task-say"].TaskRun = installing
-	if n := heads(started.Add(5*time.Second), nil); n != 0 {
-		t.Errorf("%d head events while the runner is being installed; want none yet", n)
-	}
-	obs.Steps["task-say"].TaskRun = tr
-	if n := heads(started.Add(300*time.Millisecond), nil); n != 0 {
-		t.Errorf("%d head events 300ms after the container started, quiet; want none yet", n)
-	}
-	if n := heads(started.Add(300*time.Millisecond), []LogLine{{Time: started.Time, Text: "hi\n"}}); n != 3 {
-		t.Errorf("%d head events once the step wrote; want 3", n)
-	}
-	if n := heads(started.Add(2*time.Second), nil); n != 3 {
-		t.Errorf("%d head events 2s after the container started; want 3", n)
+	line := []LogLine{{Time: started.Time, Text: "hi\n"}}
+	for _, tt := range []struct {
+		name  string
+		tr    *v1.TaskRun
+		after time.Duration
+		log   []LogLine
+		want  int
+	}{
+		{"installing", installing, time.Minute, nil, 0},
+		{"runner began", tr, 0, nil, 3},
+		{"fail-fast, quiet", failFast, headDelay / 2, nil, 0},
+		{"fail-fast, wrote", failFast, headDelay / 2, line, 3},
+		{"fail-fast, quiet a while", failFast, headDelay, nil, 3},
+	} {
+		if n := heads(tt.tr, tt.after, tt.log); n != tt.want {
+			t.Errorf("%s: %d head events, want %d", tt.name, n, tt.want)
+		}
 	}
 }

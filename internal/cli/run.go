@@ -93,6 +93,12 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 	if err != nil {
 		return &exitError{code: 1, err: errors.New(s.positioned(p, job, err))}
 	}
+	// Ctrl-C from the moment the build may exist aborts it, rather than killing us.
+	var signals chan os.Signal
+	if watch {
+		signals = notifySignals()
+		defer signal.Stop(signals)
+	}
 	sub, err := client.Submit(ctx, r)
 	if err != nil {
 		return &exitError{code: 1, err: err}
@@ -110,7 +116,14 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 	if !watch {
 		return nil
 	}
-	return s.watch(ctx, client, pr.Name, wf)
+	return s.watch(ctx, client, pr.Name, wf, signals)
+}
+
+// notifySignals catches Ctrl-C and SIGTERM.
+func notifySignals() chan os.Signal {
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	return signals
 }
 
 func newClient(to tektonrun.TargetOptions) (*tektonrun.Client, error) {
@@ -126,12 +139,13 @@ func newClient(to tektonrun.TargetOptions) (*tektonrun.Client, error) {
 
 // watch renders a build's events until it ends and returns its exit code. The first
 // Ctrl-C (or SIGTERM) aborts the build and goes on watching it end; the second detaches.
-func (s *streams) watch(ctx context.Context, client *tektonrun.Client, run string, wf watchFlags) error {
+func (s *streams) watch(ctx context.Context, client *tektonrun.Client, run string, wf watchFlags, signals chan os.Signal) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(signals)
+	if signals == nil {
+		signals = notifySignals()
+		defer signal.Stop(signals)
+	}
 	detached := make(chan struct{})
 	go func() {
 		select {
@@ -231,7 +245,7 @@ fly's: 0 succeeded, 1 failed, 2 errored, 3 aborted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return onBuild(cmd, args[0], target, func(ctx context.Context, client *tektonrun.Client, run string) error {
-				return s.watch(ctx, client, run, wf)
+				return s.watch(ctx, client, run, wf, nil)
 			})
 		},
 	}
