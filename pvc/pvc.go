@@ -17,18 +17,19 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // Labels and annotations of build volumes. Team, pipeline, job and build are those the
 // translator puts on a PipelineRun: as labels made label-safe, as annotations in full.
 const (
 	prefix         = "concourse-ci.org/"
-	LabelTeam      = prefix + "team"
-	LabelPipeline  = prefix + "pipeline"
-	LabelJob       = prefix + "job"
-	LabelBuild     = prefix + "build"
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "concourse-tekton"
+	LabelTeam      = translate.LabelTeam
+	LabelPipeline  = translate.LabelPipeline
+	LabelJob       = translate.LabelJob
+	LabelBuild     = translate.LabelBuild
+	LabelManagedBy = translate.LabelManagedBy
+	ManagedBy      = translate.ManagedBy
 	// LabelVolume says what a claim holds: VolumeBuild for a build volume.
 	LabelVolume = prefix + "volume"
 	VolumeBuild = "build"

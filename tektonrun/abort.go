@@ -163,7 +163,7 @@ func (c *Client) abortPod(ctx context.Context, pr *v1.PipelineRun, claim string)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   truncateName(pr.Name, "-abort"),
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "concourse-tekton", LabelBuild: pr.Labels[LabelBuild]},
+			Labels: map[string]string{translate.LabelManagedBy: translate.ManagedBy, translate.LabelBuild: pr.Labels[translate.LabelBuild]},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "tekton.dev/v1", Kind: "PipelineRun", Name: pr.Name, UID: pr.UID,
 			}},

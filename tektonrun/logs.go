@@ -59,6 +59,9 @@ type logFollower struct {
 	wake   func()
 }
 
+// retryDelay is how long a log follower waits before it reconnects after an error.
+var retryDelay = time.Second
+
 // logEndedDelay is how long a follower waits for the kubelet to report the end of a
 // container whose log stream ended.
 var logEndedDelay = 200 * time.Millisecond

@@ -472,15 +472,8 @@ func worker(tr *v1.TaskRun, pod *corev1.Pod) string {
 	if pod != nil && pod.Spec.NodeName != "" {
 		return pod.Spec.NodeName
 	}
-	if n := tr.Annotations[annotationNode]; n != "" {
-		return n
-	}
 	return "unknown"
 }
-
-// annotationNode is where a TaskRun may record its node (none does today; the pod is the
-// source, and this keeps a mapping stable if the pod is gone).
-const annotationNode = "concourse-ci.org/node"
 
 func unschedulable(pod *corev1.Pod) bool {
 	if pod.Spec.NodeName != "" {

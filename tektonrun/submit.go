@@ -3,7 +3,6 @@ package tektonrun
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -15,14 +14,6 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/translate"
-)
-
-// Labels on every object of a build (translate sets them).
-const (
-	LabelTeam     = "concourse-ci.org/team"
-	LabelPipeline = "concourse-ci.org/pipeline"
-	LabelJob      = "concourse-ci.org/job"
-	LabelBuild    = "concourse-ci.org/build"
 )
 
 // MissingCredentialsError says which Secrets or keys a build's ((vars)) need and the
@@ -167,7 +158,7 @@ func (c *Client) checkCredentials(ctx context.Context, creds []translate.Credent
 		}
 		switch {
 		case used == "":
-			problems = append(problems, fmt.Sprintf("((%s)): no Secret %s (create one, with a key `value`)", cred.Var, orList(cred.Secrets)))
+			problems = append(problems, fmt.Sprintf("((%s)): no Secret %s (create one, with a key `value`)", cred.Var, strings.Join(cred.Secrets, " or ")))
 		case cred.Key != "" && !f.keys[cred.Key] && !f.keys["value"]:
 			problems = append(problems, fmt.Sprintf("((%s)): Secret %s has no key %q", cred.Var, used, cred.Key))
 		case len(f.keys) == 0:
@@ -180,18 +171,12 @@ func (c *Client) checkCredentials(ctx context.Context, creds []translate.Credent
 	return nil
 }
 
-func orList(names []string) string {
-	quoted := make([]string, len(names))
-	copy(quoted, names)
-	return strings.Join(quoted, " or ")
-}
-
 // NextBuild is the number of a job's next build: one more than the highest it has.
 func (c *Client) NextBuild(ctx context.Context, team, pipeline, job string) (int, error) {
 	sel := labels.SelectorFromSet(labels.Set{
-		LabelTeam:     translate.LabelValue(team),
-		LabelPipeline: translate.LabelValue(pipeline),
-		LabelJob:      translate.LabelValue(job),
+		translate.LabelTeam:     translate.LabelValue(team),
+		translate.LabelPipeline: translate.LabelValue(pipeline),
+		translate.LabelJob:      translate.LabelValue(job),
 	})
 	list, err := c.target.Tekton.TektonV1().PipelineRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
@@ -199,24 +184,12 @@ func (c *Client) NextBuild(ctx context.Context, team, pipeline, job string) (int
 	}
 	highest := 0
 	for _, r := range list.Items {
-		if r.Annotations[LabelPipeline] != pipeline || r.Annotations[LabelJob] != job || r.Annotations[LabelTeam] != team {
+		if r.Annotations[translate.LabelPipeline] != pipeline || r.Annotations[translate.LabelJob] != job || r.Annotations[translate.LabelTeam] != team {
 			continue
 		}
-		if n, err := strconv.Atoi(r.Annotations[LabelBuild]); err == nil && n > highest {
+		if n, err := strconv.Atoi(r.Annotations[translate.LabelBuild]); err == nil && n > highest {
 			highest = n
 		}
 	}
 	return highest + 1, nil
-}
-
-// Builds lists the target's builds, newest first (by creation).
-func (c *Client) Builds(ctx context.Context) ([]v1.PipelineRun, error) {
-	list, err := c.target.Tekton.TektonV1().PipelineRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: managedSelector})
-	if err != nil {
-		return nil, err
-	}
-	sort.SliceStable(list.Items, func(i, j int) bool {
-		return list.Items[j].CreationTimestamp.Before(&list.Items[i].CreationTimestamp)
-	})
-	return list.Items, nil
 }

@@ -145,7 +145,7 @@ func TestSubmitIsIdempotent(t *testing.T) {
 		t.Fatalf("%d runs and %d pipelines, want 1 each", len(runs.Items), len(pipelines.Items))
 	}
 	run := runs.Items[0]
-	for k, want := range map[string]string{LabelTeam: "main", LabelPipeline: "app", LabelJob: "unit", LabelBuild: "7", "app.kubernetes.io/managed-by": "concourse-tekton"} {
+	for k, want := range map[string]string{translate.LabelTeam: "main", translate.LabelPipeline: "app", translate.LabelJob: "unit", translate.LabelBuild: "7", translate.LabelManagedBy: translate.ManagedBy} {
 		if run.Labels[k] != want {
 			t.Errorf("label %s = %q, want %q", k, run.Labels[k], want)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	tektoninformers "github.com/tektoncd/pipeline/pkg/client/informers/externalversions"
@@ -14,6 +13,8 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // Labels Tekton puts on the TaskRuns and pods of a PipelineRun.
@@ -25,12 +26,9 @@ const (
 // indexPipelineRun indexes TaskRuns and pods by "<namespace>/<PipelineRun>".
 const indexPipelineRun = "pipelineRun"
 
-// managedSelector selects what concourse-tekton created.
-const managedSelector = "app.kubernetes.io/managed-by=concourse-tekton"
-
 // buildSelector selects the objects of builds: Tekton copies a PipelineRun's labels to its
 // TaskRuns and pods (but sets its own managed-by on pods).
-const buildSelector = LabelBuild
+const buildSelector = translate.LabelBuild
 
 // watcher keeps one watch per kind (PipelineRuns, TaskRuns, pods) on the target's
 // namespace, for any number of builds, and wakes the followers of a build when one of its
@@ -169,6 +167,3 @@ func (w *watcher) observe(namespace, run string) (*v1.PipelineRun, []*v1.TaskRun
 	}
 	return pr, trs, byName, nil
 }
-
-// retryDelay is how long a log follower waits before it reconnects.
-var retryDelay = time.Second

@@ -2,14 +2,16 @@ package translate
 
 import "strings"
 
+// The labels on every object of a build (the full names are in annotations of the same
+// keys: a label value is cut and made label-safe, see LabelValue).
 const (
 	annotationPrefix = "concourse-ci.org/"
-	labelTeam        = annotationPrefix + "team"
-	labelPipeline    = annotationPrefix + "pipeline"
-	labelJob         = annotationPrefix + "job"
-	labelBuild       = annotationPrefix + "build"
-	labelManagedBy   = "app.kubernetes.io/managed-by"
-	managedBy        = "concourse-tekton"
+	LabelTeam        = annotationPrefix + "team"
+	LabelPipeline    = annotationPrefix + "pipeline"
+	LabelJob         = annotationPrefix + "job"
+	LabelBuild       = annotationPrefix + "build"
+	LabelManagedBy   = "app.kubernetes.io/managed-by"
+	ManagedBy        = "concourse-tekton"
 )
 
 // labelName makes a DNS-1123 label (at most 63 characters) of s: lowercase letters,

@@ -117,7 +117,7 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Task"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   "concourse-step-" + shortHash(string(buf)),
-			Labels: map[string]string{labelManagedBy: managedBy},
+			Labels: map[string]string{LabelManagedBy: ManagedBy},
 			Annotations: map[string]string{
 				annotationPrefix + "privileged": strconv.FormatBool(v.privileged),
 			},

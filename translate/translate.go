@@ -72,15 +72,15 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	}
 	name := dnsName(opts.Pipeline+"-"+opts.Job, 63)
 	labels := map[string]string{
-		labelTeam:      labelValue(opts.Team),
-		labelPipeline:  labelValue(opts.Pipeline),
-		labelJob:       labelValue(opts.Job),
-		labelManagedBy: managedBy,
+		LabelTeam:      labelValue(opts.Team),
+		LabelPipeline:  labelValue(opts.Pipeline),
+		LabelJob:       labelValue(opts.Job),
+		LabelManagedBy: ManagedBy,
 	}
 	annotations := map[string]string{
-		labelTeam:     opts.Team,
-		labelPipeline: opts.Pipeline,
-		labelJob:      opts.Job,
+		LabelTeam:     opts.Team,
+		LabelPipeline: opts.Pipeline,
+		LabelJob:      opts.Job,
 	}
 	pipeline := &v1.Pipeline{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Pipeline"},
@@ -98,7 +98,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		},
 	}
 
-	runLabels := withEntry(labels, labelBuild, labelValue(opts.Build))
+	runLabels := withEntry(labels, LabelBuild, labelValue(opts.Build))
 	size, err := resource.ParseQuantity(opts.BuildVolumeSize)
 	if err != nil {
 		return nil, fmt.Errorf("invalid build volume size %q: %w", opts.BuildVolumeSize, err)
@@ -120,7 +120,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        RunName(opts.Pipeline, opts.Job, opts.Build),
 			Labels:      runLabels,
-			Annotations: withEntry(annotations, labelBuild, opts.Build),
+			Annotations: withEntry(annotations, LabelBuild, opts.Build),
 		},
 		Spec: v1.PipelineRunSpec{
 			PipelineRef: &v1.PipelineRef{Name: name},
