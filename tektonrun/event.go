@@ -41,6 +41,9 @@ type Key struct {
 	Step string
 	Part Part
 	N    int
+	// Last marks a step's last event: a cursor past it knows the step has ended and is
+	// not mapped again. It is part of the key a consumer stores.
+	Last bool
 }
 
 // String renders a key as "<step>/<part>/<n>" ("build/..." for the build's own events).
@@ -60,10 +63,11 @@ type Cursor struct {
 }
 
 type stepCursor struct {
-	Wait int `json:"w,omitempty"`
-	Head int `json:"h,omitempty"`
-	Log  int `json:"l,omitempty"`
-	End  int `json:"e,omitempty"`
+	Wait int  `json:"w,omitempty"`
+	Head int  `json:"h,omitempty"`
+	Log  int  `json:"l,omitempty"`
+	End  int  `json:"e,omitempty"`
+	Done bool `json:"d,omitempty"`
 }
 
 func (c *stepCursor) count(p Part) *int {
@@ -113,7 +117,14 @@ func (c *Cursor) Advance(k Key) error {
 		return fmt.Errorf("event %s delivered before %d earlier ones of its part", k, k.N-*n)
 	}
 	*n++
+	s.Done = s.Done || k.Last
 	return nil
+}
+
+// ended tells whether the step's last event was delivered.
+func (c *Cursor) ended(step string) bool {
+	s := c.steps[step]
+	return s != nil && s.Done
 }
 
 // String encodes the cursor (JSON, keys sorted): store it, and Parse it back.

@@ -130,6 +130,9 @@ func (m *mapper) run() ([]Event, bool) {
 			obs := m.obs.Steps[pt.Name]
 			stepDone := false
 			switch {
+			case m.after.ended(pt.Name):
+				// Every event of the step was delivered: nothing to map again.
+				stepDone = true
 			case obs != nil && obs.TaskRun != nil:
 				var isVerdict bool
 				stepDone, isVerdict = m.step(pt.Name, obs)
@@ -312,7 +315,7 @@ func (m *mapper) end(name string, spec runspec.Spec, origin event.Origin, tr *v1
 		evs = []event.Event{finish(spec, origin, tr, outcome, at)}
 	}
 	for i, e := range evs {
-		m.emit(Key{Step: name, Part: PartEnd, N: i}, e)
+		m.emit(Key{Step: name, Part: PartEnd, N: i, Last: i == len(evs)-1}, e)
 	}
 }
 

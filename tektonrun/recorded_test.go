@@ -235,6 +235,16 @@ func TestCursorText(t *testing.T) {
 	if _, err := ParseCursor("{"); err == nil {
 		t.Errorf("a bad cursor was accepted")
 	}
+	if back.ended("a") {
+		t.Errorf("step a ended before its last event")
+	}
+	if err := back.Advance(Key{Step: "a", Part: PartEnd, Last: true}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := ParseCursor(back.String())
+	if err != nil || !again.ended("a") || again.ended("") {
+		t.Errorf("after a's last event, through %s: ended(a) = %v, ended(build) = %v (%v)", back.String(), again.ended("a"), again.ended(""), err)
+	}
 }
 
 // TestHeadWaitsForTheRunner: a step is shown started once its runner began (its install
