@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
@@ -101,7 +102,7 @@ func taskLog(t *testing.T, ns string, pr *pipelinev1.PipelineRun, task string) s
 		if err != nil {
 			t.Fatal(err)
 		}
-		logs, err := podLogs(ctx, ns, tr.Status.PodName, "step-run")
+		logs, err := podLogs(ctx, ns, tr.Status.PodName, runspec.StepContainer)
 		if err != nil {
 			t.Fatalf("logs of %s: %v", task, err)
 		}

@@ -77,7 +77,7 @@ func TestCacheVolumes(t *testing.T) {
 			"mkdir -p "+cache+" state/outcomes volumes/1/out work/1\n"+
 				"echo from build 1 > "+cache+"/file\n"+
 				"echo succeeded > state/outcomes/1\necho stale > state/aborted\necho artifact > volumes/1/out/f\n")},
-		Finally: []pipelinev1.PipelineTask{stepTask(buildvol.VerdictTask,
+		Finally: []pipelinev1.PipelineTask{stepTask(runspec.VerdictTask,
 			"printf failed > $(results.outcome.path)\n"+
 				"for e in * .[!.]*; do case $e in caches|lost+found|'.[!.]*') ;; *) rm -rf \"$e\" ;; esac; done\n"+
 				"exit 1\n",

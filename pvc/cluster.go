@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
@@ -129,11 +130,11 @@ func storageClass(ctx context.Context, kube kubernetes.Interface, name string) (
 // jobSelector selects the objects of next's job by its labels (CacheSource compares the
 // full names); it is nil for a claim of no job.
 func jobSelector(next *corev1.PersistentVolumeClaim) labels.Set {
-	if next.Labels[LabelJob] == "" {
+	if next.Labels[runspec.LabelJob] == "" {
 		return nil
 	}
 	set := labels.Set{}
-	for _, k := range []string{LabelTeam, LabelPipeline, LabelJob} {
+	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob} {
 		if v, ok := next.Labels[k]; ok {
 			set[k] = v
 		}
@@ -177,7 +178,7 @@ func list(ctx context.Context, kube kubernetes.Interface, tekton versioned.Inter
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("listing PipelineRuns: %w", err)
 	}
-	taskRuns, err := tekton.TektonV1().TaskRuns(namespace).List(ctx, metav1.ListOptions{LabelSelector: with(pipeline.PipelineTaskLabelKey, VerdictTask)})
+	taskRuns, err := tekton.TektonV1().TaskRuns(namespace).List(ctx, metav1.ListOptions{LabelSelector: with(pipeline.PipelineTaskLabelKey, runspec.VerdictTask)})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("listing verdict TaskRuns: %w", err)
 	}
@@ -198,7 +199,7 @@ func createOrGet(ctx context.Context, claims typedcorev1.PersistentVolumeClaimIn
 		return nil, fmt.Errorf("getting build volume %s: %w", claim.Name, err)
 	}
 	want, _ := jobOf(claim.ObjectMeta)
-	if j, ok := isBuildVolume(got); !ok || j != want || got.Labels[LabelBuild] != claim.Labels[LabelBuild] {
+	if j, ok := isBuildVolume(got); !ok || j != want || got.Labels[runspec.LabelBuild] != claim.Labels[runspec.LabelBuild] {
 		if got.DeletionTimestamp != nil {
 			return nil, fmt.Errorf("build volume %s is being deleted: try again once it is gone", claim.Name)
 		}
@@ -272,7 +273,7 @@ func Own(ctx context.Context, kube kubernetes.Interface, namespace, claim string
 // Collect deletes the namespace's build volumes that are Garbage now, and returns their
 // names. A volume made again under the same name meanwhile is left alone.
 func Collect(ctx context.Context, kube kubernetes.Interface, tekton versioned.Interface, namespace string) ([]string, error) {
-	anyJob, err := labels.NewRequirement(LabelJob, selection.Exists, nil)
+	anyJob, err := labels.NewRequirement(runspec.LabelJob, selection.Exists, nil)
 	if err != nil {
 		return nil, err
 	}

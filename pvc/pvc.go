@@ -17,19 +17,12 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
-	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // Labels and annotations of build volumes. Team, pipeline, job and build are those the
 // translator puts on a PipelineRun: as labels made label-safe, as annotations in full.
 const (
-	prefix         = "concourse-ci.org/"
-	LabelTeam      = translate.LabelTeam
-	LabelPipeline  = translate.LabelPipeline
-	LabelJob       = translate.LabelJob
-	LabelBuild     = translate.LabelBuild
-	LabelManagedBy = translate.LabelManagedBy
-	ManagedBy      = translate.ManagedBy
+	prefix = runspec.LabelPrefix
 	// LabelVolume says what a claim holds: VolumeBuild for a build volume.
 	LabelVolume = prefix + "volume"
 	VolumeBuild = "build"
@@ -42,13 +35,6 @@ const (
 	// volume, keeps the volume from being cloned: a marker written while the verdict
 	// cleans, or after it, would abort the next build at once.
 	AnnotationAborted = prefix + "aborted"
-)
-
-// Workspace is the PipelineRun workspace of the build volume, and VerdictTask the
-// PipelineTask whose outcome result is the build's (both named by the translator).
-const (
-	Workspace   = "build"
-	VerdictTask = "verdict"
 )
 
 // Grace is how long a volume younger than it is kept whatever it looks like: a claim
@@ -75,7 +61,7 @@ func ClaimName(run string) string {
 // workspace is the run's binding of the build volume, or nil.
 func workspace(run *v1.PipelineRun) *v1.WorkspaceBinding {
 	for i := range run.Spec.Workspaces {
-		if run.Spec.Workspaces[i].Name == Workspace {
+		if run.Spec.Workspaces[i].Name == runspec.Workspace {
 			return &run.Spec.Workspaces[i]
 		}
 	}
@@ -87,12 +73,12 @@ func workspace(run *v1.PipelineRun) *v1.WorkspaceBinding {
 func Request(run *v1.PipelineRun) (resource.Quantity, string, error) {
 	ws := workspace(run)
 	if ws == nil || ws.VolumeClaimTemplate == nil {
-		return resource.Quantity{}, "", fmt.Errorf("PipelineRun %s has no volumeClaimTemplate for its %q workspace", run.Name, Workspace)
+		return resource.Quantity{}, "", fmt.Errorf("PipelineRun %s has no volumeClaimTemplate for its %q workspace", run.Name, runspec.Workspace)
 	}
 	spec := ws.VolumeClaimTemplate.Spec
 	size, ok := spec.Resources.Requests[corev1.ResourceStorage]
 	if !ok {
-		return resource.Quantity{}, "", fmt.Errorf("the %q workspace of PipelineRun %s requests no storage size", Workspace, run.Name)
+		return resource.Quantity{}, "", fmt.Errorf("the %q workspace of PipelineRun %s requests no storage size", runspec.Workspace, run.Name)
 	}
 	return size, deref(spec.StorageClassName), nil
 }
@@ -116,9 +102,9 @@ func BuildClaim(run *v1.PipelineRun, size resource.Quantity, storageClass string
 			labels[k] = v
 		}
 	}
-	labels[LabelManagedBy] = ManagedBy
+	labels[runspec.LabelManagedBy] = runspec.ManagedBy
 	labels[LabelVolume] = VolumeBuild
-	for _, k := range []string{LabelTeam, LabelPipeline, LabelJob, LabelBuild} {
+	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild} {
 		if v, ok := run.Annotations[k]; ok {
 			annotations[k] = v
 		}
@@ -151,9 +137,9 @@ func BuildClaim(run *v1.PipelineRun, size resource.Quantity, storageClass string
 func BindBuildVolume(run *v1.PipelineRun, claim string) error {
 	ws := workspace(run)
 	if ws == nil {
-		return fmt.Errorf("PipelineRun %s has no %q workspace", run.Name, Workspace)
+		return fmt.Errorf("PipelineRun %s has no %q workspace", run.Name, runspec.Workspace)
 	}
-	*ws = v1.WorkspaceBinding{Name: Workspace, PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}
+	*ws = v1.WorkspaceBinding{Name: runspec.Workspace, PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}
 	return nil
 }
 
@@ -180,7 +166,7 @@ func jobOf(m metav1.ObjectMeta) (job, bool) {
 		}
 		return m.Labels[k]
 	}
-	j := job{team: value(LabelTeam), pipeline: value(LabelPipeline), name: value(LabelJob)}
+	j := job{team: value(runspec.LabelTeam), pipeline: value(runspec.LabelPipeline), name: value(runspec.LabelJob)}
 	return j, j.name != ""
 }
 
@@ -204,7 +190,7 @@ func index(runs []v1.PipelineRun, taskRuns []v1.TaskRun) builds {
 	}
 	for i := range taskRuns {
 		tr := &taskRuns[i]
-		if tr.Labels[pipeline.PipelineTaskLabelKey] == VerdictTask {
+		if tr.Labels[pipeline.PipelineTaskLabelKey] == runspec.VerdictTask {
 			b.verdicts[tr.Labels[pipeline.PipelineRunLabelKey]] = tr
 		}
 	}
@@ -232,7 +218,7 @@ func ownedBy(refs []metav1.OwnerReference, run *v1.PipelineRun) bool {
 
 // isBuildVolume says whether c is a build volume this package made, and whose.
 func isBuildVolume(c *corev1.PersistentVolumeClaim) (job, bool) {
-	if c.Labels[LabelVolume] != VolumeBuild || c.Labels[LabelManagedBy] != ManagedBy || c.DeletionTimestamp != nil {
+	if c.Labels[LabelVolume] != VolumeBuild || c.Labels[runspec.LabelManagedBy] != runspec.ManagedBy || c.DeletionTimestamp != nil {
 		return job{}, false
 	}
 	return jobOf(c.ObjectMeta)
@@ -278,9 +264,9 @@ func clean(verdict *v1.TaskRun) (time.Time, bool) {
 	var outcome bool
 	for _, r := range verdict.Status.Results {
 		switch r.Name {
-		case "outcome":
+		case runspec.ResultOutcome:
 			_, outcome = runspec.ParseOutcome(r.Value.StringVal)
-		case "error":
+		case runspec.ResultError:
 			return time.Time{}, false
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -72,8 +73,8 @@ func TestRequest(t *testing.T) {
 
 func TestBuildClaim(t *testing.T) {
 	labels := map[string]string{
-		LabelManagedBy: ManagedBy, LabelVolume: VolumeBuild,
-		LabelTeam: "main", LabelPipeline: "app", LabelJob: "unit", LabelBuild: "7",
+		runspec.LabelManagedBy: runspec.ManagedBy, LabelVolume: VolumeBuild,
+		runspec.LabelTeam: "main", runspec.LabelPipeline: "app", runspec.LabelJob: "unit", runspec.LabelBuild: "7",
 	}
 	claim := func(class *string, annotations map[string]string, source *corev1.TypedLocalObjectReference) *corev1.PersistentVolumeClaim {
 		return &corev1.PersistentVolumeClaim{
@@ -88,7 +89,7 @@ func TestBuildClaim(t *testing.T) {
 		}
 	}
 	fast := "fast"
-	names := map[string]string{LabelTeam: "main", LabelPipeline: "app", LabelJob: "unit", LabelBuild: "7"}
+	names := map[string]string{runspec.LabelTeam: "main", runspec.LabelPipeline: "app", runspec.LabelJob: "unit", runspec.LabelBuild: "7"}
 	cloned := map[string]string{AnnotationClonedFrom: "app-unit-6-build"}
 	for k, v := range names {
 		cloned[k] = v
@@ -165,7 +166,7 @@ func (b build) run() string { return "app-" + b.job + "-" + b.n }
 
 func (b build) objects() (corev1.PersistentVolumeClaim, []v1.PipelineRun, []v1.TaskRun) {
 	uid := types.UID("uid-" + b.run())
-	labels := map[string]string{LabelManagedBy: ManagedBy, LabelTeam: "main", LabelPipeline: "app", LabelJob: b.job, LabelBuild: b.n}
+	labels := map[string]string{runspec.LabelManagedBy: runspec.ManagedBy, runspec.LabelTeam: "main", runspec.LabelPipeline: "app", runspec.LabelJob: b.job, runspec.LabelBuild: b.n}
 	claim := BuildClaim(&v1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: b.run(), Labels: labels}}, resource.MustParse("1Gi"), stdcmp.Or(b.class, "fast"), b.from)
 	claim.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(b.age) * time.Minute))
 	claim.UID = "claim-" + uid
@@ -282,8 +283,8 @@ func TestCacheSourceComparesFullNames(t *testing.T) {
 	claims, runs, taskRuns := world([]build{{job: "a_b", n: "1", outcome: "succeeded"}})
 	next, _, _ := build{job: "a_b", n: "2"}.objects()
 	// The translator labels jobs "a b" and "a_b" alike; the annotations tell them apart.
-	next.Annotations = map[string]string{LabelTeam: "main", LabelPipeline: "app", LabelJob: "a b"}
-	claims[0].Annotations = map[string]string{LabelTeam: "main", LabelPipeline: "app", LabelJob: "a_b"}
+	next.Annotations = map[string]string{runspec.LabelTeam: "main", runspec.LabelPipeline: "app", runspec.LabelJob: "a b"}
+	claims[0].Annotations = map[string]string{runspec.LabelTeam: "main", runspec.LabelPipeline: "app", runspec.LabelJob: "a_b"}
 	if got, ok := CacheSource(claims, runs, taskRuns, &next); ok {
 		t.Errorf("job %q cloned job %q's volume %s", "a b", "a_b", got)
 	}

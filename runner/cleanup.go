@@ -26,7 +26,7 @@ func (s *step) leaveCaches() {
 	if s.spec.Build.JobName == "" || s.failure != "" {
 		return
 	}
-	if err := s.writeResult("error", []byte(notCleaned)); err != nil {
+	if err := s.writeResult(runspec.ResultError, []byte(notCleaned)); err != nil {
 		s.logf("%v", err)
 		s.fail(errors.New(notCleaned))
 		return
@@ -36,7 +36,7 @@ func (s *step) leaveCaches() {
 		s.fail(fmt.Errorf("%s: %w", notCleaned, err))
 		return
 	}
-	if err := os.Remove(filepath.Join(s.paths.Results, "error")); err != nil {
+	if err := os.Remove(filepath.Join(s.paths.Results, runspec.ResultError)); err != nil {
 		s.logf("%v", err)
 		s.fail(errors.New(notCleaned))
 	}

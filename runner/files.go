@@ -253,11 +253,11 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 	if err := s.state.WriteConfig(r.TaskPlanID, encoded); err != nil {
 		return false, err
 	}
-	if err := s.writeResult("image", []byte(image)); err != nil {
+	if err := s.writeResult(runspec.ResultImage, []byte(image)); err != nil {
 		return false, err
 	}
 	if len(encoded) <= maxConfigResult {
-		if err := s.writeResult("config", encoded); err != nil {
+		if err := s.writeResult(runspec.ResultConfig, encoded); err != nil {
 			return false, err
 		}
 	}

@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	mode := runspec.Mode(args[0])
 	fs := flag.NewFlagSet("concourse-runner "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	specJSON := fs.String("spec", "", "the step's runspec.Spec as JSON")
+	specJSON := fs.String(runspec.ParamSpec, "", "the step's runspec.Spec as JSON")
 	volume := fs.String("volume", runspec.DefaultVolume, "abort: where the build volume is mounted")
 	opts := options{clock: systemClock{}}
 	fs.StringVar(&opts.tmpBuild, "x-tmp-build", defaultTmpBuild, "hidden: Concourse's /tmp/build, for tests")

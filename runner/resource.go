@@ -164,7 +164,7 @@ func (s *step) publish(r state.Result) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(s.writeResult("version", version), s.writeResult("metadata", metadata))
+	return errors.Join(s.writeResult(runspec.ResultVersion, version), s.writeResult(runspec.ResultMetadata, metadata))
 }
 
 func resultsWithin(r state.Result, budget int) (version, metadata []byte, err error) {
@@ -270,7 +270,7 @@ func runGet(ctx context.Context, s *step) (bool, error) {
 	}
 	if ref := imageRef(g.Type, source, vr.Version); ref != "" {
 		// A task's `image:` naming this artifact runs this image, pulled from its registry.
-		if err := s.writeResult("image", []byte(ref)); err != nil {
+		if err := s.writeResult(runspec.ResultImage, []byte(ref)); err != nil {
 			return false, err
 		}
 	}

@@ -178,10 +178,10 @@ func (s *step) writeEnd() error {
 		if len(msg) > maxErrorResult {
 			msg = strings.ToValidUTF8(msg[:maxErrorResult-3], "") + "..."
 		}
-		errs = append(errs, s.writeResult("error", []byte(msg)))
+		errs = append(errs, s.writeResult(runspec.ResultError, []byte(msg)))
 	}
 	if s.exitStatus != nil {
-		errs = append(errs, s.writeResult("exit-status", []byte(strconv.Itoa(*s.exitStatus))))
+		errs = append(errs, s.writeResult(runspec.ResultExitStatus, []byte(strconv.Itoa(*s.exitStatus))))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("recording the end of the step: %w", err)
@@ -318,7 +318,7 @@ func (s *step) watch(ctx context.Context, cancel context.CancelCauseFunc, g guar
 func (s *step) record(o runspec.Outcome) error {
 	var errs []error
 	errs = append(errs, s.state.WriteOutcome(s.spec.PlanID, o))
-	errs = append(errs, s.writeResult("outcome", []byte(o)))
+	errs = append(errs, s.writeResult(runspec.ResultOutcome, []byte(o)))
 	// Any leaf may be the last of its child (a hook that succeeded ends a failed child).
 	for _, l := range s.spec.Context {
 		if l.Kind != runspec.LayerFailFast {

@@ -49,9 +49,6 @@ func (e *spdyExecer) Exec(ctx context.Context, namespace, pod, container string,
 	return out.String(), err
 }
 
-// runnerPath is where translate's Tasks install the runner in every step container.
-const runnerPath = "/concourse-runner/concourse-runner"
-
 // Abort aborts a running build the way Concourse does: running steps are interrupted, their
 // on_abort and ensure hooks still run, and the build ends aborted. It writes the runner's
 // abort marker on the build's volume, from inside a running step container of the build
@@ -104,7 +101,7 @@ func (c *Client) writeAbortMarker(ctx context.Context, pr *v1.PipelineRun) (bool
 			if !stepRunning(&p) {
 				continue
 			}
-			out, err := c.exec.Exec(ctx, ns, p.Name, stepContainer, []string{runnerPath, string(runspec.ModeAbort), "--volume=" + runspec.DefaultVolume})
+			out, err := c.exec.Exec(ctx, ns, p.Name, runspec.StepContainer, []string{runspec.RunnerPath, string(runspec.ModeAbort), "--volume=" + runspec.DefaultVolume})
 			if err == nil {
 				return true, nil
 			}
@@ -125,7 +122,7 @@ func (c *Client) writeAbortMarker(ctx context.Context, pr *v1.PipelineRun) (bool
 
 func stepRunning(p *corev1.Pod) bool {
 	for _, s := range p.Status.ContainerStatuses {
-		if s.Name == stepContainer && s.State.Running != nil {
+		if s.Name == runspec.StepContainer && s.State.Running != nil {
 			return true
 		}
 	}
@@ -135,7 +132,7 @@ func stepRunning(p *corev1.Pod) bool {
 // buildClaim finds the PVC of the build's volume.
 func (c *Client) buildClaim(ctx context.Context, pr *v1.PipelineRun) (string, error) {
 	for _, w := range pr.Spec.Workspaces {
-		if w.Name == "build" && w.PersistentVolumeClaim != nil {
+		if w.Name == runspec.Workspace && w.PersistentVolumeClaim != nil {
 			return w.PersistentVolumeClaim.ClaimName, nil
 		}
 	}
@@ -163,7 +160,7 @@ func (c *Client) abortPod(ctx context.Context, pr *v1.PipelineRun, claim string)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   truncateName(pr.Name, "-abort"),
-			Labels: map[string]string{translate.LabelManagedBy: translate.ManagedBy, translate.LabelBuild: pr.Labels[translate.LabelBuild]},
+			Labels: map[string]string{runspec.LabelManagedBy: runspec.ManagedBy, runspec.LabelBuild: pr.Labels[runspec.LabelBuild]},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "tekton.dev/v1", Kind: "PipelineRun", Name: pr.Name, UID: pr.UID,
 			}},
@@ -174,12 +171,12 @@ func (c *Client) abortPod(ctx context.Context, pr *v1.PipelineRun, claim string)
 			Containers: []corev1.Container{{
 				Name:         "abort",
 				Image:        image,
-				Command:      []string{translate.RunnerBinary, string(runspec.ModeAbort), "--volume=" + runspec.DefaultVolume},
-				VolumeMounts: []corev1.VolumeMount{{Name: "build", MountPath: runspec.DefaultVolume}},
+				Command:      []string{runspec.RunnerBinary, string(runspec.ModeAbort), "--volume=" + runspec.DefaultVolume},
+				VolumeMounts: []corev1.VolumeMount{{Name: runspec.Workspace, MountPath: runspec.DefaultVolume}},
 				// The state directory belongs to whichever user the steps ran as.
 				SecurityContext: &corev1.SecurityContext{RunAsUser: &root},
 			}},
-			Volumes: []corev1.Volume{{Name: "build", VolumeSource: corev1.VolumeSource{
+			Volumes: []corev1.Volume{{Name: runspec.Workspace, VolumeSource: corev1.VolumeSource{
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
 		},
 	}

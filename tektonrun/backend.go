@@ -182,7 +182,7 @@ func (c *Client) checkedVersion(ctx context.Context, run string) (concourse.Vers
 		tr := &trs.Items[i]
 		if s, ok := decodeSpec(tr); ok && s.Mode == runspec.ModeCheck {
 			var v concourse.Version
-			if json.Unmarshal([]byte(result(tr, "version")), &v) == nil && v != nil {
+			if json.Unmarshal([]byte(result(tr, runspec.ResultVersion)), &v) == nil && v != nil {
 				return v, nil
 			}
 		}

@@ -145,7 +145,7 @@ func synthMeta(m metav1.ObjectMeta, name, run, step string) metav1.ObjectMeta {
 func setPlanID(tb testing.TB, tr *v1.TaskRun, id string) {
 	tb.Helper()
 	for i, p := range tr.Spec.Params {
-		if p.Name != specParam {
+		if p.Name != runspec.ParamSpec {
 			continue
 		}
 		s, err := runspec.Decode(p.Value.StringVal)
@@ -192,7 +192,7 @@ func (b *synthBuild) runningTaskRun(step string) *v1.TaskRun {
 	tr.Status.CompletionTime, tr.Status.Results = nil, nil
 	tr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown, Reason: "Running"}}
 	for i, s := range tr.Status.Steps {
-		if s.Container == stepContainer {
+		if s.Container == runspec.StepContainer {
 			tr.Status.Steps[i].ContainerState = runningContainer(s.ContainerState)
 		}
 	}
@@ -204,7 +204,7 @@ func (b *synthBuild) runningPod(step string) *corev1.Pod {
 	pod := b.pods[step].DeepCopy()
 	pod.Status.Phase = corev1.PodRunning
 	for i, s := range pod.Status.ContainerStatuses {
-		if s.Name == stepContainer {
+		if s.Name == runspec.StepContainer {
 			pod.Status.ContainerStatuses[i].State = runningContainer(s.State)
 		}
 	}

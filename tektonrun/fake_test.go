@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
@@ -216,7 +217,7 @@ func (l *memLogs) end(pod string) {
 func (l *memLogs) Open(ctx context.Context, namespace, pod, container string, follow bool, since *metav1.Time) (io.ReadCloser, error) {
 	l.opens.Add(1)
 	m := l.get(pod)
-	if m == nil || container != stepContainer {
+	if m == nil || container != runspec.StepContainer {
 		return nil, apierrors.NewNotFound(corev1.Resource("pods/log"), pod)
 	}
 	var b strings.Builder

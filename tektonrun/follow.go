@@ -12,6 +12,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // Client runs builds on one target and follows their events. One Client keeps one watch
@@ -162,7 +163,7 @@ func podPhase(w *watcher, namespace, name string) func() containerPhase {
 			return containerGone
 		}
 		for _, s := range pod.Status.ContainerStatuses {
-			if s.Name == stepContainer && s.State.Terminated != nil {
+			if s.Name == runspec.StepContainer && s.State.Terminated != nil {
 				return containerEnded
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -96,7 +97,7 @@ func (f *logFollower) run(ctx context.Context, src LogSource, namespace, pod str
 			t := metav1.NewTime(f.last.Truncate(time.Second))
 			since = &t
 		}
-		rc, err := src.Open(ctx, namespace, pod, stepContainer, p == containerRunning, since)
+		rc, err := src.Open(ctx, namespace, pod, runspec.StepContainer, p == containerRunning, since)
 		if err == nil {
 			err = f.read(rc)
 			rc.Close()

@@ -62,13 +62,6 @@ type LogLine struct {
 	Text string
 }
 
-// The step container of every Task translate emits, and the runner's step in it.
-const (
-	stepContainer = "step-run"
-	stepName      = "run"
-	specParam     = "spec"
-)
-
 // Map computes the build's events that after does not cover, in Concourse's order: each
 // step's events in order (head, log lines, end), a step only once every step it runs after
 // has ended, and the final status last. final tells the build has ended and every event
@@ -188,7 +181,7 @@ func finalStatus(run *v1.PipelineRun, verdict *v1.TaskRun) (event.BuildStatus, i
 		at = run.Status.CompletionTime.Unix()
 	}
 	if verdict != nil {
-		switch o, _ := runspec.ParseOutcome(result(verdict, "outcome")); o {
+		switch o, _ := runspec.ParseOutcome(result(verdict, runspec.ResultOutcome)); o {
 		case runspec.Succeeded, runspec.Failed, runspec.Errored, runspec.Aborted:
 			return event.BuildStatus(o), at
 		}
@@ -208,7 +201,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		// Not a step of ours (someone edited the Pipeline): nothing to say.
 		return trDone, false
 	}
-	outcome, _ := runspec.ParseOutcome(result(tr, "outcome"))
+	outcome, _ := runspec.ParseOutcome(result(tr, runspec.ResultOutcome))
 	switch {
 	case spec.Mode == runspec.ModeJoin || spec.Mode == runspec.ModeVerdict:
 		return trDone, spec.Mode == runspec.ModeVerdict
@@ -295,7 +288,7 @@ func (m *mapper) end(name string, spec runspec.Spec, origin event.Origin, tr *v1
 		at = tr.Status.StartTime.Unix()
 	}
 	var evs []event.Event
-	failure := result(tr, "error")
+	failure := result(tr, runspec.ResultError)
 	switch {
 	case outcome == "":
 		d := diagnose(tr, pod)
@@ -325,13 +318,13 @@ func finish(spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, outcome runs
 	if !ok {
 		status = 1
 	}
-	if s, err := strconv.Atoi(result(tr, "exit-status")); err == nil {
+	if s, err := strconv.Atoi(result(tr, runspec.ResultExitStatus)); err == nil {
 		status = s
 	}
 	var version concourse.Version
 	var metadata concourse.Metadata
-	_ = json.Unmarshal([]byte(result(tr, "version")), &version)
-	_ = json.Unmarshal([]byte(result(tr, "metadata")), &metadata)
+	_ = json.Unmarshal([]byte(result(tr, runspec.ResultVersion)), &version)
+	_ = json.Unmarshal([]byte(result(tr, runspec.ResultMetadata)), &metadata)
 	switch spec.Mode {
 	case runspec.ModeTask:
 		return event.FinishTask{Time: at, ExitStatus: event.ExitStatus(status), Origin: origin}
@@ -374,7 +367,7 @@ func (m *mapper) resolvedConfig(taskPlanID string) string {
 			continue
 		}
 		if s, ok := decodeSpec(o.TaskRun); ok && s.Mode == runspec.ModeResolve && s.Resolve != nil && s.Resolve.TaskPlanID == taskPlanID {
-			return result(o.TaskRun, "config")
+			return result(o.TaskRun, runspec.ResultConfig)
 		}
 	}
 	return ""
@@ -390,7 +383,7 @@ func (c *Cursor) next(step string, p Part) int {
 
 func decodeSpec(tr *v1.TaskRun) (runspec.Spec, bool) {
 	for _, p := range tr.Spec.Params {
-		if p.Name == specParam {
+		if p.Name == runspec.ParamSpec {
 			s, err := runspec.Decode(p.Value.StringVal)
 			return s, err == nil
 		}
@@ -415,7 +408,7 @@ func isDone(c *apis.Condition) bool {
 // the pod, else from the pod.
 func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
 	for _, s := range tr.Status.Steps {
-		if s.Name == stepName || s.Container == stepContainer {
+		if s.Name == runspec.StepRun || s.Container == runspec.StepContainer {
 			if s.Running != nil || s.Terminated != nil {
 				return s.ContainerState
 			}
@@ -423,7 +416,7 @@ func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
 	}
 	if pod != nil {
 		for _, s := range pod.Status.ContainerStatuses {
-			if s.Name == stepContainer {
+			if s.Name == runspec.StepContainer {
 				return s.State
 			}
 		}
@@ -434,16 +427,13 @@ func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
 // startTime is when the step began: the TaskRun's start, which never changes (a
 // container's start differs between its running and terminated states in Tekton's
 // status, and a mapping must not depend on which one a process saw).
-// installStep is the step before the runner's in every Task translate emits.
-const (
-	installStep      = "install-runner"
-	installContainer = "step-install-runner"
-)
+// installContainer is the container of the step before the runner's.
+const installContainer = "step-" + runspec.StepInstall
 
 // installed tells when the step's runner was installed, if it was: its step can begin.
 func installed(tr *v1.TaskRun, pod *corev1.Pod) (time.Time, bool) {
 	for _, s := range tr.Status.Steps {
-		if (s.Name == installStep || s.Container == installContainer) && s.Terminated != nil {
+		if (s.Name == runspec.StepInstall || s.Container == installContainer) && s.Terminated != nil {
 			return s.Terminated.FinishedAt.Time, true
 		}
 	}

@@ -262,7 +262,7 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 	}
 	installing := tr.DeepCopy()
 	for i := range tr.Status.Steps {
-		if tr.Status.Steps[i].Name == installStep {
+		if tr.Status.Steps[i].Name == runspec.StepInstall {
 			tr.Status.Steps[i].ContainerState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 				ContainerID: "containerd://x", StartedAt: started, FinishedAt: started}}
 		}
@@ -275,7 +275,7 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range failFast.Spec.Params {
-		if failFast.Spec.Params[i].Name == specParam {
+		if failFast.Spec.Params[i].Name == runspec.ParamSpec {
 			failFast.Spec.Params[i].Value.StringVal = string(raw)
 		}
 	}

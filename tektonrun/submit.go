@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/concourse-tekton/concourse-tekton/pvc"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -174,9 +175,9 @@ func (c *Client) checkCredentials(ctx context.Context, creds []translate.Credent
 // NextBuild is the number of a job's next build: one more than the highest it has.
 func (c *Client) NextBuild(ctx context.Context, team, pipeline, job string) (int, error) {
 	sel := labels.SelectorFromSet(labels.Set{
-		translate.LabelTeam:     translate.LabelValue(team),
-		translate.LabelPipeline: translate.LabelValue(pipeline),
-		translate.LabelJob:      translate.LabelValue(job),
+		runspec.LabelTeam:     runspec.LabelValue(team),
+		runspec.LabelPipeline: runspec.LabelValue(pipeline),
+		runspec.LabelJob:      runspec.LabelValue(job),
 	})
 	list, err := c.target.Tekton.TektonV1().PipelineRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
@@ -184,10 +185,10 @@ func (c *Client) NextBuild(ctx context.Context, team, pipeline, job string) (int
 	}
 	highest := 0
 	for _, r := range list.Items {
-		if r.Annotations[translate.LabelPipeline] != pipeline || r.Annotations[translate.LabelJob] != job || r.Annotations[translate.LabelTeam] != team {
+		if r.Annotations[runspec.LabelPipeline] != pipeline || r.Annotations[runspec.LabelJob] != job || r.Annotations[runspec.LabelTeam] != team {
 			continue
 		}
-		if n, err := strconv.Atoi(r.Annotations[translate.LabelBuild]); err == nil && n > highest {
+		if n, err := strconv.Atoi(r.Annotations[runspec.LabelBuild]); err == nil && n > highest {
 			highest = n
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -145,7 +146,7 @@ func TestSubmitIsIdempotent(t *testing.T) {
 		t.Fatalf("%d runs and %d pipelines, want 1 each", len(runs.Items), len(pipelines.Items))
 	}
 	run := runs.Items[0]
-	for k, want := range map[string]string{translate.LabelTeam: "main", translate.LabelPipeline: "app", translate.LabelJob: "unit", translate.LabelBuild: "7", translate.LabelManagedBy: translate.ManagedBy} {
+	for k, want := range map[string]string{runspec.LabelTeam: "main", runspec.LabelPipeline: "app", runspec.LabelJob: "unit", runspec.LabelBuild: "7", runspec.LabelManagedBy: runspec.ManagedBy} {
 		if run.Labels[k] != want {
 			t.Errorf("label %s = %q, want %q", k, run.Labels[k], want)
 		}

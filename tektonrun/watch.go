@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	tektoninformers "github.com/tektoncd/pipeline/pkg/client/informers/externalversions"
 	tektonlisters "github.com/tektoncd/pipeline/pkg/client/listers/pipeline/v1"
@@ -13,8 +14,6 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // Labels Tekton puts on the TaskRuns and pods of a PipelineRun.
@@ -28,7 +27,7 @@ const indexPipelineRun = "pipelineRun"
 
 // buildSelector selects the objects of builds: Tekton copies a PipelineRun's labels to its
 // TaskRuns and pods (but sets its own managed-by on pods).
-const buildSelector = translate.LabelBuild
+const buildSelector = runspec.LabelBuild
 
 // watcher keeps one watch per kind (PipelineRuns, TaskRuns, pods) on the target's
 // namespace, for any number of builds, and wakes the followers of a build when one of its

@@ -125,7 +125,7 @@ func (c *compiler) joinFor(h *handle) string {
 	}
 	spec := c.spec(runspec.ModeJoin, concourse.PlanID(h.tree.ID), h.name, scope{})
 	spec.Join = &runspec.Join{Tree: h.tree}
-	h.join = c.runnerTask("join-"+h.name, h.tree.ID, spec, h.entry.and(cond{after: h.tasks}))
+	h.join = c.runnerTask("join-"+h.name, spec, h.entry.and(cond{after: h.tasks}))
 	return h.join
 }
 
@@ -133,8 +133,6 @@ type compiler struct {
 	opts  Options
 	tasks []v1.PipelineTask
 	names map[string]bool
-	// planIDs maps PipelineTask names to the plan IDs they run, for the backend's events.
-	planIDs map[string]string
 	// taskDefs are the shared Task definitions, by name.
 	taskDefs map[string]*v1.Task
 	// runSpecs are per-PipelineTask pod settings (node selectors for tags).
@@ -811,16 +809,14 @@ func (c *compiler) leaf(id concourse.PlanID, kind, step string, spec runspec.Spe
 	name := c.taskName(kind + "-" + step)
 	variant.secrets = c.secretsOf(spec)
 	c.tasks = append(c.tasks, c.pipelineTask(name, image, variant, &spec, e))
-	c.planIDs[name] = string(id)
 	c.nodeSelector(name, tags)
 	return &handle{tree: runspec.Node{ID: string(id), Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kind+"-"), entry: e, tasks: []string{name}, leaf: name}
 }
 
 // runnerTask adds a PipelineTask that runs the runner in its own image (joins, verdicts).
-func (c *compiler) runnerTask(base string, id string, spec runspec.Spec, e cond) string {
+func (c *compiler) runnerTask(base string, spec runspec.Spec, e cond) string {
 	name := c.taskName(base)
 	c.tasks = append(c.tasks, c.pipelineTask(name, c.opts.RunnerImage, taskVariant{}, &spec, e))
-	c.planIDs[name] = id
 	return name
 }
 
@@ -830,8 +826,8 @@ func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *r
 	return v1.PipelineTask{
 		Name:       name,
 		TaskRef:    &v1.TaskRef{Name: c.stepTask(variant)},
-		Params:     v1.Params{{Name: "image", Value: *v1.NewStructuredValues(image)}},
-		Workspaces: []v1.WorkspacePipelineTaskBinding{{Name: "build", Workspace: "build"}},
+		Params:     v1.Params{{Name: runspec.ParamImage, Value: *v1.NewStructuredValues(image)}},
+		Workspaces: []v1.WorkspacePipelineTaskBinding{{Name: runspec.Workspace, Workspace: runspec.Workspace}},
 		When:       e.when,
 		RunAfter:   e.after,
 		OnError:    v1.PipelineTaskContinue,
@@ -851,8 +847,8 @@ func (c *compiler) finish(tasks []v1.PipelineTask) {
 		// know, such as a script's $(pwd). In JSON strings, \u0028 is '(' to the runner.
 		encoded = strings.ReplaceAll(encoded, "$(", `$\u0028`)
 		tasks[i].Params = append(tasks[i].Params,
-			v1.Param{Name: "mode", Value: *v1.NewStructuredValues(string(spec.Mode))},
-			v1.Param{Name: "spec", Value: *v1.NewStructuredValues(encoded)})
+			v1.Param{Name: runspec.ParamMode, Value: *v1.NewStructuredValues(string(spec.Mode))},
+			v1.Param{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(encoded)})
 	}
 }
 

@@ -43,9 +43,6 @@ type Options struct {
 // DefaultRunnerImage is the step runner image of this version of the project.
 const DefaultRunnerImage = "ghcr.io/concourse-tekton/runner:dev"
 
-// RunnerBinary is where the runner image keeps the runner.
-const RunnerBinary = "/ko-app/concourse-runner"
-
 // DefaultResourceImages are the images of Concourse's base resource types.
 var DefaultResourceImages = map[string]string{
 	"bosh-io-release":    "concourse/bosh-io-release-resource",

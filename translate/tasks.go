@@ -1,8 +1,6 @@
 package translate
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"sort"
 	"strconv"
@@ -27,12 +25,6 @@ type taskVariant struct {
 	secrets []secretMount
 }
 
-const (
-	runnerDir   = "/concourse-runner"
-	runnerPath  = runnerDir + "/concourse-runner"
-	volumeMount = runspec.DefaultVolume
-)
-
 // stepTask returns the name of the Task for a variant, defining it on first use. Names are
 // content hashes, so the same Task is the same object in every pipeline.
 func (c *compiler) stepTask(v taskVariant) string {
@@ -43,23 +35,23 @@ func (c *compiler) stepTask(v taskVariant) string {
 
 func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	// Every Concourse container has an empty /scratch.
-	mounts := []corev1.VolumeMount{{Name: "runner", MountPath: runnerDir}, {Name: "scratch", MountPath: "/scratch"}}
+	mounts := []corev1.VolumeMount{{Name: "runner", MountPath: runspec.RunnerDir}, {Name: "scratch", MountPath: "/scratch"}}
 	volumes := []corev1.Volume{
 		{Name: "runner", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	for _, s := range v.secrets {
-		name := "cred-" + shortHash(s.secret+"\x00"+s.path)
+		name := "cred-" + runspec.ShortHash(s.secret+"\x00"+s.path)
 		optional := true
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: s.secret, Optional: &optional}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: s.path, ReadOnly: true})
 	}
 	run := v1.Step{
-		Name:         "run",
-		Image:        "$(params.image)",
-		Command:      []string{runnerPath},
-		Args:         []string{"$(params.mode)", "--spec=$(params.spec)"},
+		Name:         runspec.StepRun,
+		Image:        "$(params." + runspec.ParamImage + ")",
+		Command:      []string{runspec.RunnerPath},
+		Args:         []string{"$(params." + runspec.ParamMode + ")", "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")"},
 		VolumeMounts: mounts,
 	}
 	if v.privileged || v.asRoot {
@@ -86,28 +78,28 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	spec := v1.TaskSpec{
 		Description: "One Concourse step, run by the concourse-tekton step runner.",
 		Params: v1.ParamSpecs{
-			{Name: "image", Type: v1.ParamTypeString, Description: "the step's image"},
-			{Name: "mode", Type: v1.ParamTypeString, Description: "the runner's mode"},
-			{Name: "spec", Type: v1.ParamTypeString, Description: "the runner's spec (JSON)"},
+			{Name: runspec.ParamImage, Type: v1.ParamTypeString, Description: "the step's image"},
+			{Name: runspec.ParamMode, Type: v1.ParamTypeString, Description: "the runner's mode"},
+			{Name: runspec.ParamSpec, Type: v1.ParamTypeString, Description: "the runner's spec (JSON)"},
 		},
 		Results: []v1.TaskResult{
-			{Name: "outcome", Type: v1.ResultsTypeString, Description: "succeeded, failed, errored, aborted or never-ran"},
-			{Name: "version", Type: v1.ResultsTypeString, Description: "the version a get, put or check produced (JSON)"},
-			{Name: "metadata", Type: v1.ResultsTypeString, Description: "the metadata a get or put produced (JSON)"},
-			{Name: "image", Type: v1.ResultsTypeString, Description: "the image a resolve step found for its task"},
-			{Name: "config", Type: v1.ResultsTypeString, Description: "the task config a resolve step read (JSON), when it is small"},
-			{Name: "exit-status", Type: v1.ResultsTypeString, Description: "the exit status of the step's process"},
-			{Name: "error", Type: v1.ResultsTypeString, Description: "why the step did not finish: interrupted, timeout exceeded or a message"},
+			{Name: runspec.ResultOutcome, Type: v1.ResultsTypeString, Description: "succeeded, failed, errored, aborted or never-ran"},
+			{Name: runspec.ResultVersion, Type: v1.ResultsTypeString, Description: "the version a get, put or check produced (JSON)"},
+			{Name: runspec.ResultMetadata, Type: v1.ResultsTypeString, Description: "the metadata a get or put produced (JSON)"},
+			{Name: runspec.ResultImage, Type: v1.ResultsTypeString, Description: "the image a resolve step found for its task"},
+			{Name: runspec.ResultConfig, Type: v1.ResultsTypeString, Description: "the task config a resolve step read (JSON), when it is small"},
+			{Name: runspec.ResultExitStatus, Type: v1.ResultsTypeString, Description: "the exit status of the step's process"},
+			{Name: runspec.ResultError, Type: v1.ResultsTypeString, Description: "why the step did not finish: interrupted, timeout exceeded or a message"},
 		},
-		Workspaces: []v1.WorkspaceDeclaration{{Name: "build", MountPath: volumeMount, Description: "the build's volume"}},
+		Workspaces: []v1.WorkspaceDeclaration{{Name: runspec.Workspace, MountPath: runspec.DefaultVolume, Description: "the build's volume"}},
 		Volumes:    volumes,
 		Steps: []v1.Step{
 			{
-				Name:         "install-runner",
+				Name:         runspec.StepInstall,
 				Image:        runnerImage,
-				Command:      []string{RunnerBinary},
-				Args:         []string{"install", runnerPath},
-				VolumeMounts: []corev1.VolumeMount{{Name: "runner", MountPath: runnerDir}},
+				Command:      []string{runspec.RunnerBinary},
+				Args:         []string{"install", runspec.RunnerPath},
+				VolumeMounts: []corev1.VolumeMount{{Name: "runner", MountPath: runspec.RunnerDir}},
 			},
 			run,
 		},
@@ -116,19 +108,14 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	return &v1.Task{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Task"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   "concourse-step-" + shortHash(string(buf)),
-			Labels: map[string]string{LabelManagedBy: ManagedBy},
+			Name:   "concourse-step-" + runspec.ShortHash(string(buf)),
+			Labels: map[string]string{runspec.LabelManagedBy: runspec.ManagedBy},
 			Annotations: map[string]string{
-				annotationPrefix + "privileged": strconv.FormatBool(v.privileged),
+				runspec.LabelPrefix + "privileged": strconv.FormatBool(v.privileged),
 			},
 		},
 		Spec: spec,
 	}
-}
-
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])[:10]
 }
 
 func sortedTasks(m map[string]*v1.Task) []*v1.Task {

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,10 +28,6 @@ type Result struct {
 	Credentials []Credential
 }
 
-// AnnotationPlanIDs is the Pipeline annotation that maps PipelineTask names to the plan IDs
-// they run (JSON), for mapping TaskRuns back to Concourse's events.
-const AnnotationPlanIDs = annotationPrefix + "plan-ids"
-
 // Translate compiles one build's plan into Tekton objects. It is pure and deterministic.
 func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
@@ -41,8 +36,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	}
 	c := &compiler{
 		opts:     opts,
-		names:    map[string]bool{"verdict": true},
-		planIDs:  map[string]string{},
+		names:    map[string]bool{runspec.VerdictTask: true},
 		taskDefs: map[string]*v1.Task{},
 		specs:    map[string]*runspec.Spec{},
 		secrets:  map[string]bool{},
@@ -53,52 +47,47 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	if c.err != nil {
 		return nil, c.err
 	}
-	verdictSpec := c.spec(runspec.ModeVerdict, plan.ID, "verdict", scope{})
+	verdictSpec := c.spec(runspec.ModeVerdict, plan.ID, runspec.VerdictTask, scope{})
 	verdictSpec.Verdict = &runspec.Verdict{Tree: root.tree}
 	// As root: the verdict empties the build volume of what steps of any user left there
 	// (all but caches/), for the job's next build to clone.
-	finally := []v1.PipelineTask{c.pipelineTask("verdict", opts.RunnerImage, taskVariant{asRoot: true}, &verdictSpec, cond{})}
+	finally := []v1.PipelineTask{c.pipelineTask(runspec.VerdictTask, opts.RunnerImage, taskVariant{asRoot: true}, &verdictSpec, cond{})}
 	finally[0].OnError = ""
-	c.planIDs["verdict"] = string(plan.ID)
 	c.finish(c.tasks)
 	c.finish(finally)
 	if c.err != nil {
 		return nil, c.err
 	}
 
-	ids, err := json.Marshal(c.planIDs)
-	if err != nil {
-		return nil, err
-	}
 	name := dnsName(opts.Pipeline+"-"+opts.Job, 63)
 	labels := map[string]string{
-		LabelTeam:      labelValue(opts.Team),
-		LabelPipeline:  labelValue(opts.Pipeline),
-		LabelJob:       labelValue(opts.Job),
-		LabelManagedBy: ManagedBy,
+		runspec.LabelTeam:      runspec.LabelValue(opts.Team),
+		runspec.LabelPipeline:  runspec.LabelValue(opts.Pipeline),
+		runspec.LabelJob:       runspec.LabelValue(opts.Job),
+		runspec.LabelManagedBy: runspec.ManagedBy,
 	}
 	annotations := map[string]string{
-		LabelTeam:     opts.Team,
-		LabelPipeline: opts.Pipeline,
-		LabelJob:      opts.Job,
+		runspec.LabelTeam:     opts.Team,
+		runspec.LabelPipeline: opts.Pipeline,
+		runspec.LabelJob:      opts.Job,
 	}
 	pipeline := &v1.Pipeline{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Pipeline"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      labels,
-			Annotations: withEntry(annotations, AnnotationPlanIDs, string(ids)),
+			Annotations: annotations,
 		},
 		Spec: v1.PipelineSpec{
 			DisplayName: fmt.Sprintf("%s/%s", opts.Pipeline, opts.Job),
 			Description: fmt.Sprintf("Job %s of Concourse pipeline %s (team %s), compiled by concourse-tekton.", opts.Job, opts.Pipeline, opts.Team),
-			Workspaces:  []v1.PipelineWorkspaceDeclaration{{Name: "build", Description: "the build's volume: artifacts, caches and the runner's state"}},
+			Workspaces:  []v1.PipelineWorkspaceDeclaration{{Name: runspec.Workspace, Description: "the build's volume: artifacts, caches and the runner's state"}},
 			Tasks:       c.tasks,
 			Finally:     finally,
 		},
 	}
 
-	runLabels := withEntry(labels, LabelBuild, labelValue(opts.Build))
+	runLabels := withEntry(labels, runspec.LabelBuild, runspec.LabelValue(opts.Build))
 	size, err := resource.ParseQuantity(opts.BuildVolumeSize)
 	if err != nil {
 		return nil, fmt.Errorf("invalid build volume size %q: %w", opts.BuildVolumeSize, err)
@@ -120,14 +109,14 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        RunName(opts.Pipeline, opts.Job, opts.Build),
 			Labels:      runLabels,
-			Annotations: withEntry(annotations, LabelBuild, opts.Build),
+			Annotations: withEntry(annotations, runspec.LabelBuild, opts.Build),
 		},
 		Spec: v1.PipelineRunSpec{
 			PipelineRef: &v1.PipelineRef{Name: name},
 			// Concourse builds have no timeout unless the pipeline sets one, and the runner
 			// enforces those.
 			Timeouts:   &v1.TimeoutFields{Pipeline: &metav1.Duration{}},
-			Workspaces: []v1.WorkspaceBinding{{Name: "build", VolumeClaimTemplate: claim}},
+			Workspaces: []v1.WorkspaceBinding{{Name: runspec.Workspace, VolumeClaimTemplate: claim}},
 			TaskRunTemplate: v1.PipelineTaskRunTemplate{
 				ServiceAccountName: opts.ServiceAccount,
 				// No token, and no Service environment variables: Concourse's containers

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+
 	"github.com/concourse-tekton/concourse-tekton/internal/ociimage"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
@@ -38,8 +40,8 @@ func run(binary, ref, out string, push bool) error {
 		return err
 	}
 	img, err := ociimage.Build([]ociimage.File{
-		{Path: translate.RunnerBinary, Mode: 0o755, Data: data},
-	}, ociimage.Config{Entrypoint: []string{translate.RunnerBinary}})
+		{Path: runspec.RunnerBinary, Mode: 0o755, Data: data},
+	}, ociimage.Config{Entrypoint: []string{runspec.RunnerBinary}})
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
-
-	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // TestRunnerImage: the image holds the binary where the translator's Tasks run it from, and
@@ -53,17 +52,17 @@ func TestRunnerImage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if "/"+h.Name == translate.RunnerBinary && h.Mode&0o111 != 0 {
+			if "/"+h.Name == runspec.RunnerBinary && h.Mode&0o111 != 0 {
 				data, _ := io.ReadAll(tr)
 				found = string(data) == "#!runner"
 			}
 		}
 		rc.Close()
 		if !found {
-			t.Errorf("the image has no executable %s with the binary", translate.RunnerBinary)
+			t.Errorf("the image has no executable %s with the binary", runspec.RunnerBinary)
 		}
 		cfg, err := img.ConfigFile()
-		if err != nil || len(cfg.Config.Entrypoint) != 1 || cfg.Config.Entrypoint[0] != translate.RunnerBinary {
+		if err != nil || len(cfg.Config.Entrypoint) != 1 || cfg.Config.Entrypoint[0] != runspec.RunnerBinary {
 			t.Errorf("entrypoint = %v (%v)", cfg.Config.Entrypoint, err)
 		}
 	}

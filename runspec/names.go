@@ -1,0 +1,87 @@
+package runspec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// The names the translator writes into Tekton objects and pods, and that the backend,
+// the volume manager and the runner read back: one spelling for both sides.
+
+// Where the runner lives: RunnerBinary in the runner image, copied by the Task's first
+// step to RunnerPath in RunnerDir (an emptyDir every step of the pod mounts).
+const (
+	RunnerBinary = "/ko-app/concourse-runner"
+	RunnerDir    = "/concourse-runner"
+	RunnerPath   = RunnerDir + "/concourse-runner"
+)
+
+// The step Task's shape: its params, its steps (and their containers, named
+// "step-<step>" by Tekton), and the workspace of the build volume.
+const (
+	ParamImage = "image"
+	ParamMode  = "mode"
+	ParamSpec  = "spec"
+
+	StepInstall = "install-runner"
+	StepRun     = "run"
+	// StepContainer is the container of StepRun: the one that runs the step's process.
+	StepContainer = "step-" + StepRun
+
+	// Workspace is the Pipeline workspace (and the Task's, and the abort pod's volume)
+	// that holds the build volume.
+	Workspace = "build"
+
+	// VerdictTask is the finally PipelineTask whose outcome result is the build's.
+	VerdictTask = "verdict"
+)
+
+// The Tekton results a runner writes to Paths.Results (see the package doc).
+const (
+	ResultOutcome    = "outcome"
+	ResultError      = "error"
+	ResultExitStatus = "exit-status"
+	ResultVersion    = "version"
+	ResultMetadata   = "metadata"
+	ResultImage      = "image"
+	ResultConfig     = "config"
+)
+
+// The labels on every object of a build. A label value is cut and made label-safe
+// (LabelValue); the exact Concourse name is in an annotation of the same key.
+const (
+	LabelPrefix    = "concourse-ci.org/"
+	LabelTeam      = LabelPrefix + "team"
+	LabelPipeline  = LabelPrefix + "pipeline"
+	LabelJob       = LabelPrefix + "job"
+	LabelBuild     = LabelPrefix + "build"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "concourse-tekton"
+)
+
+// LabelValue makes a label value of a Concourse name (team, pipeline, job, build): at most
+// 63 characters of [A-Za-z0-9._-], starting and ending with an alphanumeric. A value that
+// had to be cut keeps a hash of the whole, so it stays unique.
+func LabelValue(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	out := strings.Trim(b.String(), "._-")
+	if len(out) > 63 {
+		out = strings.Trim(out[:52], "._-") + "-" + ShortHash(s)
+	}
+	return out
+}
+
+// ShortHash is the first 10 hex digits of the SHA-256 of s: the suffix that keeps a name
+// unique when it had to be cut or changed.
+func ShortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:5])
+}
