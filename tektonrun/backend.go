@@ -1,9 +1,11 @@
 package tektonrun
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +40,8 @@ func (b *Backend) Close() { b.client.Close() }
 func (b *Backend) Client() *Client { return b.client }
 
 // BuildMeta names a build: its team, pipeline and job (a one-off build has none: it is
-// named after its pipeline "one-off"), and its name (the build number).
+// named after its pipeline "one-off"), and its name. An empty Build is the job's next
+// build number on the target (the CLI's run); the ATC gives its own.
 type BuildMeta struct {
 	Team     string
 	Pipeline string
@@ -46,22 +49,12 @@ type BuildMeta struct {
 	Build    string
 }
 
-func (m BuildMeta) options(defaults translate.Options) (translate.Options, error) {
-	if m.Build == "" {
-		return defaults, fmt.Errorf("a build needs a name (BuildMeta.Build)")
-	}
-	opts := defaults
-	opts.Team, opts.Pipeline, opts.Job, opts.Build = m.Team, m.Pipeline, m.Job, m.Build
-	if opts.Team == "" {
-		opts.Team = "main"
-	}
-	if opts.Pipeline == "" {
-		opts.Pipeline = "one-off"
-	}
-	if opts.Job == "" {
-		opts.Job = "build"
-	}
-	return opts, nil
+// withDefaults fills in the names a one-off build lacks.
+func (m BuildMeta) withDefaults() BuildMeta {
+	m.Team = cmp.Or(m.Team, "main")
+	m.Pipeline = cmp.Or(m.Pipeline, "one-off")
+	m.Job = cmp.Or(m.Job, "build")
+	return m
 }
 
 // Build is a build on the cluster.
@@ -69,6 +62,10 @@ type Build struct {
 	// Name is its PipelineRun's name, in Namespace.
 	Name      string
 	Namespace string
+	// Meta is the build's team, pipeline, job and name.
+	Meta BuildMeta
+	// Existed says the build was there already: Run attached to it.
+	Existed bool
 	// Warnings say what the build will lack (see Submitted).
 	Warnings []string
 	client   *Client
@@ -86,10 +83,16 @@ func (b *Backend) RunPlan(ctx context.Context, planJSON []byte, meta BuildMeta) 
 
 // Run compiles a build plan and starts it, as RunPlan.
 func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta) (*Build, error) {
-	opts, err := meta.options(b.defaults)
-	if err != nil {
-		return nil, err
+	meta = meta.withDefaults()
+	if meta.Build == "" {
+		n, err := b.client.NextBuild(ctx, meta.Team, meta.Pipeline, meta.Job)
+		if err != nil {
+			return nil, err
+		}
+		meta.Build = strconv.Itoa(n)
 	}
+	opts := b.defaults
+	opts.Team, opts.Pipeline, opts.Job, opts.Build = meta.Team, meta.Pipeline, meta.Job, meta.Build
 	r, err := translate.Translate(plan, opts)
 	if err != nil {
 		return nil, fmt.Errorf("compiling build %s: %w", meta.Build, err)
@@ -98,7 +101,7 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta) 
 	if err != nil {
 		return nil, err
 	}
-	return &Build{Name: sub.Run.Name, Namespace: sub.Run.Namespace, Warnings: sub.Warnings, client: b.client}, nil
+	return &Build{Name: sub.Run.Name, Namespace: sub.Run.Namespace, Meta: meta, Existed: sub.Existed, Warnings: sub.Warnings, client: b.client}, nil
 }
 
 // Attach returns the build whose PipelineRun is named run, to follow or abort it (from a

@@ -64,8 +64,8 @@ func (c *Client) Submit(ctx context.Context, r *translate.Result) (*Submitted, e
 		return nil, err
 	}
 	pr := r.PipelineRun.DeepCopy()
-	if len(r.Tasks) > 0 && len(r.Tasks[0].Spec.Steps) > 0 {
-		pr.Annotations[AnnotationRunnerImage] = r.Tasks[0].Spec.Steps[0].Image
+	if r.RunnerImage != "" {
+		pr.Annotations[AnnotationRunnerImage] = r.RunnerImage
 	}
 	claim, warnings, err := pvc.Prepare(ctx, c.target.Kube, c.target.Tekton, ns, pr)
 	if err != nil {

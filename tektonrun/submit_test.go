@@ -164,15 +164,36 @@ func TestSubmitIsIdempotent(t *testing.T) {
 	}
 }
 
-func TestBuildMeta(t *testing.T) {
-	opts, err := BuildMeta{Build: "3"}.options(translate.Options{RunnerImage: "r"})
+func TestRunNamesTheBuild(t *testing.T) {
+	b := newBackend(t, secret("token", "value"), secret("db", "user"))
+	ctx := context.Background()
+	// A one-off build: team, pipeline and job default, the build is the next number.
+	first, err := b.Run(ctx, taskPlan(), BuildMeta{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if opts.Team != "main" || opts.Pipeline != "one-off" || opts.Job != "build" || opts.Build != "3" || opts.RunnerImage != "r" {
-		t.Errorf("options = %+v", opts)
+	want := BuildMeta{Team: "main", Pipeline: "one-off", Job: "build", Build: "1"}
+	if first.Meta != want || first.Existed {
+		t.Errorf("first build %+v (existed %v), want %+v", first.Meta, first.Existed, want)
 	}
-	if _, err := (BuildMeta{}).options(translate.Options{}); err == nil {
-		t.Errorf("a build without a name was accepted")
+	second, err := b.Run(ctx, taskPlan(), BuildMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Meta.Build != "2" || second.Name == first.Name {
+		t.Errorf("second build %+v named %s, want build 2 of its own", second.Meta, second.Name)
+	}
+	again, err := b.Run(ctx, taskPlan(), BuildMeta{Build: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Existed || again.Name != second.Name {
+		t.Errorf("running build 2 again: %+v, want it attached to %s", again, second.Name)
+	}
+	runs, _ := b.client.target.Tekton.TektonV1().PipelineRuns("ci").List(ctx, metav1.ListOptions{})
+	for _, r := range runs.Items {
+		if r.Annotations[AnnotationRunnerImage] != translate.DefaultRunnerImage {
+			t.Errorf("%s: runner image annotation %q, want %q", r.Name, r.Annotations[AnnotationRunnerImage], translate.DefaultRunnerImage)
+		}
 	}
 }

@@ -26,6 +26,9 @@ type Result struct {
 	Secrets []string
 	// Credentials are the ((vars)) the build reads from those Secrets, sorted by Var.
 	Credentials []Credential
+	// RunnerImage is the step runner's image, which the backend also runs on its own
+	// (to abort a build between steps).
+	RunnerImage string
 }
 
 // Translate compiles one build's plan into Tekton objects. It is pure and deterministic.
@@ -132,6 +135,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		PipelineRun: run,
 		Secrets:     slices.Sorted(maps.Keys(c.secrets)),
 		Credentials: credentials(c.creds),
+		RunnerImage: opts.RunnerImage,
 	}, nil
 }
 

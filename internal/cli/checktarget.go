@@ -47,14 +47,14 @@ func (s *streams) checkTarget(ctx context.Context, o tektonrun.TargetOptions, ou
 	case "yaml":
 		marshal = yaml.Marshal
 	default:
-		return &exitError{code: 1, err: fmt.Errorf("invalid --output %q: use json or yaml", output)}
+		return fmt.Errorf("invalid --output %q: use json or yaml", output)
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = "concourse-tekton/" + Version
 	}
 	t, err := newTarget(o)
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return err
 	}
 	r := t.Check(ctx)
 	if marshal == nil {
@@ -62,7 +62,7 @@ func (s *streams) checkTarget(ctx context.Context, o tektonrun.TargetOptions, ou
 	} else {
 		out, err := marshal(r)
 		if err != nil {
-			return &exitError{code: 1, err: err}
+			return err
 		}
 		if _, err := s.out.Write(out); err != nil {
 			return err

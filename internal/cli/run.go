@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -50,7 +49,7 @@ build (its on_abort and ensure hooks run); a second Ctrl-C detaches, leaving it 
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if job == "" {
-				return &exitError{code: 1, err: errors.New("no job given: use -j JOB")}
+				return errors.New("no job given: use -j JOB")
 			}
 			return s.run(cmd.Context(), args[0], job, watch, &f, target, wf)
 		},
@@ -72,51 +71,42 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 	if err != nil {
 		return err
 	}
-	opts.Job = job
 	plan, err := planner.PlanJob(&p.Config, job, planner.Options{ManuallyTriggered: true})
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	client, err := newClient(to)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
-	if opts.Build == "" {
-		n, err := client.NextBuild(ctx, opts.Team, opts.Pipeline, job)
-		if err != nil {
-			return &exitError{code: 1, err: err}
-		}
-		opts.Build = strconv.Itoa(n)
-	}
-	r, err := translate.Translate(plan, opts)
+	backend, err := newBackend(to, opts)
 	if err != nil {
-		return &exitError{code: 1, err: errors.New(s.positioned(p, job, err))}
+		return err
 	}
+	defer backend.Close()
 	// Ctrl-C from the moment the build may exist aborts it, rather than killing us.
 	var signals chan os.Signal
 	if watch {
 		signals = notifySignals()
 		defer signal.Stop(signals)
 	}
-	sub, err := client.Submit(ctx, r)
-	if err != nil {
-		return &exitError{code: 1, err: err}
+	build, err := backend.Run(ctx, plan, tektonrun.BuildMeta{Team: opts.Team, Pipeline: opts.Pipeline, Job: job, Build: opts.Build})
+	var unsupported *translate.UnsupportedError
+	if errors.As(err, &unsupported) {
+		return errors.New(s.positioned(p, job, unsupported))
 	}
-	for _, w := range sub.Warnings {
+	if err != nil {
+		return err
+	}
+	for _, w := range build.Warnings {
 		fmt.Fprintf(s.err, "warning: %s\n", w)
 	}
-	pr := sub.Run
-	ns := client.Target().Namespace
 	verb := "started"
-	if sub.Existed {
+	if build.Existed {
 		verb = "attached to"
 	}
-	fmt.Fprintf(s.err, "%s %s/%s #%s (pipelinerun %s/%s)\n", verb, opts.Pipeline, job, opts.Build, ns, pr.Name)
+	m := build.Meta
+	fmt.Fprintf(s.err, "%s %s/%s #%s (pipelinerun %s/%s)\n", verb, m.Pipeline, m.Job, m.Build, build.Namespace, build.Name)
 	if !watch {
 		return nil
 	}
-	return s.watch(ctx, client, pr.Name, wf, signals)
+	return s.watch(ctx, build, wf, signals)
 }
 
 // notifySignals catches Ctrl-C and SIGTERM.
@@ -126,20 +116,21 @@ func notifySignals() chan os.Signal {
 	return signals
 }
 
-func newClient(to tektonrun.TargetOptions) (*tektonrun.Client, error) {
+// newBackend connects to the target; opts say how plans are compiled.
+func newBackend(to tektonrun.TargetOptions, opts translate.Options) (*tektonrun.Backend, error) {
 	if to.UserAgent == "" {
 		to.UserAgent = "concourse-tekton/" + Version
 	}
 	t, err := tektonrun.NewTarget(to)
 	if err != nil {
-		return nil, &exitError{code: 1, err: err}
+		return nil, err
 	}
-	return tektonrun.NewClient(t), nil
+	return tektonrun.NewBackend(t, opts), nil
 }
 
 // watch renders a build's events until it ends and returns its exit code. The first
 // Ctrl-C (or SIGTERM) aborts the build and goes on watching it end; the second detaches.
-func (s *streams) watch(ctx context.Context, client *tektonrun.Client, run string, wf watchFlags, signals chan os.Signal) error {
+func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFlags, signals chan os.Signal) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if signals == nil {
@@ -153,9 +144,9 @@ func (s *streams) watch(ctx context.Context, client *tektonrun.Client, run strin
 		case <-ctx.Done():
 			return
 		}
-		fmt.Fprintf(s.err, "aborting build %s (Ctrl-C again to detach)\n", run)
+		fmt.Fprintf(s.err, "aborting build %s (Ctrl-C again to detach)\n", build.Name)
 		go func() {
-			if err := client.Abort(ctx, run); err != nil && ctx.Err() == nil {
+			if err := build.Abort(ctx); err != nil && ctx.Err() == nil {
 				fmt.Fprintf(s.err, "error: %v\n", err)
 			}
 		}()
@@ -167,16 +158,15 @@ func (s *streams) watch(ctx context.Context, client *tektonrun.Client, run strin
 		}
 	}()
 	emit, exitCode := s.emitter(wf)
-	status, err := client.Follow(ctx, run, tektonrun.Cursor{}, func(e tektonrun.Event) error { return emit(e.Event) })
+	status, err := build.Events(ctx, tektonrun.Cursor{}, func(e tektonrun.Event) error { return emit(e.Event) })
 	select {
 	case <-detached:
-		ns := client.Target().Namespace
-		fmt.Fprintf(s.err, "detached: build %s goes on; follow it with `concourse-tekton events %s -n %s`\n", run, run, ns)
+		fmt.Fprintf(s.err, "detached: build %s goes on; follow it with `concourse-tekton events %s -n %s`\n", build.Name, build.Name, build.Namespace)
 		return &exitError{code: exitDetached}
 	default:
 	}
 	if err != nil {
-		return &exitError{code: 1, err: err}
+		return err
 	}
 	if code := exitCode(status); code != 0 {
 		return &exitError{code: code}
@@ -215,22 +205,22 @@ func buildName(arg string) (string, error) {
 	return translate.RunName(parts[0], parts[1], parts[2]), nil
 }
 
-// onBuild runs fn on the build named by arg, with a client of the target.
-func onBuild(cmd *cobra.Command, arg string, target tektonrun.TargetOptions, fn func(context.Context, *tektonrun.Client, string) error) error {
+// onBuild runs fn on the build named by arg, on the target.
+func onBuild(cmd *cobra.Command, arg string, target tektonrun.TargetOptions, fn func(context.Context, *tektonrun.Build) error) error {
 	run, err := buildName(arg)
-	if err != nil {
-		return &exitError{code: 1, err: err}
-	}
-	client, err := newClient(target)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
+	backend, err := newBackend(target, translate.Options{})
+	if err != nil {
+		return err
+	}
+	defer backend.Close()
 	ctx := cmd.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return fn(ctx, client, run)
+	return fn(ctx, backend.Attach(run))
 }
 
 func newEvents(s *streams) *cobra.Command {
@@ -244,8 +234,8 @@ BUILD is its PipelineRun's name or PIPELINE/JOB/BUILD. The exit code is the buil
 fly's: 0 succeeded, 1 failed, 2 errored, 3 aborted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return onBuild(cmd, args[0], target, func(ctx context.Context, client *tektonrun.Client, run string) error {
-				return s.watch(ctx, client, run, wf, nil)
+			return onBuild(cmd, args[0], target, func(ctx context.Context, build *tektonrun.Build) error {
+				return s.watch(ctx, build, wf, nil)
 			})
 		},
 	}
@@ -263,11 +253,11 @@ func newAbort(s *streams) *cobra.Command {
 run, and it ends aborted. BUILD is its PipelineRun's name or PIPELINE/JOB/BUILD.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return onBuild(cmd, args[0], target, func(ctx context.Context, client *tektonrun.Client, run string) error {
-				if err := client.Abort(ctx, run); err != nil {
-					return &exitError{code: 1, err: err}
+			return onBuild(cmd, args[0], target, func(ctx context.Context, build *tektonrun.Build) error {
+				if err := build.Abort(ctx); err != nil {
+					return err
 				}
-				fmt.Fprintf(s.err, "build %s: abort requested\n", run)
+				fmt.Fprintf(s.err, "build %s: abort requested\n", build.Name)
 				return nil
 			})
 		},
