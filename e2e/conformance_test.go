@@ -28,8 +28,11 @@ type scenario struct {
 	file string // under testdata/conformance
 	job  string
 	vars []string // name=value, passed with -v
-	// wantExit is fly's exit code: 0 succeeded, 1 failed, 2 errored, 3 aborted.
+	// wantExit is fly's exit code: 0 succeeded, 1 failed, 2 errored, 3 aborted, or the
+	// exit status of the last task when it is not 0.
 	wantExit int
+	// wantStatus is the build's status, when it is not the one wantExit says.
+	wantStatus string
 	// want are lines the output must have (in this order when ordered is set), notWant
 	// lines it must not have.
 	want, notWant []string
@@ -46,6 +49,13 @@ type scenario struct {
 
 // fly's exit codes, and the status line `run -w` ends with.
 var statusByExit = map[int]string{0: "succeeded", 1: "failed", 2: "errored", 3: "aborted"}
+
+func (sc scenario) status() string {
+	if sc.wantStatus != "" {
+		return sc.wantStatus
+	}
+	return statusByExit[sc.wantExit]
+}
 
 func TestConformance(t *testing.T) {
 	for _, sc := range conformanceScenarios {
@@ -202,6 +212,15 @@ var conformanceScenarios = []scenario{
 			"params: config step", "tmpdir: unset", "build vars: 0", "to stderr"},
 	},
 	{
+		// fly exits with the last task's exit status, whatever the status.
+		name: "contract/exit-status", file: "contract.yml", job: "exit-42", wantExit: 42, wantStatus: "failed",
+		want: []string{"exiting 42"},
+	},
+	{
+		name: "contract/exit-status-in-try", file: "contract.yml", job: "exit-42-in-try", wantExit: 42, wantStatus: "succeeded",
+		want: []string{"exiting 42"},
+	},
+	{
 		name: "contract/put-env", file: "contract.yml", job: "put-env", wantExit: 1,
 		want: []string{"BUILD_STATUS=failed", "BUILD_JOB_NAME=put-env", "BUILD_PIPELINE_NAME=contract",
 			"BUILD_NAME=1", "BUILD_TEAM_NAME=main", "pushing version: v1"},
@@ -322,7 +341,7 @@ func judge(t *testing.T, ctx context.Context, ns, pr string, exit int, stdout st
 	if sc.check != nil {
 		sc.check(t, ns, pr)
 	}
-	if got, want := verdictOf(t, ns, pr), statusByExit[sc.wantExit]; got != want {
+	if got, want := verdictOf(t, ns, pr), sc.status(); got != want {
 		t.Errorf("the build's verdict on the cluster is %q, want %q", got, want)
 	}
 	if t.Failed() {
@@ -338,7 +357,7 @@ func judge(t *testing.T, ctx context.Context, ns, pr string, exit int, stdout st
 		t.Errorf("events --json: exit %d, want %d; stderr:\n%s", exit, sc.wantExit, stderr)
 	}
 	text, status := fromEnvelopes(t, stdout)
-	if want := statusByExit[sc.wantExit]; status != want {
+	if want := sc.status(); status != want {
 		t.Errorf("events --json: the last status event says %q, want %q", status, want)
 	}
 	checkLines(t, text, sc.want, sc.notWant)
@@ -390,7 +409,7 @@ func checkBuild(t *testing.T, cmd string, exit int, out string, sc scenario) {
 	if exit != sc.wantExit {
 		t.Errorf("%s: exit %d, want %d", cmd, exit, sc.wantExit)
 	}
-	if got, want := lastLine(out), statusByExit[sc.wantExit]; got != want {
+	if got, want := lastLine(out), sc.status(); got != want {
 		t.Errorf("%s: last line %q, want the build's status %q", cmd, got, want)
 	}
 	checkLines(t, out, sc.want, sc.notWant)

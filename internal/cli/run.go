@@ -44,7 +44,8 @@ func newRun(s *streams) *cobra.Command {
 		Short: "Run a build of a job on the cluster, like fly trigger-job",
 		Long: `Compile a job of a pipeline, start a build of it on the cluster (a PipelineRun in the
 namespace), and with -w follow it like fly trigger-job -w: its output, then its status.
-The exit code is fly's: 0 succeeded, 1 failed, 2 errored, 3 aborted. Ctrl-C aborts the
+The exit code is fly's: the exit status of the build's last task when it is not 0, else
+0 succeeded, 1 failed, 2 errored, 3 aborted. Ctrl-C aborts the
 build (its on_abort and ensure hooks run); a second Ctrl-C detaches, leaving it running.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -157,8 +158,12 @@ func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFla
 		case <-ctx.Done():
 		}
 	}()
-	emit, exitCode := s.emitter(wf)
-	status, err := build.Events(ctx, tektonrun.Cursor{}, func(e tektonrun.Event) error { return emit(e.Event) })
+	emit := s.emitter(wf)
+	var exit render.Exit
+	status, err := build.Events(ctx, tektonrun.Cursor{}, func(e tektonrun.Event) error {
+		exit.Observe(e.Event)
+		return emit(e.Event)
+	})
 	select {
 	case <-detached:
 		fmt.Fprintf(s.err, "detached: build %s goes on; follow it with `concourse-tekton events %s -n %s`\n", build.Name, build.Name, build.Namespace)
@@ -168,20 +173,21 @@ func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFla
 	if err != nil {
 		return err
 	}
-	if code := exitCode(status); code != 0 {
+	// The final status is the last event; a follower that ended without it (it cannot
+	// have, but the exit code must not say succeeded then) takes the status it returned.
+	exit.Observe(event.Status{Status: status})
+	if code := exit.Code(); code != 0 {
 		return &exitError{code: code}
 	}
 	return nil
 }
 
 // emitter writes events as fly does, or as JSON envelopes.
-func (s *streams) emitter(wf watchFlags) (func(event.Event) error, func(event.BuildStatus) int) {
+func (s *streams) emitter(wf watchFlags) func(event.Event) error {
 	if wf.json {
-		j := render.NewJSONWriter(s.out, 0)
-		return j.Write, render.ExitCode
+		return render.NewJSONWriter(s.out, 0).Write
 	}
-	r := render.New(s.out, render.Options{Color: !wf.noColor && isTerminal(s.out)})
-	return r.Render, render.ExitCode
+	return render.New(s.out, render.Options{Color: !wf.noColor && isTerminal(s.out)}).Render
 }
 
 func isTerminal(w io.Writer) bool {
@@ -231,7 +237,8 @@ func newEvents(s *streams) *cobra.Command {
 		Short: "Follow a build's events from its start, like fly watch",
 		Long: `Print a build's events from its start and follow it until it ends, like fly watch;
 BUILD is its PipelineRun's name or PIPELINE/JOB/BUILD. The exit code is the build's, as
-fly's: 0 succeeded, 1 failed, 2 errored, 3 aborted.`,
+fly's: the exit status of the build's last task when it is not 0, else 0 succeeded,
+1 failed, 2 errored, 3 aborted.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return onBuild(cmd, args[0], target, func(ctx context.Context, build *tektonrun.Build) error {

@@ -29,9 +29,8 @@ type Renderer struct {
 	// atLineStart says the last write ended a line, so the next one starts with a
 	// timestamp.
 	atLineStart bool
-	// taskExit is the exit status of the last finish-task, which fly exits with when it is
-	// not 0.
-	taskExit int
+	// exit follows what fly's exit code depends on.
+	exit Exit
 	// status is the status that ended the build for fly; nothing is rendered after it.
 	status event.BuildStatus
 }
@@ -99,7 +98,7 @@ func (r *Renderer) Render(e event.Event) error {
 		argv := strings.Join(append([]string{e.TaskConfig.Run.Path}, e.TaskConfig.Run.Args...), " ")
 		return r.write(e.Time, r.paint(bold, "running "+argv)+"\n")
 	case event.FinishTask:
-		r.taskExit = int(e.ExitStatus)
+		r.exit.Observe(e)
 	case event.Error:
 		return r.write(noTime, r.paint(boldRed, e.Message)+"\n")
 	case event.Status:
@@ -112,6 +111,7 @@ func (r *Renderer) renderStatus(e event.Status) error {
 	if e.Status == event.BuildStatusStarted {
 		return nil
 	}
+	r.exit.Observe(e)
 	r.status = e.Status
 	style, ok := statusStyles[e.Status]
 	if !ok {
@@ -127,15 +127,42 @@ func (r *Renderer) Status() event.BuildStatus {
 	return r.status
 }
 
-// ExitCode is the code fly exits with after the events rendered so far: the exit status of
-// the last finish-task when it is not 0 (even for a build that succeeded, as fly does),
-// otherwise ExitCode(r.Status()).
+// ExitCode is the code fly exits with after the events rendered so far (see Exit.Code).
 func (r *Renderer) ExitCode() int {
-	code := ExitCode(r.status)
-	if code == unknownStatusCode || r.taskExit == 0 {
+	return r.exit.Code()
+}
+
+// Exit computes the code fly exits with from the events it reads: the exit status of the
+// last finish-task when it is not 0 (even for a build that succeeded, as fly does),
+// otherwise ExitCode of the final status. Events after the final status change nothing.
+// The zero value is ready to use.
+type Exit struct {
+	taskExit int
+	status   event.BuildStatus
+}
+
+// Observe takes the next event of the build.
+func (x *Exit) Observe(e event.Event) {
+	if x.status != "" {
+		return
+	}
+	switch e := e.(type) {
+	case event.FinishTask:
+		x.taskExit = int(e.ExitStatus)
+	case event.Status:
+		if e.Status != event.BuildStatusStarted {
+			x.status = e.Status
+		}
+	}
+}
+
+// Code is fly's exit code after the events observed so far.
+func (x *Exit) Code() int {
+	code := ExitCode(x.status)
+	if code == unknownStatusCode || x.taskExit == 0 {
 		return code
 	}
-	return r.taskExit
+	return x.taskExit
 }
 
 // unknownStatusCode is fly's exit code for a status it does not know.
