@@ -132,6 +132,10 @@ func (s *step) execute(ctx context.Context) runspec.Outcome {
 	case runspec.NeverRan:
 		return runspec.NeverRan
 	}
+	if err := s.vars.trackLocalVars(); err != nil {
+		s.fail(err)
+		return runspec.Errored
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if !g.deadline.IsZero() {

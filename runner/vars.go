@@ -20,7 +20,8 @@ import (
 // Concourse's kubernetes credential manager looks them up: Secret <pipeline>.<name>, then
 // <name>; a Secret with a `value` key is that string, otherwise the map of its keys.
 // ((source:name)) looks in the var source's directory creds/<source>/ the same way. Every
-// credential, and every local var marked so, is added to the secrets to redact.
+// credential the step resolves, and every local var marked so in the step's scopes (read
+// or not), is added to the secrets to redact.
 type buildVars struct {
 	state    state.Dir
 	scope    []string
@@ -67,6 +68,22 @@ func (b *buildVars) Get(ref vars.Reference) (any, bool, error) {
 		b.secrets.Add(value)
 	}
 	return value, true, nil
+}
+
+// trackLocalVars adds to the secrets every redacted local var the step can see, whether
+// it reads them or not: Concourse tracks a load_var value from the moment it is set, for
+// every later step of the build in its scope.
+func (b *buildVars) trackLocalVars() error {
+	vs, err := b.state.ScopeVars(b.scope)
+	if err != nil {
+		return fmt.Errorf("reading the local vars to redact: %w", err)
+	}
+	for _, v := range vs {
+		if v.Redact {
+			b.secrets.Add(v.Value)
+		}
+	}
+	return nil
 }
 
 // local looks a local var up: the substep's own scope, then its across values, then the

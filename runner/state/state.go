@@ -369,6 +369,40 @@ func (d Dir) LookupVarIn(scope, name string) (Var, bool, error) {
 	return v, true, nil
 }
 
+// ScopeVars returns every local var set in the scopes, innermost first, shadowed ones
+// included: Concourse keeps tracking a redacted value that another shadows, so a step
+// redacts every one it can see.
+func (d Dir) ScopeVars(scope []string) ([]Var, error) {
+	var out []Var
+	for _, s := range innermostFirst(scope) {
+		dir := filepath.Join(d.Path, runspec.ScopesDir, runspec.Escape(s), "vars")
+		entries, err := os.ReadDir(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("listing local vars: %w", err)
+		}
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), ".tmp-") {
+				continue
+			}
+			name, err := unescape(e.Name())
+			if err != nil {
+				continue
+			}
+			v, found, err := d.LookupVarIn(s, name)
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				out = append(out, v)
+			}
+		}
+	}
+	return out, nil
+}
+
 // Result is what a get, put or check produced.
 type Result struct {
 	Version  map[string]string `json:"version"`

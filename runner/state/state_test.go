@@ -196,6 +196,41 @@ func TestVarsAndResults(t *testing.T) {
 	}
 }
 
+func TestScopeVars(t *testing.T) {
+	d := Dir{Path: t.TempDir()}
+	set := func(scope []string, name string, v Var) {
+		t.Helper()
+		if err := d.SetVar(scope, name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if vs, err := d.ScopeVars([]string{"a/0"}); err != nil || len(vs) != 0 {
+		t.Errorf("ScopeVars of an empty build = %v, %v", vs, err)
+	}
+	set(nil, "x", Var{Value: "root-x", Redact: true})
+	set(nil, "shown", Var{Value: "root-shown"})
+	set([]string{"a/0"}, "x", Var{Value: "inner-x", Redact: true})
+	set([]string{"a/1"}, "y", Var{Value: "sibling-y", Redact: true})
+	// A write under way leaves a temporary file beside the vars.
+	if err := os.WriteFile(filepath.Join(filepath.Dir(d.scoped("", "vars", "x")), ".tmp-123"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.ScopeVars([]string{"a/0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Var{{Value: "inner-x", Redact: true}, {Value: "root-shown"}, {Value: "root-x", Redact: true}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ScopeVars (-want +got):\n%s", diff)
+	}
+	if err := os.WriteFile(d.scoped("", "vars", "bad"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ScopeVars(nil); err == nil {
+		t.Error("a malformed var was accepted")
+	}
+}
+
 func TestUnescapeInvertsEscape(t *testing.T) {
 	for _, s := range []string{"", "a/0/1", "..", "50%", "x y", "é"} {
 		got, err := unescape(runspec.Escape(s))
