@@ -47,6 +47,9 @@ func (c *Client) Submit(ctx context.Context, r *translate.Result) (*Submitted, e
 	ns := c.target.Namespace
 	runs := c.target.Tekton.TektonV1().PipelineRuns(ns)
 	if existing, err := runs.Get(ctx, r.PipelineRun.Name, metav1.GetOptions{}); err == nil {
+		if err := sameBuild(existing, r.PipelineRun); err != nil {
+			return nil, err
+		}
 		return &Submitted{Run: existing, Existed: true}, nil
 	} else if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("looking for build %s: %w", r.PipelineRun.Name, err)
@@ -82,6 +85,18 @@ func (c *Client) Submit(ctx context.Context, r *translate.Result) (*Submitted, e
 		return nil, fmt.Errorf("giving the build volume %s to %s: %w", claim, run.Name, err)
 	}
 	return &Submitted{Run: run, Warnings: warnings}, nil
+}
+
+// sameBuild checks that a PipelineRun found under a build's name is that build (the same
+// team, pipeline, job and build, by the exact names in its annotations), so that a build
+// never attaches to another's run.
+func sameBuild(existing, want *v1.PipelineRun) error {
+	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild} {
+		if existing.Annotations[k] != want.Annotations[k] {
+			return fmt.Errorf("PipelineRun %s is not this build: its %s is %q, not %q", existing.Name, k, existing.Annotations[k], want.Annotations[k])
+		}
+	}
+	return nil
 }
 
 // applyPipeline creates the job's Pipeline, or updates it to this version of the job.

@@ -197,3 +197,27 @@ func TestRunNamesTheBuild(t *testing.T) {
 		}
 	}
 }
+
+// A PipelineRun found under a build's name that is another build's (made by hand, or by
+// an older version whose names could collide) is never attached to.
+func TestRunRefusesAnotherBuildsRun(t *testing.T) {
+	b := newBackend(t, secret("token", "value"), secret("db", "user"))
+	ctx := context.Background()
+	first, err := b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := b.client.target.Tekton.TektonV1().PipelineRuns("ci")
+	pr, err := runs.Get(ctx, first.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Annotations[runspec.LabelJob] = "unit.test"
+	if _, err := runs.Update(ctx, pr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "1"})
+	if err == nil || !strings.Contains(err.Error(), "is not this build") {
+		t.Fatalf("Run attached to another job's build: %v", err)
+	}
+}

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -10,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
-	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -22,6 +20,10 @@ import (
 // outcome; an answer no `when` can give (an OR of outcomes, or "errored", which a pod that
 // never started cannot report) comes from a join task: the runner evaluating the node's
 // subtree from the outcomes in the build's state directory.
+//
+// This file holds that machinery and the dispatch over plan types; compile_leaf.go
+// compiles the steps that run (get, put, task, check, load_var, set_pipeline),
+// compile_composite.go the steps that arrange others, compile_across.go across.
 
 // cond is a PipelineTask's entry condition: every `when` holds, after the tasks in after.
 type cond struct {
@@ -86,7 +88,13 @@ type handle struct {
 	join string
 }
 
-// layers is the Concourse context a subtree runs in.
+// stub is the handle of a node that could not be compiled; the compiler has failed, so
+// nothing reads it beyond the rest of the walk.
+func stub(id concourse.PlanID, kind runspec.Kind, name string, e cond) *handle {
+	return &handle{tree: runspec.Node{ID: string(id), Kind: kind}, name: name, entry: e}
+}
+
+// scope is the Concourse context a subtree runs in.
 type scope struct {
 	layers     []runspec.Layer
 	hookStatus string
@@ -98,6 +106,14 @@ type scope struct {
 func (s scope) with(l runspec.Layer) scope {
 	s.layers = append(append([]runspec.Layer{}, s.layers...), l)
 	return s
+}
+
+// withTimeout is s inside the timeout d of step id; no timeout leaves s as it is.
+func (s scope) withTimeout(id concourse.PlanID, d string) scope {
+	if d == "" {
+		return s
+	}
+	return s.with(runspec.Layer{Kind: runspec.LayerTimeout, ID: string(id), Duration: d})
 }
 
 func outcomeOf(task string) string { return "$(tasks." + task + ".results.outcome)" }
@@ -118,15 +134,28 @@ func (c *compiler) test(h *handle, s outcomes) cond {
 	return cond{when: v1.WhenExpressions{{Input: outcomeOf(j), Operator: "in", Values: s.values()}}, after: []string{j}}
 }
 
-// joinFor makes (once) the task that publishes h's outcome.
+// joinFor makes (once) the task that publishes h's outcome: the runner, in its own image.
 func (c *compiler) joinFor(h *handle) string {
 	if h.join != "" {
 		return h.join
 	}
 	spec := c.spec(runspec.ModeJoin, concourse.PlanID(h.tree.ID), h.name, scope{})
 	spec.Join = &runspec.Join{Tree: h.tree}
-	h.join = c.runnerTask("join-"+h.name, spec, h.entry.and(cond{after: h.tasks}))
+	h.join = c.taskName("join-" + h.name)
+	c.tasks = append(c.tasks, c.pipelineTask(h.join, c.opts.RunnerImage, taskVariant{}, &spec, h.entry.and(cond{after: h.tasks})))
 	return h.join
+}
+
+// successOf is a cheap success condition for h, if it has one.
+func (c *compiler) successOf(h *handle) *cond {
+	if h.success != nil {
+		return h.success
+	}
+	if h.leaf != "" {
+		s := c.test(h, onlySuccess)
+		return &s
+	}
+	return nil
 }
 
 type compiler struct {
@@ -146,7 +175,10 @@ type compiler struct {
 	// images are the artifacts a task may use as its image (`image: name`), by name: the
 	// result of the get that fetched it from a registry, or "" with why it cannot be one.
 	images map[string]artifactImage
-	err    error
+	// origins map the IDs the compiler makes (an across substep's renumbered nodes, a get's
+	// check) to the ID of the node of the input plan they come from, for errors.
+	origins map[concourse.PlanID]concourse.PlanID
+	err     error
 }
 
 // artifactImage is what the compiler knows of an artifact, for tasks that run it as image.
@@ -155,10 +187,29 @@ type artifactImage struct {
 	reason string // why it cannot be run, when ref is ""
 }
 
-func (c *compiler) fail(p *concourse.Plan, step, format string, args ...any) {
-	if c.err == nil {
-		c.err = &UnsupportedError{PlanID: p.ID, Step: step, Reason: fmt.Sprintf(format, args...)}
+// derive records that the node id was made from the input plan's node from.
+func (c *compiler) derive(id, from concourse.PlanID) {
+	if c.origins == nil {
+		c.origins = map[concourse.PlanID]concourse.PlanID{}
 	}
+	c.origins[id] = from
+}
+
+// fail records the first construct the translation cannot express. The error names the
+// node of the input plan, so that the caller can place it at the step it came from.
+func (c *compiler) fail(p *concourse.Plan, step, format string, args ...any) {
+	if c.err != nil {
+		return
+	}
+	id := p.ID
+	for {
+		from, ok := c.origins[id]
+		if !ok {
+			break
+		}
+		id = from
+	}
+	c.err = &UnsupportedError{PlanID: id, Step: step, Reason: fmt.Sprintf(format, args...)}
 }
 
 // taskName returns a unique, readable PipelineTask name.
@@ -202,42 +253,26 @@ func (c *compiler) compile(p *concourse.Plan, e cond, sc scope) *handle {
 	case p.Task != nil:
 		return c.task(p, e, sc)
 	case p.LoadVar != nil:
-		spec := c.spec(runspec.ModeLoadVar, p.ID, p.LoadVar.Name, sc)
-		spec.LoadVar = &runspec.LoadVar{File: p.LoadVar.File, Format: p.LoadVar.Format, Reveal: p.LoadVar.Reveal}
-		return c.leaf(p.ID, "load-var", p.LoadVar.Name, spec, c.opts.RunnerImage, taskVariant{}, nil, e)
+		return c.loadVar(p, e, sc)
 	case p.SetPipeline != nil:
-		spec := c.spec(runspec.ModeSetPipeline, p.ID, p.SetPipeline.Name, sc)
-		spec.SetPipeline = &runspec.SetPipeline{File: p.SetPipeline.File, Team: p.SetPipeline.Team,
-			Vars: p.SetPipeline.Vars, VarFiles: p.SetPipeline.VarFiles, InstanceVars: p.SetPipeline.InstanceVars}
-		return c.leaf(p.ID, "set-pipeline", p.SetPipeline.Name, spec, c.opts.RunnerImage, taskVariant{}, nil, e)
+		return c.setPipeline(p, e, sc)
 	case p.Do != nil:
-		return c.do(p.ID, *p.Do, e, sc)
+		return c.do(p, e, sc)
 	case p.InParallel != nil:
-		return c.parallel(p.ID, runspec.KindInParallel, p.InParallel.Steps, p.InParallel.Limit, p.InParallel.FailFast, e, sc, nil)
+		in := p.InParallel
+		return c.parallel(group{id: p.ID, kind: runspec.KindInParallel, steps: in.Steps, limit: in.Limit, failFast: in.FailFast}, e, sc)
 	case p.Across != nil:
 		return c.across(p, e, sc)
 	case p.Retry != nil:
-		return c.retry(p.ID, *p.Retry, e, sc)
+		return c.retry(p, e, sc)
 	case p.Try != nil:
-		inner := c.compile(&p.Try.Step, e, sc)
-		return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindTry, Step: &inner.tree}, name: "try-" + inner.name,
-			entry: e, tasks: inner.tasks}
+		return c.try(p, e, sc)
 	case p.Timeout != nil:
-		inner := c.compile(&p.Timeout.Step, e, sc.with(runspec.Layer{Kind: runspec.LayerTimeout, ID: string(p.ID), Duration: p.Timeout.Duration}))
-		return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindTimeout, Step: &inner.tree}, name: inner.name,
-			entry: e, tasks: inner.tasks, leaf: inner.leaf, success: c.successOf(inner)}
-	case p.OnSuccess != nil:
-		return c.hook(p.ID, runspec.KindOnSuccess, &p.OnSuccess.Step, &p.OnSuccess.Next, e, sc)
-	case p.OnFailure != nil:
-		return c.hook(p.ID, runspec.KindOnFailure, &p.OnFailure.Step, &p.OnFailure.Next, e, sc)
-	case p.OnError != nil:
-		return c.hook(p.ID, runspec.KindOnError, &p.OnError.Step, &p.OnError.Next, e, sc)
-	case p.OnAbort != nil:
-		return c.hook(p.ID, runspec.KindOnAbort, &p.OnAbort.Step, &p.OnAbort.Next, e, sc)
-	case p.Ensure != nil:
-		return c.hook(p.ID, runspec.KindEnsure, &p.Ensure.Step, &p.Ensure.Next, e, sc)
+		return c.timeout(p, e, sc)
+	case p.OnSuccess != nil, p.OnFailure != nil, p.OnError != nil, p.OnAbort != nil, p.Ensure != nil:
+		return c.hook(p, e, sc)
 	case p.Check != nil:
-		return c.check(p.ID, p.Check.Name, p.Check.Type, p.Check.Resource, p.Check.Source, p.Check.TypeImage, p.Check.FromVersion, p.Check.Tags, e, sc)
+		return c.check(p, e, sc)
 	case p.Run != nil:
 		c.fail(p, p.Run.Message, "the run step is experimental in Concourse and not supported here")
 	case p.ArtifactInput != nil, p.ArtifactOutput != nil:
@@ -245,579 +280,17 @@ func (c *compiler) compile(p *concourse.Plan, e cond, sc scope) *handle {
 	default:
 		c.fail(p, "", "empty plan node")
 	}
-	return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: "unsupported", entry: e}
+	return stub(p.ID, runspec.KindLeaf, "unsupported", e)
 }
 
-// addLayer inserts a context layer into the specs of the steps of tasks, at depth (the
-// layers above the group come first, those inside the child after).
-func (c *compiler) addLayer(tasks []v1.PipelineTask, depth int, l runspec.Layer) {
-	for _, t := range tasks {
-		spec := c.specs[t.Name]
-		if spec == nil || spec.Mode == runspec.ModeJoin || spec.Mode == runspec.ModeVerdict {
-			continue
-		}
-		layers := append([]runspec.Layer{}, spec.Context[:depth]...)
-		layers = append(layers, l)
-		spec.Context = append(layers, spec.Context[depth:]...)
-	}
-}
-
-// successOf is a cheap success condition for h, if it has one.
-func (c *compiler) successOf(h *handle) *cond {
-	if h.success != nil {
-		return h.success
-	}
-	if h.leaf != "" {
-		s := c.test(h, onlySuccess)
-		return &s
-	}
-	return nil
-}
-
-func (c *compiler) do(id concourse.PlanID, steps []concourse.Plan, e cond, sc scope) *handle {
-	h := &handle{tree: runspec.Node{ID: string(id), Kind: runspec.KindDo, Steps: []runspec.Node{}}, name: "do", entry: e}
-	next := e
-	var last *handle
-	for i := range steps {
-		child := c.compile(&steps[i], next, sc)
-		h.tree.Steps = append(h.tree.Steps, child.tree)
-		h.tasks = append(h.tasks, child.tasks...)
-		next = c.test(child, onlySuccess)
-		last = child
-	}
-	if last == nil {
-		// An empty do succeeds as soon as it starts.
-		h.success = &e
-		return h
-	}
-	h.name = last.name
-	if len(steps) == 1 {
-		h.leaf = last.leaf
-	}
-	// A child runs only if the one before it succeeded: the last one's success is the do's.
-	h.success = &next
-	return h
-}
-
-// parallel compiles children that start together (at most limit at a time). extra, when
-// set, gives each child's scope (across substeps).
-func (c *compiler) parallel(id concourse.PlanID, kind runspec.Kind, steps []concourse.Plan, limit int, failFast bool, e cond, sc scope, childScope func(i int) scope) *handle {
-	h := &handle{tree: runspec.Node{ID: string(id), Kind: kind, Steps: []runspec.Node{}, FailFast: failFast}, name: "parallel", entry: e}
-	success := e
-	var children []*handle
-	for i := range steps {
-		entry := e
-		if limit > 0 && i >= limit {
-			// Concourse starts children in order, at most limit at a time: child i waits for
-			// child i-limit to end.
-			entry = entry.and(cond{after: children[i-limit].tasks})
-		}
-		csc := sc
-		if childScope != nil {
-			csc = childScope(i)
-		}
-		first := len(c.tasks)
-		child := c.compile(&steps[i], entry, csc)
-		if failFast {
-			c.addLayer(c.tasks[first:], len(csc.layers), runspec.Layer{Kind: runspec.LayerFailFast, ID: string(id), Child: &child.tree})
-		}
-		children = append(children, child)
-		h.tree.Steps = append(h.tree.Steps, child.tree)
-		h.tasks = append(h.tasks, child.tasks...)
-		success = success.and(c.test(child, onlySuccess))
-	}
-	if len(children) > 0 {
-		h.name = children[0].name
-	}
-	h.success = &success
-	return h
-}
-
-func (c *compiler) retry(id concourse.PlanID, attempts []concourse.Plan, e cond, sc scope) *handle {
-	h := &handle{tree: runspec.Node{ID: string(id), Kind: runspec.KindRetry, Steps: []runspec.Node{}}, name: "attempts", entry: e}
-	entry := e
-	for i := range attempts {
-		child := c.compile(&attempts[i], entry, sc)
-		if i == 0 {
-			h.name = child.name
-		}
-		h.tree.Steps = append(h.tree.Steps, child.tree)
-		h.tasks = append(h.tasks, child.tasks...)
-		if i == len(attempts)-1 {
-			break
-		}
-		// The next attempt runs when everything so far failed or errored (Concourse retries
-		// errors too): a join over the attempts so far says so.
-		sofar := &handle{tree: runspec.Node{ID: fmt.Sprintf("%s/after-attempt-%d", id, i+1), Kind: runspec.KindRetry, Steps: append([]runspec.Node{}, h.tree.Steps...)},
-			name: fmt.Sprintf("%s-attempt-%d", h.name, i+1), entry: e, tasks: append([]string{}, h.tasks...)}
-		entry = c.test(sofar, failedOrErr)
-	}
-	return h
-}
-
-func (c *compiler) hook(id concourse.PlanID, kind runspec.Kind, step, next *concourse.Plan, e cond, sc scope) *handle {
-	inner := c.compile(step, e, sc)
-	hsc := sc
-	var when outcomes
-	switch kind {
-	case runspec.KindOnSuccess:
-		when, hsc.hookStatus = onlySuccess, string(runspec.Succeeded)
-	case runspec.KindOnFailure:
-		when, hsc.hookStatus = onlyFailed, string(runspec.Failed)
-	case runspec.KindOnError:
-		// Concourse runs on_error and on_abort hooks with context.Background(), always.
-		when, hsc.hookStatus = onlyErrored, string(runspec.Errored)
-		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID), Always: true})
-	case runspec.KindOnAbort:
-		when, hsc.hookStatus = onlyAborted, string(runspec.Aborted)
-		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID), Always: true})
-	case runspec.KindEnsure:
-		when, hsc.hookStatus = anyOutcome, ""
-		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID)})
-	}
-	hk := c.compile(next, c.test(inner, when), hsc)
-	h := &handle{
-		tree:  runspec.Node{ID: string(id), Kind: kind, Step: &inner.tree, Hook: &hk.tree},
-		name:  inner.name,
-		entry: e,
-		tasks: append(append([]string{}, inner.tasks...), hk.tasks...),
-	}
-	switch kind {
-	case runspec.KindOnSuccess:
-		// The hook runs only on success, and its result is the step's.
-		h.success = c.successOf(hk)
-	case runspec.KindOnFailure, runspec.KindOnError, runspec.KindOnAbort:
-		// The hook cannot turn the step into a success, nor a success into anything else.
-		h.success = c.successOf(inner)
-	case runspec.KindEnsure:
-		if a, b := c.successOf(inner), c.successOf(hk); a != nil && b != nil {
-			s := a.and(*b)
-			h.success = &s
-		}
-	}
-	return h
-}
-
-func (c *compiler) across(p *concourse.Plan, e cond, sc scope) *handle {
-	combos, err := acrossCombinations(p.Across.Vars)
-	if err != nil {
-		c.fail(p, "", "%v", err)
-		return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindAcross}, name: "across", entry: e}
-	}
-	substeps := make([]concourse.Plan, len(combos))
-	for i, combo := range combos {
-		sub, err := acrossSubstep(p.ID, i, p.Across.SubStepTemplate, combo)
-		if err != nil {
-			c.fail(p, "", "%v", err)
-			return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindAcross}, name: "across", entry: e}
-		}
-		substeps[i] = sub
-	}
-	// Concourse runs the first var's values max_in_flight at a time, each running the whole
-	// product of the later vars; the limit of the first var bounds the whole.
-	limit := p.Across.Vars[0].MaxInFlight.EffectiveLimit(len(combos))
-	if len(p.Across.Vars) > 1 {
-		per := len(combos) / max(1, acrossLen(p.Across.Vars[0]))
-		inner := 1
-		for _, v := range p.Across.Vars[1:] {
-			inner *= max(1, v.MaxInFlight.EffectiveLimit(acrossLen(v)))
-		}
-		limit = limit * min(per, inner)
-	}
-	h := c.parallel(p.ID, runspec.KindAcross, substeps, limit, p.Across.FailFast, e, sc, func(i int) scope {
-		s := sc
-		s.scope = append(append([]string{}, sc.scope...), fmt.Sprintf("%s/%d", p.ID, i))
-		s.acrossVars = map[string]any{}
-		for k, v := range sc.acrossVars {
-			s.acrossVars[k] = v
-		}
-		for k, v := range combos[i] {
-			s.acrossVars[k] = v
-		}
-		return s
-	})
-	h.name = "across-" + h.name
-	return h
-}
-
-func acrossLen(v concourse.AcrossVar) int {
-	if l, ok := v.Values.([]any); ok {
-		return len(l)
-	}
-	return 0
-}
-
-// acrossCombinations is the cartesian product of the vars' static values, the first var
-// varying slowest.
-func acrossCombinations(avs []concourse.AcrossVar) ([]map[string]any, error) {
-	combos := []map[string]any{{}}
-	for _, av := range avs {
-		values, ok := av.Values.([]any)
-		if !ok {
-			return nil, fmt.Errorf("across var %q takes its values at run time (%v): only a static list of values is supported; give the values in the pipeline or with -y", av.Var, av.Values)
-		}
-		var next []map[string]any
-		for _, combo := range combos {
-			for _, v := range values {
-				m := map[string]any{}
-				for k, x := range combo {
-					m[k] = x
-				}
-				m[av.Var] = v
-				next = append(next, m)
-			}
-		}
-		combos = next
-	}
-	return combos, nil
-}
-
-// acrossVars answers ((.:var)) with one combination's values; anything else stays.
-type acrossVars map[string]any
-
-func (a acrossVars) Get(ref vars.Reference) (any, bool, error) {
-	if ref.Source != "." {
-		return nil, false, nil
-	}
-	v, ok := a[ref.Path]
-	if !ok {
-		return nil, false, nil
-	}
-	v, err := vars.Traverse(v, ref.String(), ref.Fields)
-	return v, err == nil, err
-}
-
-// acrossSubstep interpolates the substep template with one combination and renumbers its
-// plan IDs <across>/<combination>/<k>, as Concourse does.
-func acrossSubstep(id concourse.PlanID, i int, template string, combo map[string]any) (concourse.Plan, error) {
-	var raw any
-	if err := json.Unmarshal([]byte(template), &raw); err != nil {
-		return concourse.Plan{}, fmt.Errorf("reading the across substep: %w", err)
-	}
-	raw, err := vars.Interpolate(raw, acrossVars(combo), false)
-	if err != nil {
-		return concourse.Plan{}, fmt.Errorf("interpolating the across substep: %w", err)
-	}
-	buf, err := json.Marshal(raw)
-	if err != nil {
-		return concourse.Plan{}, err
-	}
-	var sub concourse.Plan
-	if err := json.Unmarshal(buf, &sub); err != nil {
-		return concourse.Plan{}, fmt.Errorf("reading the interpolated across substep: %w", err)
-	}
-	renamed := map[concourse.PlanID]concourse.PlanID{}
-	k := 0
-	sub.Each(func(n *concourse.Plan) {
-		k++
-		nid := concourse.PlanID(fmt.Sprintf("%s/%d/%d", id, i, k))
-		renamed[n.ID] = nid
-		n.ID = nid
-	})
-	sub.Each(func(n *concourse.Plan) {
-		if n.Get != nil && n.Get.VersionFrom != nil {
-			if to, ok := renamed[*n.Get.VersionFrom]; ok {
-				n.Get.VersionFrom = &to
-			}
-		}
-	})
-	return sub, nil
-}
-
-// stepImage is the image of a resource step: its custom type's image, or the base type's.
-func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concourse.TypeImage) (string, bool) {
-	if ti.GetPlan != nil && ti.GetPlan.Get != nil {
-		g := ti.GetPlan.Get
-		var version concourse.Version
-		if g.Version != nil {
-			version = *g.Version
-		}
-		if img, ok := imageFromResource(g.Type, g.Source, version); ok {
-			return img, true
-		}
-		if mirror, _ := g.Source["mirror_self"].(bool); g.Type == "mock" && mirror {
-			// Concourse's test resource as a type's image: the mock resource's own image.
-			if img, ok := c.opts.ResourceImages["mock"]; ok {
-				return img, true
-			}
-		}
-		c.fail(p, step, "resource type %q is of type %q: only custom types of type registry-image or docker-image, with a static repository, can be run here", typ, g.Type)
-		return "", false
-	}
-	base := ti.BaseType
-	if base == "" {
-		base = typ
-	}
-	if img, ok := c.opts.ResourceImages[base]; ok {
-		return img, true
-	}
-	c.fail(p, step, "no image is known for the resource type %q: give one with --resource-image %s=IMAGE", base, base)
-	return "", false
-}
-
-func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
-	g := p.Get
-	img, ok := c.resourceImage(p, g.Name, g.Type, g.TypeImage)
-	if !ok {
-		return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: g.Name, entry: e}
-	}
-	spec := c.spec(runspec.ModeGet, p.ID, g.Name, c.withStepTimeout(sc, p.ID, g.Timeout))
-	spec.Get = &runspec.Get{Type: g.Type, Resource: g.Resource, Source: g.Source, Params: g.Params}
-	if g.Version != nil {
-		spec.Get.Version = *g.Version
-	}
-	if g.VersionFrom != nil {
-		spec.Get.VersionFrom = string(*g.VersionFrom)
-	}
-	variant := taskVariant{privileged: g.TypeImage.Privileged}
-	if g.Version != nil || g.VersionFrom != nil {
-		h := c.leaf(p.ID, "get", g.Name, spec, img, variant, g.Tags, e)
-		c.producedBy(g.Name, g.Type, h.leaf, g.Source)
-		return h
-	}
-	// No version given: find the latest first, so the job runs standalone.
-	checkID := p.ID + "/check"
-	check := c.check(checkID, g.Name, g.Type, g.Resource, g.Source, g.TypeImage, nil, g.Tags, e, sc)
-	spec.Get.VersionFrom = string(checkID)
-	get := c.leaf(p.ID, "get", g.Name, spec, img, variant, g.Tags, c.test(check, onlySuccess))
-	c.producedBy(g.Name, g.Type, get.leaf, g.Source)
-	s := c.test(get, onlySuccess)
-	return &handle{
-		tree:    runspec.Node{ID: string(p.ID) + "/checked", Kind: runspec.KindDo, Steps: []runspec.Node{check.tree, get.tree}},
-		name:    get.name,
-		entry:   e,
-		tasks:   append(append([]string{}, check.tasks...), get.tasks...),
-		success: &s,
-	}
-}
-
-// producedBy records that a get named name, of resource type typ, registers an artifact.
-func (c *compiler) producedBy(name, typ, task string, source concourse.Source) {
-	if typ == "registry-image" || typ == "docker-image" {
-		c.images[name] = artifactImage{ref: "$(tasks." + task + ".results.image)"}
-		return
-	}
-	if mirror, _ := source["mirror_self"].(bool); typ == "mock" && mirror {
-		// Concourse's test resource fetches itself: its artifact is its own image.
-		if img, ok := c.opts.ResourceImages["mock"]; ok {
-			c.images[name] = artifactImage{ref: img}
-			return
-		}
-	}
-	c.images[name] = artifactImage{reason: fmt.Sprintf("it is fetched by a get of a %s resource", typ)}
-}
-
-func (c *compiler) check(id concourse.PlanID, name, typ, resource string, source concourse.Source, ti concourse.TypeImage, from concourse.Version, tags concourse.Tags, e cond, sc scope) *handle {
-	p := &concourse.Plan{ID: id}
-	img, ok := c.resourceImage(p, name, typ, ti)
-	if !ok {
-		return &handle{tree: runspec.Node{ID: string(id), Kind: runspec.KindLeaf}, name: name, entry: e}
-	}
-	spec := c.spec(runspec.ModeCheck, id, name, sc)
-	spec.Check = &runspec.Check{Type: typ, Resource: resource, Source: source, FromVersion: from}
-	return c.leaf(id, "check", name, spec, img, taskVariant{privileged: ti.Privileged}, tags, e)
-}
-
-func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
-	pp := p.Put
-	img, ok := c.resourceImage(p, pp.Name, pp.Type, pp.TypeImage)
-	if !ok {
-		return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: pp.Name, entry: e}
-	}
-	spec := c.spec(runspec.ModePut, p.ID, pp.Name, c.withStepTimeout(sc, p.ID, pp.Timeout))
-	spec.Put = &runspec.Put{Type: pp.Type, Resource: pp.Resource, Source: pp.Source, Params: pp.Params,
-		Inputs: runspec.InputsDetect, ExposeBuildCreatedBy: pp.ExposeBuildCreatedBy}
-	if in := pp.Inputs; in != nil {
-		switch {
-		case in.All:
-			spec.Put.Inputs = runspec.InputsAll
-		case in.Detect:
-		default:
-			spec.Put.Inputs, spec.Put.InputNames = runspec.InputsList, in.Specified
-		}
-	}
-	return c.leaf(p.ID, "put", pp.Name, spec, img, taskVariant{privileged: pp.TypeImage.Privileged}, pp.Tags, e)
-}
-
-func (c *compiler) withStepTimeout(sc scope, id concourse.PlanID, d string) scope {
-	if d == "" {
-		return sc
-	}
-	return sc.with(runspec.Layer{Kind: runspec.LayerTimeout, ID: string(id), Duration: d})
-}
-
-func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
-	t := p.Task
-	artifactImage := ""
-	if t.ImageArtifactName != "" {
-		a, known := c.images[t.ImageArtifactName]
-		switch {
-		case a.ref != "":
-			artifactImage = a.ref
-		case known:
-			c.fail(p, t.Name, "the task's image is the artifact %q, and %s: a task image here must be pulled from a registry (fetch it with a get of a registry-image resource, or use image_resource)", t.ImageArtifactName, a.reason)
-		default:
-			c.fail(p, t.Name, "the task's image is the artifact %q, which no earlier get of a registry-image or docker-image resource fetches: a task image here must be pulled from a registry", t.ImageArtifactName)
-		}
-		if artifactImage == "" {
-			return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: t.Name, entry: e}
-		}
-	}
-	defer c.taskOutputs(t, t.Config)
-	spec := c.spec(runspec.ModeTask, p.ID, t.Name, c.withStepTimeout(sc, p.ID, t.Timeout))
-	spec.Task = &runspec.Task{Vars: t.Vars, InputMapping: t.InputMapping, OutputMapping: t.OutputMapping, Privileged: t.Privileged}
-	if len(t.Params) > 0 {
-		spec.Task.Params = map[string]any{}
-		for k, v := range t.Params {
-			spec.Task.Params[k] = v
-		}
-	}
-	variant := taskVariant{privileged: t.Privileged}
-	cfg := t.Config
-	if cfg == nil {
-		if static, ok := c.opts.TaskFiles[t.ConfigPath]; ok {
-			cfg = &static
-		}
-	}
-	var raw any
-	if cfg != nil {
-		var err error
-		if raw, err = toJSONValue(cfg); err != nil {
-			c.fail(p, t.Name, "encoding its config: %v", err)
-		}
-		spec.Task.Config = raw
-		variant.limits, variant.asRoot = mergeLimits(cfg.Limits, t.Limits), cfg.Run.User != ""
-		if artifactImage != "" {
-			return c.leaf(p.ID, "task", t.Name, spec, artifactImage, variant, t.Tags, e)
-		}
-		if !imageNeedsVars(cfg) {
-			img, ok := c.taskImage(p, t.Name, cfg)
-			if !ok {
-				return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindLeaf}, name: t.Name, entry: e}
-			}
-			return c.leaf(p.ID, "task", t.Name, spec, img, variant, t.Tags, e)
-		}
-	}
-	// The config is in an artifact, or its image takes the build's vars: a resolve step
-	// reads and interpolates it when the build runs and hands the image to the task.
-	resolveSpec := c.spec(runspec.ModeResolve, p.ID+"/resolve", t.Name, sc)
-	resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: raw, Vars: t.Vars}
-	if raw == nil {
-		spec.Task.File = t.ConfigPath
-		variant.limits = mergeLimits(nil, t.Limits)
-		variant.asRoot = true // the user comes from the file; the runner drops to it
-	}
-	resolve := c.leaf(p.ID+"/resolve", "resolve", t.Name, resolveSpec, c.opts.RunnerImage, taskVariant{}, nil, e)
-	img := "$(tasks." + resolve.leaf + ".results.image)"
-	if artifactImage != "" {
-		img = artifactImage
-	}
-	task := c.leaf(p.ID, "task", t.Name, spec, img, variant, t.Tags, c.test(resolve, onlySuccess))
-	s := c.test(task, onlySuccess)
-	return &handle{
-		tree:    runspec.Node{ID: string(p.ID) + "/resolved", Kind: runspec.KindDo, Steps: []runspec.Node{resolve.tree, task.tree}},
-		name:    task.name,
-		entry:   e,
-		tasks:   append(append([]string{}, resolve.tasks...), task.tasks...),
-		success: &s,
-	}
-}
-
-// taskOutputs records the artifacts a task registers: none of them can be a task's image.
-func (c *compiler) taskOutputs(t *concourse.TaskPlan, cfg *concourse.TaskConfig) {
-	if cfg == nil {
-		return
-	}
-	for _, o := range cfg.Outputs {
-		name := o.Name
-		if m, ok := t.OutputMapping[name]; ok {
-			name = m
-		}
-		c.images[name] = artifactImage{reason: fmt.Sprintf("it is an output of task %q", t.Name)}
-	}
-}
-
-// imageNeedsVars reports whether a config's image is only known once the build's vars are.
-func imageNeedsVars(cfg *concourse.TaskConfig) bool {
-	ir := cfg.ImageResource
-	if ir == nil || (ir.Type != "registry-image" && ir.Type != "docker-image") {
-		return false
-	}
-	for _, k := range []string{"repository", "tag"} {
-		if s, ok := ir.Source[k].(string); ok && strings.Contains(s, "((") {
-			return true
-		}
-	}
-	return strings.Contains(ir.Version["digest"], "((")
-}
-
-func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.TaskConfig) (string, bool) {
-	if ir := cfg.ImageResource; ir != nil && ir.Type == "mock" {
-		// Concourse's test resource: with mirror_self its image is its own.
-		if mirror, _ := ir.Source["mirror_self"].(bool); mirror {
-			if img, ok := c.opts.ResourceImages["mock"]; ok {
-				return img, true
-			}
-		}
-	}
-	if ir := cfg.ImageResource; ir != nil {
-		if img, ok := imageFromResource(ir.Type, ir.Source, ir.Version); ok {
-			return img, true
-		}
-		c.fail(p, step, "its image_resource is of type %q: only registry-image or docker-image with a static repository can be run here", ir.Type)
-		return "", false
-	}
-	if cfg.RootfsURI != "" {
-		if img, ok := imageFromRootfsURI(cfg.RootfsURI); ok {
-			return img, true
-		}
-		c.fail(p, step, "rootfs_uri %q is not a docker:/// image", cfg.RootfsURI)
-		return "", false
-	}
-	c.fail(p, step, "the task has no image: give its config an image_resource or a rootfs_uri")
-	return "", false
-}
-
-func mergeLimits(cfg, step *concourse.ContainerLimits) concourse.ContainerLimits {
-	var out concourse.ContainerLimits
-	if cfg != nil {
-		out = *cfg
-	}
-	if step != nil {
-		if step.CPU != nil {
-			out.CPU = step.CPU
-		}
-		if step.Memory != nil {
-			out.Memory = step.Memory
-		}
-	}
-	return out
-}
-
-func toJSONValue(v any) (any, error) {
-	buf, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	err = json.Unmarshal(buf, &out)
-	return out, err
-}
-
-// leaf adds the PipelineTask of one step, named <kind>-<step>.
-func (c *compiler) leaf(id concourse.PlanID, kind, step string, spec runspec.Spec, image string, variant taskVariant, tags concourse.Tags, e cond) *handle {
-	name := c.taskName(kind + "-" + step)
+// leaf adds the PipelineTask of one step, named <mode>-<step>.
+func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, tags concourse.Tags, e cond) *handle {
+	kind := strings.ReplaceAll(string(spec.Mode), "_", "-")
+	name := c.taskName(kind + "-" + spec.Name)
 	variant.secrets = c.secretsOf(spec)
 	c.tasks = append(c.tasks, c.pipelineTask(name, image, variant, &spec, e))
 	c.nodeSelector(name, tags)
-	return &handle{tree: runspec.Node{ID: string(id), Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kind+"-"), entry: e, tasks: []string{name}, leaf: name}
-}
-
-// runnerTask adds a PipelineTask that runs the runner in its own image (joins, verdicts).
-func (c *compiler) runnerTask(base string, spec runspec.Spec, e cond) string {
-	name := c.taskName(base)
-	c.tasks = append(c.tasks, c.pipelineTask(name, c.opts.RunnerImage, taskVariant{}, &spec, e))
-	return name
+	return &handle{tree: runspec.Node{ID: spec.PlanID, Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kind+"-"), entry: e, tasks: []string{name}, leaf: name}
 }
 
 // pipelineTask makes a PipelineTask running spec; its params are filled in by finish.

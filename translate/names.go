@@ -13,6 +13,19 @@ func labelName(s string) string {
 }
 
 func dnsName(s string, max int) string {
+	out := dnsWord(s)
+	if out[0] >= '0' && out[0] <= '9' {
+		out = "x" + out
+	}
+	if len(out) > max {
+		out = strings.TrimRight(out[:max-11], "-") + "-" + runspec.ShortHash(s)
+	}
+	return out
+}
+
+// dnsWord is s in lowercase letters and digits, every other run of characters one '-'
+// (none at either end), or "x" when nothing is left.
+func dnsWord(s string) string {
 	var b strings.Builder
 	dash := false
 	for _, r := range strings.ToLower(s) {
@@ -30,16 +43,47 @@ func dnsName(s string, max int) string {
 	if out == "" {
 		out = "x"
 	}
-	if out[0] >= '0' && out[0] <= '9' {
-		out = "x" + out
-	}
-	if len(out) > max {
-		out = strings.TrimRight(out[:max-11], "-") + "-" + runspec.ShortHash(s)
-	}
 	return out
 }
 
-// RunName is the name of a build's PipelineRun.
+// RunName is the name of a build's PipelineRun: `<pipeline>-<job>-<build>`, readable for
+// tkn, and unique (see objectName).
 func RunName(pipeline, job, build string) string {
-	return dnsName(pipeline+"-"+job+"-"+build, 63)
+	return objectName(63, pipeline, job, build)
+}
+
+// PipelineName is the name of a job's Pipeline: `<pipeline>-<job>`, unique as RunName.
+func PipelineName(pipeline, job string) string {
+	return objectName(63, pipeline, job)
+}
+
+// objectName joins a pipeline's, a job's and maybe a build's names into one object name
+// of at most max characters; distinct names never give the same object name. The plain
+// join (`booklit-unit-1`, `app-build-image-7`) is kept when it says exactly which names it
+// was made of: every name was a word of lowercase letters and digits already, only the
+// job's has '-' in it (so the first word is the pipeline and the last the build), and the
+// whole fits. Otherwise (`unit.test`, `Unit_Test`, a pipeline `a-b`, a name that must be
+// cut) a hash of the exact names is appended, which a plain join cannot end with.
+func objectName(max int, parts ...string) string {
+	words := make([]string, len(parts))
+	exact := true
+	for i, p := range parts {
+		words[i] = dnsWord(p)
+		const job = 1
+		if words[i] != p || i != job && strings.Contains(p, "-") {
+			exact = false
+		}
+	}
+	name := strings.Join(words, "-")
+	if name[0] >= '0' && name[0] <= '9' {
+		name, exact = "x"+name, false
+	}
+	if exact && len(name) <= max {
+		return name
+	}
+	h := runspec.ShortHash(strings.Join(parts, "\x00"))
+	if room := max - len(h) - 1; len(name) > room {
+		name = strings.TrimRight(name[:room], "-")
+	}
+	return name + "-" + h
 }

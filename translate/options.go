@@ -88,7 +88,11 @@ func (o Options) withDefaults() Options {
 
 // UnsupportedError is a construct the translation cannot express, with what to do instead.
 type UnsupportedError struct {
+	// PlanID is the node of the translated plan the construct is in: for a node of an
+	// across substep, the node of the substep's template. planner.Build's Paths give the
+	// step of the pipeline it came from.
 	PlanID concourse.PlanID
+	// Step is the step's name, if it has one.
 	Step   string
 	Reason string
 }

@@ -62,7 +62,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		return nil, c.err
 	}
 
-	name := dnsName(opts.Pipeline+"-"+opts.Job, 63)
+	name := PipelineName(opts.Pipeline, opts.Job)
 	labels := map[string]string{
 		runspec.LabelTeam:      runspec.LabelValue(opts.Team),
 		runspec.LabelPipeline:  runspec.LabelValue(opts.Pipeline),

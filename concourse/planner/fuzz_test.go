@@ -10,8 +10,8 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 )
 
-// FuzzPlan: every job of every pipeline that validates plans without a panic, and its plan
-// encodes as JSON that decodes back.
+// FuzzPlan: every job of every pipeline that validates plans without a panic, its plan
+// encodes as JSON that decodes back, and PlanBuild locates every node of it.
 func FuzzPlan(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yml")
 	for _, file := range files {
@@ -38,6 +38,15 @@ func FuzzPlan(f *testing.F) {
 			if err := json.Unmarshal(buf, &back); err != nil {
 				t.Fatalf("plan JSON does not decode: %v\n%s", err, buf)
 			}
+			b, err := planner.PlanBuild(p, p.Config.Jobs[i].Name, planner.Options{})
+			if err != nil {
+				t.Fatalf("PlanBuild: %v", err)
+			}
+			b.Plan.Each(func(n *concourse.Plan) {
+				if _, ok := b.Paths[n.ID]; !ok {
+					t.Fatalf("plan %s is not located", n.ID)
+				}
+			})
 		}
 	})
 }

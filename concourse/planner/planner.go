@@ -54,23 +54,69 @@ func joinNames(names []string) string {
 	return out
 }
 
+// Build is a planned build: its plan, and where in the pipeline each node of the plan
+// came from.
+type Build struct {
+	Plan concourse.Plan
+	// Paths map every plan ID to the path of the step that made the node, at the key that
+	// names its kind (`jobs[unit].plan[2].task`, `jobs[unit].plan[0].across`), for
+	// Pipeline.Diagnostic. A put's implicit get and the image sub-plans of a step are the
+	// step's; the job's hooks are at `jobs[unit].on_failure`, its steps as a whole at
+	// `jobs[unit].plan`. The nodes of an across substep are those of its template.
+	Paths map[concourse.PlanID]concourse.Path
+}
+
+// PlanBuild plans a build of the named job of p, as PlanJob does, and locates each node of
+// the plan in p.
+func PlanBuild(p *concourse.Pipeline, job string, opts Options) (Build, error) {
+	i, err := findJob(&p.Config, job)
+	if err != nil {
+		return Build{}, err
+	}
+	j := &p.Config.Jobs[i]
+	root := j.StepConfig()
+	v := newVisitor(&p.Config, j, opts)
+	v.steps = stepPaths(p, j, concourse.Path{concourse.Key("jobs"), concourse.Named(i, j.Name)}, root)
+	v.paths = map[concourse.PlanID]concourse.Path{}
+	if err := root.Visit(v); err != nil {
+		return Build{}, err
+	}
+	return Build{Plan: v.plan, Paths: v.paths}, nil
+}
+
 // PlanJob plans a build of the named job of cfg.
 func PlanJob(cfg *concourse.Config, job string, opts Options) (concourse.Plan, error) {
+	i, err := findJob(cfg, job)
+	if err != nil {
+		return concourse.Plan{}, err
+	}
+	return Plan(cfg, &cfg.Jobs[i], opts)
+}
+
+func findJob(cfg *concourse.Config, job string) (int, error) {
 	for i := range cfg.Jobs {
 		if cfg.Jobs[i].Name == job {
-			return Plan(cfg, &cfg.Jobs[i], opts)
+			return i, nil
 		}
 	}
 	var names []string
 	for _, j := range cfg.Jobs {
 		names = append(names, j.Name)
 	}
-	return concourse.Plan{}, UnknownJobError{Job: job, Available: names}
+	return 0, UnknownJobError{Job: job, Available: names}
 }
 
 // Plan builds the plan of one build of job, as Concourse's planner (atc/builds/planner.go)
 // would: plan IDs are allocated bottom-up, so children have smaller IDs than their parents.
 func Plan(cfg *concourse.Config, job *concourse.JobConfig, opts Options) (concourse.Plan, error) {
+	v := newVisitor(cfg, job, opts)
+	if err := job.StepConfig().Visit(v); err != nil {
+		return concourse.Plan{}, err
+	}
+	return v.plan, nil
+}
+
+func newVisitor(cfg *concourse.Config, job *concourse.JobConfig, opts Options) *visitor {
 	v := &visitor{
 		cfg:       cfg,
 		types:     resourceTypes(cfg.ResourceTypes),
@@ -86,10 +132,7 @@ func Plan(cfg *concourse.Config, job *concourse.JobConfig, opts Options) (concou
 	for i := range cfg.Prototypes {
 		v.protos[cfg.Prototypes[i].Name] = &cfg.Prototypes[i]
 	}
-	if err := job.StepConfig().Visit(v); err != nil {
-		return concourse.Plan{}, err
-	}
-	return v.plan, nil
+	return v
 }
 
 type visitor struct {
@@ -100,6 +143,11 @@ type visitor struct {
 	tags      concourse.Tags
 	resources map[string]*concourse.ResourceConfig
 	protos    map[string]*concourse.Prototype
+
+	// steps locate the job's step configs (see stepPaths); nil when planning without the
+	// pipeline's document. paths are the plan's nodes located so far.
+	steps map[concourse.StepConfig]concourse.Path
+	paths map[concourse.PlanID]concourse.Path
 
 	// plan is the result of the last Visit.
 	plan concourse.Plan
@@ -139,7 +187,7 @@ func (v *visitor) sub(s concourse.StepConfig) (concourse.Plan, error) {
 }
 
 func (v *visitor) VisitTask(s *concourse.TaskStep) error {
-	v.plan = concourse.Plan{ID: v.newID(), Task: &concourse.TaskPlan{
+	v.emit(s, concourse.Plan{ID: v.newID(), Task: &concourse.TaskPlan{
 		Name:              s.Name,
 		Privileged:        s.Privileged,
 		Hermetic:          s.Hermetic,
@@ -155,7 +203,7 @@ func (v *visitor) VisitTask(s *concourse.TaskStep) error {
 		Timeout:           s.Timeout,
 		ResourceTypes:     v.cfg.ResourceTypes,
 		CheckSkipInterval: v.opts.ManuallyTriggered,
-	}}
+	}})
 	return nil
 }
 
@@ -178,7 +226,7 @@ func (v *visitor) VisitGet(s *concourse.GetStep) error {
 		Timeout:  s.Timeout,
 	}
 	get.TypeImage = v.types.imageForType(id, r.Type, tags, v.opts.ManuallyTriggered)
-	v.plan = concourse.Plan{ID: id, Get: get}
+	v.emit(s, concourse.Plan{ID: id, Get: get})
 	return nil
 }
 
@@ -221,7 +269,7 @@ func (v *visitor) VisitPut(s *concourse.PutStep) error {
 	}}
 	put.Put.TypeImage = v.types.imageForType(putID, r.Type, tags, v.opts.ManuallyTriggered)
 	if s.NoGet {
-		v.plan = put
+		v.emit(s, put)
 		return nil
 	}
 	getID := v.newID()
@@ -237,7 +285,7 @@ func (v *visitor) VisitPut(s *concourse.PutStep) error {
 		Timeout:     s.Timeout,
 	}}
 	get.Get.TypeImage = v.types.imageForType(getID, r.Type, tags, v.opts.ManuallyTriggered)
-	v.plan = concourse.Plan{ID: v.newID(), OnSuccess: &concourse.OnSuccessPlan{Step: put, Next: get}}
+	v.emit(s, concourse.Plan{ID: v.newID(), OnSuccess: &concourse.OnSuccessPlan{Step: put, Next: get}})
 	return nil
 }
 
@@ -254,7 +302,7 @@ func (v *visitor) VisitRun(s *concourse.RunStep) error {
 	if len(object) == 0 {
 		object = nil
 	}
-	v.plan = concourse.Plan{ID: v.newID(), Run: &concourse.RunPlan{
+	v.emit(s, concourse.Plan{ID: v.newID(), Run: &concourse.RunPlan{
 		Message:    s.Message,
 		Type:       s.Type,
 		Object:     object,
@@ -262,29 +310,29 @@ func (v *visitor) VisitRun(s *concourse.RunStep) error {
 		Tags:       v.effectiveTags(s.Tags),
 		Limits:     s.Limits,
 		Timeout:    s.Timeout,
-	}}
+	}})
 	return nil
 }
 
 func (v *visitor) VisitSetPipeline(s *concourse.SetPipelineStep) error {
-	v.plan = concourse.Plan{ID: v.newID(), SetPipeline: &concourse.SetPipelinePlan{
+	v.emit(s, concourse.Plan{ID: v.newID(), SetPipeline: &concourse.SetPipelinePlan{
 		Name:         s.Name,
 		File:         s.File,
 		Team:         s.Team,
 		Vars:         s.Vars,
 		VarFiles:     s.VarFiles,
 		InstanceVars: s.InstanceVars,
-	}}
+	}})
 	return nil
 }
 
 func (v *visitor) VisitLoadVar(s *concourse.LoadVarStep) error {
-	v.plan = concourse.Plan{ID: v.newID(), LoadVar: &concourse.LoadVarPlan{
+	v.emit(s, concourse.Plan{ID: v.newID(), LoadVar: &concourse.LoadVarPlan{
 		Name:   s.Name,
 		File:   s.File,
 		Format: s.Format,
 		Reveal: s.Reveal,
-	}}
+	}})
 	return nil
 }
 
@@ -293,7 +341,7 @@ func (v *visitor) VisitTry(s *concourse.TryStep) error {
 	if err != nil {
 		return err
 	}
-	v.plan = concourse.Plan{ID: v.newID(), Try: &concourse.TryPlan{Step: step}}
+	v.emit(s, concourse.Plan{ID: v.newID(), Try: &concourse.TryPlan{Step: step}})
 	return nil
 }
 
@@ -307,7 +355,7 @@ func (v *visitor) VisitDo(s *concourse.DoStep) error {
 			}
 			do = append(do, p)
 		}
-		v.plan = concourse.Plan{ID: v.newID(), Do: &do}
+		v.emit(s, concourse.Plan{ID: v.newID(), Do: &do})
 		return nil
 	})
 }
@@ -322,11 +370,11 @@ func (v *visitor) VisitInParallel(s *concourse.InParallelStep) error {
 			}
 			steps = append(steps, p)
 		}
-		v.plan = concourse.Plan{ID: v.newID(), InParallel: &concourse.InParallelPlan{
+		v.emit(s, concourse.Plan{ID: v.newID(), InParallel: &concourse.InParallelPlan{
 			Steps:    steps,
 			Limit:    s.Config.Limit,
 			FailFast: s.Config.FailFast,
-		}}
+		}})
 		return nil
 	})
 }
@@ -344,11 +392,11 @@ func (v *visitor) VisitAcross(s *concourse.AcrossStep) error {
 	for i, av := range s.Vars {
 		vars[i] = concourse.AcrossVar{Var: av.Var, Values: av.Values, MaxInFlight: av.MaxInFlight}
 	}
-	v.plan = concourse.Plan{ID: v.newID(), Across: &concourse.AcrossPlan{
+	v.emit(s, concourse.Plan{ID: v.newID(), Across: &concourse.AcrossPlan{
 		Vars:            vars,
 		SubStepTemplate: string(template),
 		FailFast:        s.FailFast,
-	}}
+	}})
 	return nil
 }
 
@@ -357,7 +405,7 @@ func (v *visitor) VisitTimeout(s *concourse.TimeoutStep) error {
 	if err != nil {
 		return err
 	}
-	v.plan = concourse.Plan{ID: v.newID(), Timeout: &concourse.TimeoutPlan{Step: step, Duration: s.Duration}}
+	v.emit(s, concourse.Plan{ID: v.newID(), Timeout: &concourse.TimeoutPlan{Step: step, Duration: s.Duration}})
 	return nil
 }
 
@@ -370,13 +418,13 @@ func (v *visitor) VisitRetry(s *concourse.RetryStep) error {
 		}
 		retry = append(retry, p)
 	}
-	v.plan = concourse.Plan{ID: v.newID(), Retry: &retry}
+	v.emit(s, concourse.Plan{ID: v.newID(), Retry: &retry})
 	return nil
 }
 
-// hook plans a wrapped step, then its hook, then the node that joins them.
-func (v *visitor) hook(step concourse.StepConfig, hook concourse.Step, node func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan) error {
-	s, err := v.sub(step)
+// hook plans the step s wraps, then its hook, then the node that joins them.
+func (v *visitor) hook(s concourse.StepWrapper, hook concourse.Step, node func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan) error {
+	step, err := v.sub(s.Unwrap())
 	if err != nil {
 		return err
 	}
@@ -384,36 +432,51 @@ func (v *visitor) hook(step concourse.StepConfig, hook concourse.Step, node func
 	if err != nil {
 		return err
 	}
-	v.plan = node(v.newID(), s, h)
+	v.emit(s, node(v.newID(), step, h))
 	return nil
 }
 
+// emit makes p the result of the visit of s, and locates at s the nodes of p that are not
+// located yet: p's own, and those only a leaf makes (a put's get, image sub-plans).
+func (v *visitor) emit(s concourse.StepConfig, p concourse.Plan) {
+	v.plan = p
+	path, ok := v.steps[s]
+	if !ok {
+		return
+	}
+	v.plan.Each(func(n *concourse.Plan) {
+		if _, done := v.paths[n.ID]; !done {
+			v.paths[n.ID] = path
+		}
+	})
+}
+
 func (v *visitor) VisitOnSuccess(s *concourse.OnSuccessStep) error {
-	return v.hook(s.Step, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
+	return v.hook(s, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
 		return concourse.Plan{ID: id, OnSuccess: &concourse.OnSuccessPlan{Step: step, Next: next}}
 	})
 }
 
 func (v *visitor) VisitOnFailure(s *concourse.OnFailureStep) error {
-	return v.hook(s.Step, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
+	return v.hook(s, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
 		return concourse.Plan{ID: id, OnFailure: &concourse.OnFailurePlan{Step: step, Next: next}}
 	})
 }
 
 func (v *visitor) VisitOnAbort(s *concourse.OnAbortStep) error {
-	return v.hook(s.Step, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
+	return v.hook(s, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
 		return concourse.Plan{ID: id, OnAbort: &concourse.OnAbortPlan{Step: step, Next: next}}
 	})
 }
 
 func (v *visitor) VisitOnError(s *concourse.OnErrorStep) error {
-	return v.hook(s.Step, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
+	return v.hook(s, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
 		return concourse.Plan{ID: id, OnError: &concourse.OnErrorPlan{Step: step, Next: next}}
 	})
 }
 
 func (v *visitor) VisitEnsure(s *concourse.EnsureStep) error {
-	return v.hook(s.Step, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
+	return v.hook(s, s.Hook, func(id concourse.PlanID, step, next concourse.Plan) concourse.Plan {
 		return concourse.Plan{ID: id, Ensure: &concourse.EnsurePlan{Step: step, Next: next}}
 	})
 }

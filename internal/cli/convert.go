@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -86,7 +87,6 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 		ServiceAccount:  f.serviceAccount,
 		StorageClass:    f.storageClass,
 		BuildVolumeSize: f.volumeSize,
-		TaskFiles:       map[string]concourse.TaskConfig{},
 	}
 	if opts.Pipeline == "" {
 		base := filepath.Base(pipelinePath)
@@ -131,44 +131,17 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 		}
 		opts.NodeSelectors[tag][key] = value
 	}
-	inputs := map[string]string{}
+	inputs := map[string]fs.FS{}
 	for _, in := range f.inputs {
 		name, dir, ok := strings.Cut(in, "=")
 		if !ok || name == "" || dir == "" {
 			return opts, fmt.Errorf("invalid --input %q: use name=dir", in)
 		}
-		inputs[name] = dir
+		inputs[name] = os.DirFS(dir)
 	}
-	// Read every task file a job names from an input given here.
-	for i := range p.Config.Jobs {
-		job := &p.Config.Jobs[i]
-		var err error
-		p.WalkJob(job, nil, func(sc concourse.StepConfig, _ concourse.Path) {
-			t, ok := sc.(*concourse.TaskStep)
-			if !ok || t.ConfigPath == "" || err != nil {
-				return
-			}
-			artifact, rel, found := strings.Cut(t.ConfigPath, "/")
-			dir, given := inputs[artifact]
-			if !found || !given {
-				return
-			}
-			file := filepath.Join(dir, filepath.FromSlash(rel))
-			data, rerr := os.ReadFile(file)
-			if rerr != nil {
-				err = fmt.Errorf("task %q: %w", t.Name, rerr)
-				return
-			}
-			cfg, lerr := concourse.LoadTaskConfig(file, data)
-			if lerr != nil {
-				err = lerr
-				return
-			}
-			opts.TaskFiles[t.ConfigPath] = cfg
-		}, nil)
-		if err != nil {
-			return opts, err
-		}
+	var err error
+	if opts.TaskFiles, err = p.LoadTaskFiles(inputs); err != nil {
+		return opts, err
 	}
 	return opts, nil
 }
@@ -181,7 +154,7 @@ func (s *streams) load(path string, f *convertFlags) (*concourse.Pipeline, trans
 	}
 	opts, err := f.options(path, p)
 	if err != nil {
-		return nil, opts, &exitError{code: 1, err: err}
+		return nil, opts, err
 	}
 	return p, opts, nil
 }
@@ -202,21 +175,21 @@ func (s *streams) convert(path string, f *convertFlags) error {
 	var secrets []string
 	converted := 0
 	for _, name := range jobs {
-		plan, err := planner.PlanJob(&p.Config, name, planner.Options{ManuallyTriggered: true})
+		b, err := planner.PlanBuild(p, name, planner.Options{ManuallyTriggered: true})
 		if err != nil {
-			return &exitError{code: 1, err: err}
+			return err
 		}
 		jobOpts := opts
 		jobOpts.Job = name
-		r, err := translate.Translate(plan, jobOpts)
+		r, err := translate.Translate(b.Plan, jobOpts)
 		if err != nil {
-			msg := s.positioned(p, name, err)
+			msg := stepError(p, b.Paths, name, err)
 			var unsupported *translate.UnsupportedError
 			if f.skipUnsupported && errors.As(err, &unsupported) {
 				fmt.Fprintf(s.err, "warning: %s (job %s left out)\n", msg, name)
 				continue
 			}
-			return &exitError{code: 1, err: errors.New(msg)}
+			return errors.New(msg)
 		}
 		converted++
 		for _, t := range r.Tasks {
@@ -232,12 +205,12 @@ func (s *streams) convert(path string, f *convertFlags) error {
 	sort.SliceStable(objects, func(i, j int) bool { return kindRank(objects[i]) < kindRank(objects[j]) })
 	if f.outDir != "" {
 		if err := writeObjects(f.outDir, objects); err != nil {
-			return &exitError{code: 1, err: err}
+			return err
 		}
 	} else {
 		out, err := translate.MarshalYAML(objects)
 		if err != nil {
-			return &exitError{code: 1, err: err}
+			return err
 		}
 		if _, err := s.out.Write(out); err != nil {
 			return err
@@ -250,44 +223,17 @@ func (s *streams) convert(path string, f *convertFlags) error {
 	return nil
 }
 
-// positioned places a translation error at the step it concerns, when the job has a step
-// of that name.
-func (s *streams) positioned(p *concourse.Pipeline, job string, err error) string {
+// stepError says what went wrong translating a job: an unsupported construct at the step
+// of the pipeline its plan node came from (paths are planner.Build's), anything else as
+// the job's.
+func stepError(p *concourse.Pipeline, paths map[concourse.PlanID]concourse.Path, job string, err error) string {
 	var u *translate.UnsupportedError
-	if !errors.As(err, &u) || u.Step == "" {
-		return fmt.Sprintf("job %s: %v", job, err)
-	}
-	for i := range p.Config.Jobs {
-		j := &p.Config.Jobs[i]
-		if j.Name != job {
-			continue
-		}
-		var found concourse.Path
-		p.WalkJob(j, concourse.Path{concourse.Key("jobs"), concourse.Named(i, j.Name)}, func(sc concourse.StepConfig, path concourse.Path) {
-			if found == nil && stepName(sc) == u.Step {
-				found = path
-			}
-		}, nil)
-		if found != nil {
-			d := p.Diagnostic(concourse.SeverityError, found, "%s", u.Reason)
-			return d.Error()
+	if errors.As(err, &u) {
+		if at, ok := paths[u.PlanID]; ok {
+			return p.Diagnostic(concourse.SeverityError, at, "%s", u.Reason).Error()
 		}
 	}
 	return fmt.Sprintf("job %s: %v", job, err)
-}
-
-func stepName(sc concourse.StepConfig) string {
-	switch s := sc.(type) {
-	case *concourse.TaskStep:
-		return s.Name
-	case *concourse.GetStep:
-		return s.Name
-	case *concourse.PutStep:
-		return s.Name
-	case *concourse.RunStep:
-		return s.Message
-	}
-	return ""
 }
 
 func kindRank(obj any) int {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -55,11 +56,11 @@ func (f *varFlags) build() (*concourse.VarFlags, error) {
 func (s *streams) loadPipeline(path string, flags *varFlags) (*concourse.Pipeline, error) {
 	vf, err := flags.build()
 	if err != nil {
-		return nil, &exitError{code: 1, err: err}
+		return nil, err
 	}
 	name, data, err := s.readInput(path)
 	if err != nil {
-		return nil, &exitError{code: 1, err: err}
+		return nil, err
 	}
 	p, diags := concourse.ParsePipeline(name, data, vf.Variables())
 	for _, d := range diags.Warnings() {
@@ -69,7 +70,7 @@ func (s *streams) loadPipeline(path string, flags *varFlags) (*concourse.Pipelin
 		for _, d := range errs {
 			fmt.Fprintln(s.err, d.Error())
 		}
-		return nil, &exitError{code: 1, err: fmt.Errorf("%s is not a valid pipeline: %s", name, plural(len(errs), "error"))}
+		return nil, fmt.Errorf("%s is not a valid pipeline: %s", name, plural(len(errs), "error"))
 	}
 	s.reportUnresolved(p)
 	return p, nil
@@ -127,14 +128,14 @@ func newPlan(s *streams) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if job == "" {
-				return &exitError{code: 1, err: fmt.Errorf("no job given: use -j JOB")}
+				return errors.New("no job given: use -j JOB")
 			}
 			opts := planner.Options{Versions: map[string]concourse.Version{}}
 			for _, v := range versions {
 				name, raw, ok := strings.Cut(v, "=")
 				var ver concourse.Version
 				if !ok || json.Unmarshal([]byte(raw), &ver) != nil {
-					return &exitError{code: 1, err: fmt.Errorf("invalid --version %q: use STEP={\"ref\":\"...\"}", v)}
+					return fmt.Errorf("invalid --version %q: use STEP={\"ref\":\"...\"}", v)
 				}
 				opts.Versions[name] = ver
 			}
@@ -144,11 +145,11 @@ func newPlan(s *streams) *cobra.Command {
 			}
 			plan, err := planner.PlanJob(&p.Config, job, opts)
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return err
 			}
 			out, err := json.MarshalIndent(plan, "", "  ")
 			if err != nil {
-				return &exitError{code: 1, err: err}
+				return err
 			}
 			_, err = fmt.Fprintf(s.out, "%s\n", out)
 			return err

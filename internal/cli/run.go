@@ -72,7 +72,7 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 	if err != nil {
 		return err
 	}
-	plan, err := planner.PlanJob(&p.Config, job, planner.Options{ManuallyTriggered: true})
+	b, err := planner.PlanBuild(p, job, planner.Options{ManuallyTriggered: true})
 	if err != nil {
 		return err
 	}
@@ -87,10 +87,10 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 		signals = notifySignals()
 		defer signal.Stop(signals)
 	}
-	build, err := backend.Run(ctx, plan, tektonrun.BuildMeta{Team: opts.Team, Pipeline: opts.Pipeline, Job: job, Build: opts.Build})
+	build, err := backend.Run(ctx, b.Plan, tektonrun.BuildMeta{Team: opts.Team, Pipeline: opts.Pipeline, Job: job, Build: opts.Build})
 	var unsupported *translate.UnsupportedError
 	if errors.As(err, &unsupported) {
-		return errors.New(s.positioned(p, job, unsupported))
+		return errors.New(stepError(p, b.Paths, job, unsupported))
 	}
 	if err != nil {
 		return err

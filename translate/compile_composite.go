@@ -1,0 +1,193 @@
+package translate
+
+import (
+	"fmt"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// The composite steps: do, in_parallel, attempts, try, timeout and the hooks. They run no
+// pod of their own; they wire their children's entry conditions.
+
+func (c *compiler) do(p *concourse.Plan, e cond, sc scope) *handle {
+	steps := *p.Do
+	h := &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindDo, Steps: []runspec.Node{}}, name: "do", entry: e}
+	next := e
+	var last *handle
+	for i := range steps {
+		child := c.compile(&steps[i], next, sc)
+		h.tree.Steps = append(h.tree.Steps, child.tree)
+		h.tasks = append(h.tasks, child.tasks...)
+		next = c.test(child, onlySuccess)
+		last = child
+	}
+	if last == nil {
+		// An empty do succeeds as soon as it starts.
+		h.success = &e
+		return h
+	}
+	h.name = last.name
+	if len(steps) == 1 {
+		h.leaf = last.leaf
+	}
+	// A child runs only if the one before it succeeded: the last one's success is the do's.
+	h.success = &next
+	return h
+}
+
+// group is children that start together: an in_parallel step's, or an across step's
+// substeps.
+type group struct {
+	id       concourse.PlanID
+	kind     runspec.Kind
+	steps    []concourse.Plan
+	limit    int // at most limit children run at a time; 0 is no limit
+	failFast bool
+	// scope, when set, gives each child's scope (across substeps).
+	scope func(i int) scope
+}
+
+// parallel compiles a group of children.
+func (c *compiler) parallel(g group, e cond, sc scope) *handle {
+	h := &handle{tree: runspec.Node{ID: string(g.id), Kind: g.kind, Steps: []runspec.Node{}, FailFast: g.failFast}, name: "parallel", entry: e}
+	success := e
+	var children []*handle
+	for i := range g.steps {
+		entry := e
+		if g.limit > 0 && i >= g.limit {
+			// Concourse starts children in order, at most limit at a time: child i waits for
+			// child i-limit to end.
+			entry = entry.and(cond{after: children[i-g.limit].tasks})
+		}
+		csc := sc
+		if g.scope != nil {
+			csc = g.scope(i)
+		}
+		first := len(c.tasks)
+		child := c.compile(&g.steps[i], entry, csc)
+		if g.failFast {
+			c.addLayer(c.tasks[first:], len(csc.layers), runspec.Layer{Kind: runspec.LayerFailFast, ID: string(g.id), Child: &child.tree})
+		}
+		children = append(children, child)
+		h.tree.Steps = append(h.tree.Steps, child.tree)
+		h.tasks = append(h.tasks, child.tasks...)
+		success = success.and(c.test(child, onlySuccess))
+	}
+	if len(children) > 0 {
+		h.name = children[0].name
+	}
+	h.success = &success
+	return h
+}
+
+// addLayer inserts a context layer into the specs of the steps of tasks, at depth (the
+// layers above the group come first, those inside the child after).
+func (c *compiler) addLayer(tasks []v1.PipelineTask, depth int, l runspec.Layer) {
+	for _, t := range tasks {
+		spec := c.specs[t.Name]
+		if spec == nil || spec.Mode == runspec.ModeJoin || spec.Mode == runspec.ModeVerdict {
+			continue
+		}
+		layers := append([]runspec.Layer{}, spec.Context[:depth]...)
+		layers = append(layers, l)
+		spec.Context = append(layers, spec.Context[depth:]...)
+	}
+}
+
+func (c *compiler) retry(p *concourse.Plan, e cond, sc scope) *handle {
+	attempts := *p.Retry
+	h := &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindRetry, Steps: []runspec.Node{}}, name: "attempts", entry: e}
+	entry := e
+	for i := range attempts {
+		child := c.compile(&attempts[i], entry, sc)
+		if i == 0 {
+			h.name = child.name
+		}
+		h.tree.Steps = append(h.tree.Steps, child.tree)
+		h.tasks = append(h.tasks, child.tasks...)
+		if i == len(attempts)-1 {
+			break
+		}
+		// The next attempt runs when everything so far failed or errored (Concourse retries
+		// errors too): a join over the attempts so far says so.
+		sofar := &handle{tree: runspec.Node{ID: fmt.Sprintf("%s/after-attempt-%d", p.ID, i+1), Kind: runspec.KindRetry, Steps: append([]runspec.Node{}, h.tree.Steps...)},
+			name: fmt.Sprintf("%s-attempt-%d", h.name, i+1), entry: e, tasks: append([]string{}, h.tasks...)}
+		entry = c.test(sofar, failedOrErr)
+	}
+	return h
+}
+
+func (c *compiler) try(p *concourse.Plan, e cond, sc scope) *handle {
+	inner := c.compile(&p.Try.Step, e, sc)
+	return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindTry, Step: &inner.tree}, name: "try-" + inner.name,
+		entry: e, tasks: inner.tasks}
+}
+
+func (c *compiler) timeout(p *concourse.Plan, e cond, sc scope) *handle {
+	inner := c.compile(&p.Timeout.Step, e, sc.withTimeout(p.ID, p.Timeout.Duration))
+	return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindTimeout, Step: &inner.tree}, name: inner.name,
+		entry: e, tasks: inner.tasks, leaf: inner.leaf, success: c.successOf(inner)}
+}
+
+// hookParts are a hook node's kind, its step and its hook.
+func hookParts(p *concourse.Plan) (kind runspec.Kind, step, next *concourse.Plan) {
+	switch {
+	case p.OnSuccess != nil:
+		return runspec.KindOnSuccess, &p.OnSuccess.Step, &p.OnSuccess.Next
+	case p.OnFailure != nil:
+		return runspec.KindOnFailure, &p.OnFailure.Step, &p.OnFailure.Next
+	case p.OnError != nil:
+		return runspec.KindOnError, &p.OnError.Step, &p.OnError.Next
+	case p.OnAbort != nil:
+		return runspec.KindOnAbort, &p.OnAbort.Step, &p.OnAbort.Next
+	}
+	return runspec.KindEnsure, &p.Ensure.Step, &p.Ensure.Next
+}
+
+// hook compiles a step and the hook that runs after it when it ends in the hook's outcomes.
+func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
+	kind, step, next := hookParts(p)
+	inner := c.compile(step, e, sc)
+	hsc := sc
+	var when outcomes
+	switch kind {
+	case runspec.KindOnSuccess:
+		when, hsc.hookStatus = onlySuccess, string(runspec.Succeeded)
+	case runspec.KindOnFailure:
+		when, hsc.hookStatus = onlyFailed, string(runspec.Failed)
+	case runspec.KindOnError:
+		// Concourse runs on_error and on_abort hooks with context.Background(), always.
+		when, hsc.hookStatus = onlyErrored, string(runspec.Errored)
+		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID), Always: true})
+	case runspec.KindOnAbort:
+		when, hsc.hookStatus = onlyAborted, string(runspec.Aborted)
+		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID), Always: true})
+	case runspec.KindEnsure:
+		when, hsc.hookStatus = anyOutcome, ""
+		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID)})
+	}
+	hk := c.compile(next, c.test(inner, when), hsc)
+	h := &handle{
+		tree:  runspec.Node{ID: string(p.ID), Kind: kind, Step: &inner.tree, Hook: &hk.tree},
+		name:  inner.name,
+		entry: e,
+		tasks: append(append([]string{}, inner.tasks...), hk.tasks...),
+	}
+	switch kind {
+	case runspec.KindOnSuccess:
+		// The hook runs only on success, and its result is the step's.
+		h.success = c.successOf(hk)
+	case runspec.KindOnFailure, runspec.KindOnError, runspec.KindOnAbort:
+		// The hook cannot turn the step into a success, nor a success into anything else.
+		h.success = c.successOf(inner)
+	case runspec.KindEnsure:
+		if a, b := c.successOf(inner), c.successOf(hk); a != nil && b != nil {
+			s := a.and(*b)
+			h.success = &s
+		}
+	}
+	return h
+}

@@ -1,0 +1,315 @@
+package translate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// The leaf steps: each is one PipelineTask running the step runner, and a task whose image
+// is only known at run time has a resolve task before it; a get with no version, a check.
+
+func (c *compiler) loadVar(p *concourse.Plan, e cond, sc scope) *handle {
+	lv := p.LoadVar
+	spec := c.spec(runspec.ModeLoadVar, p.ID, lv.Name, sc)
+	spec.LoadVar = &runspec.LoadVar{File: lv.File, Format: lv.Format, Reveal: lv.Reveal}
+	return c.leaf(spec, c.opts.RunnerImage, taskVariant{}, nil, e)
+}
+
+func (c *compiler) setPipeline(p *concourse.Plan, e cond, sc scope) *handle {
+	sp := p.SetPipeline
+	spec := c.spec(runspec.ModeSetPipeline, p.ID, sp.Name, sc)
+	spec.SetPipeline = &runspec.SetPipeline{File: sp.File, Team: sp.Team, Vars: sp.Vars, VarFiles: sp.VarFiles, InstanceVars: sp.InstanceVars}
+	return c.leaf(spec, c.opts.RunnerImage, taskVariant{}, nil, e)
+}
+
+// resourceImage is the image of a resource step: its custom type's image, or the base type's.
+func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concourse.TypeImage) (string, bool) {
+	if ti.GetPlan != nil && ti.GetPlan.Get != nil {
+		g := ti.GetPlan.Get
+		var version concourse.Version
+		if g.Version != nil {
+			version = *g.Version
+		}
+		if img, ok := imageFromResource(g.Type, g.Source, version); ok {
+			return img, true
+		}
+		if mirror, _ := g.Source["mirror_self"].(bool); g.Type == "mock" && mirror {
+			// Concourse's test resource as a type's image: the mock resource's own image.
+			if img, ok := c.opts.ResourceImages["mock"]; ok {
+				return img, true
+			}
+		}
+		c.fail(p, step, "resource type %q is of type %q: only custom types of type registry-image or docker-image, with a static repository, can be run here", typ, g.Type)
+		return "", false
+	}
+	base := ti.BaseType
+	if base == "" {
+		base = typ
+	}
+	if img, ok := c.opts.ResourceImages[base]; ok {
+		return img, true
+	}
+	c.fail(p, step, "no image is known for the resource type %q: give one with --resource-image %s=IMAGE", base, base)
+	return "", false
+}
+
+func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
+	g := p.Get
+	img, ok := c.resourceImage(p, g.Name, g.Type, g.TypeImage)
+	if !ok {
+		return stub(p.ID, runspec.KindLeaf, g.Name, e)
+	}
+	spec := c.spec(runspec.ModeGet, p.ID, g.Name, sc.withTimeout(p.ID, g.Timeout))
+	spec.Get = &runspec.Get{Type: g.Type, Resource: g.Resource, Source: g.Source, Params: g.Params}
+	if g.Version != nil {
+		spec.Get.Version = *g.Version
+	}
+	if g.VersionFrom != nil {
+		spec.Get.VersionFrom = string(*g.VersionFrom)
+	}
+	variant := taskVariant{privileged: g.TypeImage.Privileged}
+	if g.Version != nil || g.VersionFrom != nil {
+		h := c.leaf(spec, img, variant, g.Tags, e)
+		c.producedBy(g.Name, g.Type, h.leaf, g.Source)
+		return h
+	}
+	// No version given: find the latest first, so the job runs standalone.
+	checkPlan := &concourse.Plan{ID: p.ID + "/check", Check: &concourse.CheckPlan{
+		Name: g.Name, Type: g.Type, Resource: g.Resource, Source: g.Source, TypeImage: g.TypeImage, Tags: g.Tags}}
+	c.derive(checkPlan.ID, p.ID)
+	check := c.check(checkPlan, e, sc)
+	spec.Get.VersionFrom = string(checkPlan.ID)
+	get := c.leaf(spec, img, variant, g.Tags, c.test(check, onlySuccess))
+	c.producedBy(g.Name, g.Type, get.leaf, g.Source)
+	s := c.test(get, onlySuccess)
+	return &handle{
+		tree:    runspec.Node{ID: string(p.ID) + "/checked", Kind: runspec.KindDo, Steps: []runspec.Node{check.tree, get.tree}},
+		name:    get.name,
+		entry:   e,
+		tasks:   append(append([]string{}, check.tasks...), get.tasks...),
+		success: &s,
+	}
+}
+
+// producedBy records that a get named name, of resource type typ, registers an artifact.
+func (c *compiler) producedBy(name, typ, task string, source concourse.Source) {
+	if typ == "registry-image" || typ == "docker-image" {
+		c.images[name] = artifactImage{ref: "$(tasks." + task + ".results.image)"}
+		return
+	}
+	if mirror, _ := source["mirror_self"].(bool); typ == "mock" && mirror {
+		// Concourse's test resource fetches itself: its artifact is its own image.
+		if img, ok := c.opts.ResourceImages["mock"]; ok {
+			c.images[name] = artifactImage{ref: img}
+			return
+		}
+	}
+	c.images[name] = artifactImage{reason: fmt.Sprintf("it is fetched by a get of a %s resource", typ)}
+}
+
+func (c *compiler) check(p *concourse.Plan, e cond, sc scope) *handle {
+	ck := p.Check
+	img, ok := c.resourceImage(p, ck.Name, ck.Type, ck.TypeImage)
+	if !ok {
+		return stub(p.ID, runspec.KindLeaf, ck.Name, e)
+	}
+	spec := c.spec(runspec.ModeCheck, p.ID, ck.Name, sc)
+	spec.Check = &runspec.Check{Type: ck.Type, Resource: ck.Resource, Source: ck.Source, FromVersion: ck.FromVersion}
+	return c.leaf(spec, img, taskVariant{privileged: ck.TypeImage.Privileged}, ck.Tags, e)
+}
+
+func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
+	pp := p.Put
+	img, ok := c.resourceImage(p, pp.Name, pp.Type, pp.TypeImage)
+	if !ok {
+		return stub(p.ID, runspec.KindLeaf, pp.Name, e)
+	}
+	spec := c.spec(runspec.ModePut, p.ID, pp.Name, sc.withTimeout(p.ID, pp.Timeout))
+	spec.Put = &runspec.Put{Type: pp.Type, Resource: pp.Resource, Source: pp.Source, Params: pp.Params,
+		Inputs: runspec.InputsDetect, ExposeBuildCreatedBy: pp.ExposeBuildCreatedBy}
+	if in := pp.Inputs; in != nil {
+		switch {
+		case in.All:
+			spec.Put.Inputs = runspec.InputsAll
+		case in.Detect:
+		default:
+			spec.Put.Inputs, spec.Put.InputNames = runspec.InputsList, in.Specified
+		}
+	}
+	return c.leaf(spec, img, taskVariant{privileged: pp.TypeImage.Privileged}, pp.Tags, e)
+}
+
+func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
+	t := p.Task
+	artifactImage, ok := c.taskArtifactImage(p)
+	if !ok {
+		return stub(p.ID, runspec.KindLeaf, t.Name, e)
+	}
+	defer c.taskOutputs(t, t.Config)
+	spec := c.spec(runspec.ModeTask, p.ID, t.Name, sc.withTimeout(p.ID, t.Timeout))
+	spec.Task = &runspec.Task{Vars: t.Vars, InputMapping: t.InputMapping, OutputMapping: t.OutputMapping, Privileged: t.Privileged}
+	if len(t.Params) > 0 {
+		spec.Task.Params = map[string]any{}
+		for k, v := range t.Params {
+			spec.Task.Params[k] = v
+		}
+	}
+	variant := taskVariant{privileged: t.Privileged}
+	cfg := t.Config
+	if cfg == nil {
+		if static, ok := c.opts.TaskFiles[t.ConfigPath]; ok {
+			cfg = &static
+		}
+	}
+	if cfg != nil {
+		raw, err := toJSONValue(cfg)
+		if err != nil {
+			c.fail(p, t.Name, "encoding its config: %v", err)
+		}
+		spec.Task.Config = raw
+		variant.limits, variant.asRoot = mergeLimits(cfg.Limits, t.Limits), cfg.Run.User != ""
+		if artifactImage != "" {
+			return c.leaf(spec, artifactImage, variant, t.Tags, e)
+		}
+		if !imageNeedsVars(cfg) {
+			img, ok := c.taskImage(p, t.Name, cfg)
+			if !ok {
+				return stub(p.ID, runspec.KindLeaf, t.Name, e)
+			}
+			return c.leaf(spec, img, variant, t.Tags, e)
+		}
+	}
+	return c.resolvedTask(p, spec, variant, artifactImage, e, sc)
+}
+
+// taskArtifactImage is the image of a task that runs an artifact (`image: name`): "" when
+// it has none, and false when the artifact cannot be run.
+func (c *compiler) taskArtifactImage(p *concourse.Plan) (string, bool) {
+	t := p.Task
+	if t.ImageArtifactName == "" {
+		return "", true
+	}
+	a, known := c.images[t.ImageArtifactName]
+	switch {
+	case a.ref != "":
+		return a.ref, true
+	case known:
+		c.fail(p, t.Name, "the task's image is the artifact %q, and %s: a task image here must be pulled from a registry (fetch it with a get of a registry-image resource, or use image_resource)", t.ImageArtifactName, a.reason)
+	default:
+		c.fail(p, t.Name, "the task's image is the artifact %q, which no earlier get of a registry-image or docker-image resource fetches: a task image here must be pulled from a registry", t.ImageArtifactName)
+	}
+	return "", false
+}
+
+// resolvedTask compiles a task whose config is in an artifact, or whose image takes the
+// build's vars: a resolve step reads and interpolates the config when the build runs and
+// hands the image to the task (unless the task runs an artifact, artifactImage).
+func (c *compiler) resolvedTask(p *concourse.Plan, spec runspec.Spec, variant taskVariant, artifactImage string, e cond, sc scope) *handle {
+	t := p.Task
+	resolveSpec := c.spec(runspec.ModeResolve, p.ID+"/resolve", t.Name, sc)
+	resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: spec.Task.Config, Vars: t.Vars}
+	if spec.Task.Config == nil {
+		spec.Task.File = t.ConfigPath
+		variant.limits = mergeLimits(nil, t.Limits)
+		variant.asRoot = true // the user comes from the file; the runner drops to it
+	}
+	resolve := c.leaf(resolveSpec, c.opts.RunnerImage, taskVariant{}, nil, e)
+	img := "$(tasks." + resolve.leaf + ".results.image)"
+	if artifactImage != "" {
+		img = artifactImage
+	}
+	task := c.leaf(spec, img, variant, t.Tags, c.test(resolve, onlySuccess))
+	s := c.test(task, onlySuccess)
+	return &handle{
+		tree:    runspec.Node{ID: string(p.ID) + "/resolved", Kind: runspec.KindDo, Steps: []runspec.Node{resolve.tree, task.tree}},
+		name:    task.name,
+		entry:   e,
+		tasks:   append(append([]string{}, resolve.tasks...), task.tasks...),
+		success: &s,
+	}
+}
+
+// taskOutputs records the artifacts a task registers: none of them can be a task's image.
+func (c *compiler) taskOutputs(t *concourse.TaskPlan, cfg *concourse.TaskConfig) {
+	if cfg == nil {
+		return
+	}
+	for _, o := range cfg.Outputs {
+		name := o.Name
+		if m, ok := t.OutputMapping[name]; ok {
+			name = m
+		}
+		c.images[name] = artifactImage{reason: fmt.Sprintf("it is an output of task %q", t.Name)}
+	}
+}
+
+// imageNeedsVars reports whether a config's image is only known once the build's vars are.
+func imageNeedsVars(cfg *concourse.TaskConfig) bool {
+	ir := cfg.ImageResource
+	if ir == nil || (ir.Type != "registry-image" && ir.Type != "docker-image") {
+		return false
+	}
+	for _, k := range []string{"repository", "tag"} {
+		if s, ok := ir.Source[k].(string); ok && strings.Contains(s, "((") {
+			return true
+		}
+	}
+	return strings.Contains(ir.Version["digest"], "((")
+}
+
+func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.TaskConfig) (string, bool) {
+	if ir := cfg.ImageResource; ir != nil && ir.Type == "mock" {
+		// Concourse's test resource: with mirror_self its image is its own.
+		if mirror, _ := ir.Source["mirror_self"].(bool); mirror {
+			if img, ok := c.opts.ResourceImages["mock"]; ok {
+				return img, true
+			}
+		}
+	}
+	if ir := cfg.ImageResource; ir != nil {
+		if img, ok := imageFromResource(ir.Type, ir.Source, ir.Version); ok {
+			return img, true
+		}
+		c.fail(p, step, "its image_resource is of type %q: only registry-image or docker-image with a static repository can be run here", ir.Type)
+		return "", false
+	}
+	if cfg.RootfsURI != "" {
+		if img, ok := imageFromRootfsURI(cfg.RootfsURI); ok {
+			return img, true
+		}
+		c.fail(p, step, "rootfs_uri %q is not a docker:/// image", cfg.RootfsURI)
+		return "", false
+	}
+	c.fail(p, step, "the task has no image: give its config an image_resource or a rootfs_uri")
+	return "", false
+}
+
+func mergeLimits(cfg, step *concourse.ContainerLimits) concourse.ContainerLimits {
+	var out concourse.ContainerLimits
+	if cfg != nil {
+		out = *cfg
+	}
+	if step != nil {
+		if step.CPU != nil {
+			out.CPU = step.CPU
+		}
+		if step.Memory != nil {
+			out.Memory = step.Memory
+		}
+	}
+	return out
+}
+
+func toJSONValue(v any) (any, error) {
+	buf, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(buf, &out)
+	return out, err
+}

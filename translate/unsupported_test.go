@@ -1,0 +1,73 @@
+package translate_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+// TestUnsupportedPlanID checks that an UnsupportedError names a node of the plan it was
+// given (for a node of an across substep, the node of its template; for a get's check, the
+// get), which planner.Build locates at the step the user wrote.
+func TestUnsupportedPlanID(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{
+			name: "a task of an across substep",
+			yaml: `jobs:
+- name: test
+  plan:
+  - across: [{var: v, values: [a, b]}]
+    do:
+    - task: t
+      config: {platform: linux, rootfs_uri: 'docker:///x', run: {path: x}}
+    - task: t
+      image: nope
+      config: {platform: linux, run: {path: x}}
+`,
+			want: "jobs[test].plan[0].do[1].task",
+		},
+		{
+			name: "nested across",
+			yaml: `jobs:
+- name: test
+  plan:
+  - across: [{var: v, values: [a, b]}]
+    do:
+    - across: [{var: w, values: ((ws))}]
+      task: t
+      config: {platform: linux, rootfs_uri: 'docker:///x', run: {path: x}}
+`,
+			want: "jobs[test].plan[0].do[0].across",
+		},
+		{
+			name: "a get of an unknown type",
+			yaml: "resources: [{name: r, type: weird}]\njobs:\n- name: test\n  plan: [{get: r}]\n",
+			want: "jobs[test].plan[0].get",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, diags := concourse.ParsePipeline("p.yml", []byte(tc.yaml), nil)
+			if err := diags.Err(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := planner.PlanBuild(p, "test", planner.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = translate.Translate(b.Plan, translate.Options{Pipeline: "p", Job: "test"})
+			var u *translate.UnsupportedError
+			if !errors.As(err, &u) {
+				t.Fatalf("err = %v, want an *UnsupportedError", err)
+			}
+			if got := b.Paths[u.PlanID].String(); got != tc.want {
+				t.Errorf("plan %s is at %q, want %q (%v)", u.PlanID, got, tc.want, err)
+			}
+		})
+	}
+}
