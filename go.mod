@@ -16,6 +16,8 @@ require (
 require (
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
+	k8s.io/component-base v0.35.7 // indirect
+	k8s.io/pod-security-admission v0.35.7 // indirect
 	k8s.io/streaming v0.36.3 // indirect
 )
 

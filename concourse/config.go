@@ -109,11 +109,17 @@ func (j JobConfig) MaxInFlight() int {
 	return j.RawMaxInFlight
 }
 
-// UnmarshalJSON decodes the plan's steps one by one, so that an error names its step.
+// UnmarshalJSON decodes the plan's steps one by one, and the hooks apart, so that an error
+// names its step.
 func (j *JobConfig) UnmarshalJSON(data []byte) error {
 	type plain JobConfig
 	var raw struct {
 		plain
+		OnSuccess    json.RawMessage   `json:"on_success,omitempty"`
+		OnFailure    json.RawMessage   `json:"on_failure,omitempty"`
+		OnAbort      json.RawMessage   `json:"on_abort,omitempty"`
+		OnError      json.RawMessage   `json:"on_error,omitempty"`
+		Ensure       json.RawMessage   `json:"ensure,omitempty"`
 		PlanSequence []json.RawMessage `json:"plan"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -125,6 +131,24 @@ func (j *JobConfig) UnmarshalJSON(data []byte) error {
 	}
 	*j = JobConfig(raw.plain)
 	j.PlanSequence = steps
+	hooks := []struct {
+		key  string
+		raw  json.RawMessage
+		hook **Step
+	}{
+		{"on_success", raw.OnSuccess, &j.OnSuccess}, {"on_failure", raw.OnFailure, &j.OnFailure},
+		{"on_abort", raw.OnAbort, &j.OnAbort}, {"on_error", raw.OnError, &j.OnError}, {"ensure", raw.Ensure, &j.Ensure},
+	}
+	for _, h := range hooks {
+		if len(h.raw) == 0 || string(h.raw) == "null" {
+			continue
+		}
+		var step Step
+		if err := json.Unmarshal(h.raw, &step); err != nil {
+			return atPath(unwrapJSONError(err), Key(h.key))
+		}
+		*h.hook = &step
+	}
 	return nil
 }
 

@@ -53,6 +53,10 @@ var oldStyleTemplate = regexp.MustCompile(`\{\{[-\w\pL]+\}\}`)
 // top-level keys are dropped with a warning, unknown keys on resources, resource types,
 // groups and jobs are errors. It then validates the config with Concourse's rules.
 //
+// A file over 4 MiB, one that aliases expand past 4 MiB of text or 500,000 values, or one
+// that nests maps and lists more than 64 levels deep is refused at the place it went over
+// the limit, before it can take much time or memory.
+//
 // The returned diagnostics hold every problem found, errors and warnings; the pipeline is nil
 // when the YAML could not be read at all.
 func ParsePipeline(file string, data []byte, static vars.Variables) (*Pipeline, Diagnostics) {
@@ -285,26 +289,112 @@ func (p *Pipeline) strictKeys(n *node, path Path, known map[string]bool) Diagnos
 //
 // A boolean or a number written where a string is wanted (`task: n`, `version: {v: 1}`) is
 // read as the text it was written as, the way Concourse's YAML decoding does it.
+//
+// The JSON decoder stops at the first error of a custom decoder (a job's plan, a step), and
+// reports only the first of its type errors. So that a job's problems are all reported at
+// once, each value that fails is taken out of the tree (see neutralize) and the node
+// decoded again, until it decodes, or another error comes from what was taken out.
 func (p *Pipeline) decodeValue(n *node, path Path, out any) Diagnostics {
+	var diags Diagnostics
+	var taken []Path
 	for attempt := 0; ; attempt++ {
+		var d Diagnostic
+		var at Path
 		buf, err := n.appendJSON(nil)
-		if err != nil {
-			return Diagnostics{p.Diagnostic(SeverityError, path, "%v", err)}
+		if ue := (*unrepresentableError)(nil); errors.As(err, &ue) {
+			at = p.namedPath(n.pathTo(ue.n, path))
+			d = p.Diagnostic(SeverityError, at, "%v", err)
+		} else {
+			// Each attempt decodes afresh: the JSON decoder merges into what is there.
+			reflect.ValueOf(out).Elem().SetZero()
+			err = json.Unmarshal(buf, out)
+			if err == nil {
+				return diags
+			}
+			if attempt < maxStringRetries && p.textForString(path, err) {
+				continue
+			}
+			d, at = p.decodeError(path, err)
 		}
-		err = json.Unmarshal(buf, out)
-		if err == nil {
-			return nil
+		for _, t := range taken {
+			if at.within(t) || t.within(at) {
+				// An error at or around a value already taken out comes from taking it
+				// out; the first error there is the one to fix.
+				return diags
+			}
 		}
-		if attempt < maxStringRetries && p.textForString(path, err) {
-			continue
+		if diags = append(diags, d); len(diags) == maxDecodeErrors {
+			return append(diags, p.Diagnostic(SeverityError, path, "stopped after %d errors here: fix these first", maxDecodeErrors))
 		}
-		return Diagnostics{p.decodeError(path, err)}
+		if len(at) <= len(path) || !p.neutralize(at) {
+			return diags // the value as a whole failed: nothing else to learn from it
+		}
+		taken = append(taken, at)
 	}
 }
 
-// maxStringRetries bounds the decode retries of decodeValue: each retry re-reads the whole
-// value, and no real config has more than a handful of such scalars in one job.
-const maxStringRetries = 64
+const (
+	// maxStringRetries bounds the decode retries of decodeValue that read a scalar as text:
+	// each retry re-reads the whole value, and no real config has more than a handful of
+	// such scalars in one job.
+	maxStringRetries = 64
+	// maxDecodeErrors bounds the errors decodeValue reports for one value, and so the times
+	// it decodes it again.
+	maxDecodeErrors = 16
+)
+
+// within reports whether p is q or a path under q.
+func (p Path) within(q Path) bool {
+	if len(p) < len(q) {
+		return false
+	}
+	for i, e := range q {
+		if p[i].isIndex != e.isIndex || p[i].index != e.index || p[i].key != e.key {
+			return false
+		}
+	}
+	return true
+}
+
+// neutralize replaces the value at path with one that decodes without error: a step with
+// an empty `do` for a step (which null is not), null for anything else. It reports whether
+// there was a value to replace. The tree keeps the positions, so that later errors are
+// still reported where they are; the config is not validated once a value failed.
+func (p *Pipeline) neutralize(path Path) bool {
+	n := p.nodeAt(path)
+	if n == nil {
+		return false
+	}
+	if isStepPath(path) {
+		*n = node{kind: mapNode, pos: n.pos, entries: []entry{{key: "do", keyPos: n.pos, value: &node{kind: listNode, pos: n.pos}}}}
+		return true
+	}
+	*n = node{kind: scalarNode, pos: n.pos}
+	return true
+}
+
+// isStepPath reports whether path is a step's: an element of a plan, a do or an
+// in_parallel, or the value of a hook or a try.
+func isStepPath(path Path) bool {
+	if len(path) < 3 || path[0].key != "jobs" {
+		return false
+	}
+	last, parent := path[len(path)-1], path[len(path)-2]
+	if !last.isIndex {
+		return hookKeys[last.key] || last.key == "try"
+	}
+	switch parent.key {
+	case "plan", "do", "in_parallel", "aggregate":
+		return true
+	case "steps":
+		gp := path[len(path)-3]
+		return gp.key == "in_parallel" || gp.key == "aggregate"
+	}
+	return false
+}
+
+// hookKeys are the keys of the hooks of a step or a job.
+var hookKeys = map[string]bool{"on_success": true, "on_failure": true, "on_abort": true, "on_error": true, "ensure": true}
 
 // textForString turns the scalar a type mismatch points at back into its text, when the
 // field wants a string and the scalar was typed from plain text. It reports whether it did.
@@ -323,29 +413,36 @@ func (p *Pipeline) textForString(path Path, err error) bool {
 	return true
 }
 
-func (p *Pipeline) decodeError(path Path, err error) Diagnostic {
+// decodeError makes the diagnostic for a decode error of the value at path, and returns
+// the path of the value that failed.
+func (p *Pipeline) decodeError(path Path, err error) (Diagnostic, Path) {
 	err = unwrapJSONError(err)
 	var pe *pathError
 	if errors.As(err, &pe) {
 		path, err = p.namedPath(path.Child(pe.path...)), pe.err
 	}
+	failed := path
+	var se *stepError
+	if errors.As(err, &se) && se.typo != "" {
+		failed = path[:len(path)-1] // reported at the typo, a key of the step that failed
+	}
 	var ive *invalidValueError
 	if errors.As(err, &ive) {
 		if sub := p.findString(path, ive.value); sub != nil {
-			path = sub
+			path, failed = sub, sub
 		}
 	}
 	if n := p.nodeAt(path); n != nil {
 		if s, ok := n.scalar.(string); ok {
 			if len(vars.Names(s)) > 0 {
-				return p.Diagnostic(SeverityError, path, "%s is not given, and this field needs its value when the pipeline is set (it cannot wait for run time): pass it with -v, -y or -l", s)
+				return p.Diagnostic(SeverityError, path, "%s is not given, and this field needs its value when the pipeline is set (it cannot wait for run time): pass it with -v, -y or -l", s), failed
 			}
-			if ive == nil {
-				return p.Diagnostic(SeverityError, path, "%v (got %q)", err, s)
+			if ive == nil && se == nil {
+				return p.Diagnostic(SeverityError, path, "%v (got %q)", err, s), failed
 			}
 		}
 	}
-	return p.Diagnostic(SeverityError, path, "%v", err)
+	return p.Diagnostic(SeverityError, path, "%v", err), failed
 }
 
 // findString finds the path of a string scalar with value s under path, depth first.
@@ -410,16 +507,21 @@ var namedLists = map[string]bool{"jobs": true, "resources": true, "resource_type
 
 // suggest offers the closest known key for a typo.
 func suggest(key string, known map[string]bool) string {
+	if best := closest(key, known); best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return ""
+}
+
+// closest is the known key nearest to key, if one is near enough to be a typo of it.
+func closest(key string, known map[string]bool) string {
 	best, bestDist := "", 3
 	for _, k := range slices.Sorted(maps.Keys(known)) {
 		if d := editDistance(key, k); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return best
 }
 
 func editDistance(a, b string) int {

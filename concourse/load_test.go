@@ -2,6 +2,7 @@ package concourse_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -307,6 +308,66 @@ jobs:
 `,
 			errors: []string{
 				`6:3: jobs[j].max_in_flight: cannot use string as an integer (got "lots")`,
+				`9:5: jobs[j].plan[0].version: invalid version "sometimes": use "latest", "every" or a map of version fields`,
+			},
+		},
+		{
+			name: "every type error of every job at once",
+			yaml: `
+resources:
+- {name: r, type: git}
+jobs:
+- name: j
+  serial: [yes]
+  plan:
+  - get: r
+    trigger: sometimes
+    passed: {a: b}
+  - tsk: t
+  - put: r
+    inputs: some
+  - do:
+    - 5
+    - task: t
+      file: f
+      container_limits: {memory: 1TB}
+  - try: {}
+  on_failure: {putt: r}
+- name: k
+  plan: {get: r}
+`,
+			errors: []string{
+				`6:3: jobs[j].serial: cannot use array as a boolean`,
+				`9:5: jobs[j].plan[0].trigger: cannot use string as a boolean (got "sometimes")`,
+				`10:5: jobs[j].plan[0].passed: cannot use object as a list`,
+				`11:5: jobs[j].plan[1].tsk: unknown step type "tsk" (did you mean "task"?)`,
+				`13:5: jobs[j].plan[2].inputs: invalid inputs "some": use "all", "detect" or a list of artifact names`,
+				`15:7: jobs[j].plan[3].do[0]: a step must be a map`,
+				`18:26: jobs[j].plan[3].do[1].container_limits.memory: invalid memory limit "1TB": use a number of bytes or a size such as 512MB or 1G`,
+				`19:5: jobs[j].plan[4].try: no step configured`,
+				`20:16: jobs[j].on_failure.putt: unknown step type "putt" (did you mean "put"?)`,
+				`22:3: jobs[k].plan: cannot use object as a list`,
+			},
+		},
+		{
+			name: "a misspelt step type is named, with the type it looks like",
+			yaml: `
+jobs:
+- name: j
+  plan:
+  - tsk: t
+    file: f
+  - attempts: 2
+    gett: r
+  - in_parallel:
+    - put: r
+      ensure: {task: t, fil: f}
+    - {nope: 1}
+`,
+			errors: []string{
+				`5:5: jobs[j].plan[0].tsk: unknown step type "tsk" (did you mean "task"?)`,
+				`8:5: jobs[j].plan[1].gett: unknown step type "gett" (did you mean "get"?)`,
+				`12:7: jobs[j].plan[2].in_parallel[1]: no step configured`,
 			},
 		},
 		{
@@ -322,7 +383,7 @@ jobs:
 		{
 			name:   "invalid YAML",
 			yaml:   "jobs:\n  - name: j\n bad\n",
-			errors: []string{`2:1: invalid YAML: did not find expected key`},
+			errors: []string{`3:2: invalid YAML: did not find expected key: check the indentation of this line`},
 		},
 	}
 	for _, tc := range tests {
@@ -334,6 +395,115 @@ jobs:
 			if diff := cmp.Diff(tc.warnings, render(diags.Warnings())); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
+			checkPositioned(t, diags)
+		})
+	}
+}
+
+// checkPositioned checks that every diagnostic says file:line:col.
+func checkPositioned(t *testing.T, diags concourse.Diagnostics) {
+	t.Helper()
+	for _, d := range diags {
+		if d.File == "" || d.Pos.Line < 1 || d.Pos.Col < 1 {
+			t.Errorf("diagnostic without a file:line:col: %#v", d)
+		}
+	}
+}
+
+// TestYAMLErrors checks that a YAML error is reported where the file goes wrong, not where
+// the parser says (the start of the enclosing block, or nowhere for bad bytes), and says
+// how to fix the common causes.
+func TestYAMLErrors(t *testing.T) {
+	// comments pads a document so that its problem is on line 756.
+	comments := strings.Repeat("# a comment\n", 752)
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{
+			name: "a key indented less than its siblings",
+			yaml: "jobs:\n- name: j\n  plan:\n  - get: r\n    params:\n      a: 1\n     b: 2\n",
+			want: "7:6: invalid YAML: did not find expected key: check the indentation of this line",
+		},
+		{
+			name: "a key indented more than its siblings",
+			yaml: "jobs:\n- name: j\n  plan:\n  - task: t\n     file: x\n",
+			want: "5:6: invalid YAML: mapping values are not allowed in this context: check the indentation of this line",
+		},
+		{
+			name: "a step indented less than its siblings",
+			yaml: "jobs:\n- name: j\n  plan:\n  - get: r\n - get: s\n",
+			want: "5:2: invalid YAML: did not find expected key: check the indentation of this line",
+		},
+		{
+			name: "a map where a list goes on",
+			yaml: "jobs:\n  - name: j\n  plan: []\n",
+			want: "3:3: invalid YAML: did not find expected '-' indicator: check the indentation of this line",
+		},
+		{
+			name: "far from the start of its block",
+			yaml: "jobs:\n- name: j\n  plan:\n" + strings.Repeat("  - get: r\n", 200) + "   - get: s\n",
+			want: "204:4: invalid YAML: did not find expected key: check the indentation of this line",
+		},
+		{
+			name: "a colon in a plain value",
+			yaml: "jobs:\n- name: j\n  plan: []\n  public: a: b\n",
+			want: "4:12: invalid YAML: mapping values are not allowed in this context: quote a value that contains \": \"",
+		},
+		{
+			name: "a tab",
+			yaml: "jobs:\n- name: j\n\tplan: []\n",
+			want: "3:1: invalid YAML: found a tab character that violates indentation: a tab cannot indent YAML, use spaces",
+		},
+		{
+			name: "a value starting with @",
+			yaml: "jobs:\n- name: @j\n",
+			want: "2:9: invalid YAML: found character that cannot start any token: quote a value that starts with @ or `",
+		},
+		{
+			name: "an unclosed quote",
+			yaml: "jobs:\n- name: \"j\n  plan: []\n",
+			want: "2:9: invalid YAML: found unexpected end of stream: check that the quotes and brackets opened on this line are closed",
+		},
+		{
+			name: "an unclosed bracket",
+			yaml: "jobs:\n- name: j\n  plan: [{get: r}\n  public: true\n",
+			want: "3:9: invalid YAML: did not find expected ',' or ']': check that the quotes and brackets opened on this line are closed",
+		},
+		{
+			name: "a NUL byte on line 756",
+			yaml: "jobs:\n- name: j\n  plan:\n" + comments + "  - get: r\x00\n",
+			want: "756:11: invalid YAML: NUL byte: a YAML file is text and cannot hold one (is this a binary file?)",
+		},
+		{
+			name: "invalid UTF-8 on line 756",
+			yaml: "jobs:\n- name: j\n  plan:\n" + comments + "  - get: é\xff\n",
+			want: "756:11: invalid YAML: invalid UTF-8 byte 0xff: save the file as UTF-8",
+		},
+		{
+			name: "UTF-8 cut short at the end",
+			yaml: "jobs: [\xe2\x82",
+			want: "1:8: invalid YAML: invalid UTF-8 byte 0xe2: save the file as UTF-8",
+		},
+		{
+			name: "a control character",
+			yaml: "jobs: [a\x07]\n",
+			want: "1:9: invalid YAML: control character U+0007 is not allowed: write it as the escape \"\\u0007\" in a double-quoted string",
+		},
+		{
+			name: "an alias before its anchor",
+			yaml: "jobs: *later\nx: &later []\n",
+			want: "1:7: invalid YAML: unknown anchor 'later' referenced (an anchor must be defined in the same file, before its first use)",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, diags := concourse.ParsePipeline("pipeline.yml", []byte(tc.yaml), nil)
+			if diff := cmp.Diff([]string{tc.want}, render(diags.Errors())); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			checkPositioned(t, diags)
 		})
 	}
 }

@@ -477,6 +477,9 @@ func TestStepEnvelopeErrors(t *testing.T) {
 		{"empty hook", `{"task": "t", "file": "f", "ensure": {}}`, concourse.ErrNoStepConfigured},
 		{"modifiers only in in_parallel", `{"in_parallel": [{"get": "a"}, {"attempts": 2}]}`, concourse.ErrNoCoreStepDeclared},
 		{"modifiers only in do", `{"do": [{"timeout": "1m"}]}`, concourse.ErrNoCoreStepDeclared},
+		// A misspelt step type keeps the identity of the error it causes.
+		{"misspelt step type", `{"tsk": "t", "file": "f"}`, concourse.ErrNoStepConfigured},
+		{"misspelt step type with modifiers", `{"attempts": 2, "gett": "r"}`, concourse.ErrNoCoreStepDeclared},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -720,6 +723,10 @@ func TestStepErrorPaths(t *testing.T) {
 		{
 			"try", `{"try": {"timeout": "1m"}}`, "try: " + concourse.ErrNoCoreStepDeclared.Error(), "",
 		},
+		{"misspelt step type", `{"tsk": "t", "file": "f"}`, `tsk: unknown step type "tsk" (did you mean "task"?)`, ""},
+		{"misspelt step type in do", `{"do": [{"get": "a"}, {"gte": "b"}]}`, `do[1].gte: unknown step type "gte" (did you mean "get"?)`, ""},
+		{"misspelt step type in a hook", `{"get": "a", "ensure": {"putt": "b"}}`, `ensure.putt: unknown step type "putt" (did you mean "put"?)`, ""},
+		{"no key near a step type", `{"nope": 1, "file": "f"}`, concourse.ErrNoStepConfigured.Error(), ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

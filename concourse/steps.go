@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 )
 
 // Step is one step of a job's plan: an envelope around a StepConfig, which is a core step
@@ -96,15 +98,69 @@ var stepFields = func() map[reflect.Type]map[string]bool {
 	return m
 }()
 
+// stepError is a step that cannot be decoded as a whole: it is not a map, or it has no
+// step type (err is ErrNoStepConfigured or ErrNoCoreStepDeclared). typo is a key of the
+// step that looks like a misspelt step type; suggestion is that type.
+type stepError struct {
+	err              error
+	typo, suggestion string
+}
+
+func (e *stepError) Error() string {
+	if e.typo != "" {
+		return fmt.Sprintf("unknown step type %q (did you mean %q?)", e.typo, e.suggestion)
+	}
+	return e.err.Error()
+}
+
+func (e *stepError) Unwrap() error { return e.err }
+
+// errNotAStep is a step that is not a map.
+var errNotAStep = errors.New("a step must be a map")
+
+// noStep is the error for a step without a (core) step type. When a key of the step is a
+// typo of a step type, the error names it, at that key.
+func noStep(err error, raw map[string]json.RawMessage) error {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if allStepKeys[k] {
+			continue
+		}
+		if best := closest(k, stepTypeKeys); best != "" {
+			return atPath(&stepError{err: err, typo: k, suggestion: best}, Key(k))
+		}
+	}
+	return &stepError{err: err}
+}
+
+// stepTypeKeys are the keys that give a step its type, the modifiers among them.
+var stepTypeKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, d := range stepPrecedence {
+		m[d.key] = true
+	}
+	return m
+}()
+
+// allStepKeys are every key any step type knows, for typo suggestions.
+var allStepKeys = func() map[string]bool {
+	m := map[string]bool{}
+	for _, fields := range stepFields {
+		for k := range fields {
+			m[k] = true
+		}
+	}
+	return m
+}()
+
 // UnmarshalJSON parses a step the way Concourse does: it walks the step keys in precedence
 // order, each modifier wrapping what is parsed after it, and stops at the first core step.
 func (step *Step) UnmarshalJSON(data []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return errors.New("a step must be a map")
+		return &stepError{err: errNotAStep}
 	}
 	if len(raw) == 0 {
-		return ErrNoStepConfigured
+		return &stepError{err: ErrNoStepConfigured}
 	}
 	*step = Step{}
 	if agg, ok := raw["aggregate"]; ok {
@@ -149,10 +205,10 @@ func (step *Step) UnmarshalJSON(data []byte) error {
 		}
 	}
 	if step.Config == nil {
-		return ErrNoStepConfigured
+		return noStep(ErrNoStepConfigured, raw)
 	}
 	if !core {
-		return ErrNoCoreStepDeclared
+		return noStep(ErrNoCoreStepDeclared, raw)
 	}
 	if len(raw) > 0 {
 		step.UnknownFields = raw

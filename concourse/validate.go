@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 )
@@ -32,6 +31,10 @@ type validator struct {
 	diags Diagnostics
 	// used records the resources some get or put refers to.
 	used map[string]bool
+	// resources are the names of the pipeline's resources.
+	resources map[string]bool
+	// passedDeps are, for each job, the jobs its passed constraints name.
+	passedDeps map[string][]string
 }
 
 func (v *validator) errorf(path Path, format string, args ...any) {
@@ -253,22 +256,18 @@ func (v *validator) jobs() {
 		return
 	}
 	v.used = map[string]bool{}
-	resources := map[string]bool{}
+	v.resources = map[string]bool{}
 	for _, r := range v.c.Resources {
-		resources[r.Name] = true
+		v.resources[r.Name] = true
 	}
-	jobsByName := map[string]*JobConfig{}
-	for i := range v.c.Jobs {
-		jobsByName[v.c.Jobs[i].Name] = &v.c.Jobs[i]
-	}
-	passedDeps := map[string][]string{}
+	v.passedDeps = map[string][]string{}
 	for i := range v.c.Jobs {
 		job := &v.c.Jobs[i]
 		jpath := Path{Key("jobs"), Named(i, job.Name)}
 		v.jobSettings(job, jpath)
-		gets := map[string]Path{}
+		jc := &jobCheck{job: job, gets: map[string]Path{}}
 		v.p.walkJob(job, jpath, func(s StepConfig, path Path, scope *walkScope) {
-			v.step(job, s, path, scope, resources, gets, jobsByName, passedDeps)
+			v.step(jc, s, path, scope)
 		}, func(step Step, path Path) {
 			if step.Aggregate {
 				v.warnf(path.Child(Key("aggregate")), "aggregate was removed in Concourse v7 and is read here as in_parallel: rename it to in_parallel")
@@ -278,7 +277,7 @@ func (v *validator) jobs() {
 			}
 		})
 	}
-	if cycle := findCycle(slices.Sorted(maps.Keys(passedDeps)), passedDeps); cycle != nil {
+	if cycle := findCycle(slices.Sorted(maps.Keys(v.passedDeps)), v.passedDeps); cycle != nil {
 		i := 0
 		for k, j := range v.c.Jobs {
 			if j.Name == cycle[0] {
@@ -288,17 +287,6 @@ func (v *validator) jobs() {
 		v.errorf(Path{Key("jobs"), Named(i, cycle[0])}, "the jobs' passed constraints form a cycle: %s", strings.Join(cycle, " -> "))
 	}
 }
-
-// allStepKeys are every key any step type knows, for typo suggestions.
-var allStepKeys = func() map[string]bool {
-	m := map[string]bool{}
-	for _, fields := range stepFields {
-		for k := range fields {
-			m[k] = true
-		}
-	}
-	return m
-}()
 
 func (v *validator) jobSettings(job *JobConfig, path Path) {
 	if job.BuildLogsToRetain != 0 {
@@ -325,149 +313,6 @@ func (v *validator) jobSettings(job *JobConfig, path Path) {
 	if job.RawMaxInFlight < 0 {
 		v.errorf(path.Child(Key("max_in_flight")), "max_in_flight must not be negative")
 	}
-}
-
-func (v *validator) step(job *JobConfig, s StepConfig, path Path, scope *walkScope, resources map[string]bool,
-	gets map[string]Path, jobsByName map[string]*JobConfig, passedDeps map[string][]string) {
-	switch st := s.(type) {
-	case *GetStep:
-		v.identifier(path.Child(Key("get")), "get step", st.Name)
-		name := st.ResourceName()
-		v.used[name] = true
-		if !resources[name] && !strings.Contains(name, "((") {
-			v.errorf(path.Child(Key("get")), "unknown resource %q%s", name, v.suggestResource(name))
-		}
-		if first, dup := gets[st.Name]; dup {
-			v.errorf(path.Child(Key("get")), "job %q gets %q more than once (first at line %d): give the steps different names and use `resource:`", job.Name, st.Name, v.p.Pos(first).Line)
-		} else {
-			gets[st.Name] = path.Child(Key("get"))
-		}
-		for k, pattern := range st.Passed {
-			ppath := path.Child(Key("passed"), Index(k))
-			re, err := compileGlob(pattern)
-			if err != nil {
-				v.errorf(ppath, "invalid glob %q: %v", pattern, err)
-				continue
-			}
-			matched := false
-			for _, other := range v.c.Jobs {
-				if !re.MatchString(other.Name) {
-					continue
-				}
-				matched = true
-				if !jobUsesResource(&other, name) {
-					v.errorf(ppath, "job %q does not get or put resource %q, so it cannot be passed", other.Name, name)
-					continue
-				}
-				passedDeps[job.Name] = append(passedDeps[job.Name], other.Name)
-			}
-			if !matched {
-				v.errorf(ppath, "passed %q matches no job", pattern)
-			}
-		}
-		v.stepTimeout(st.Timeout, path)
-	case *PutStep:
-		v.identifier(path.Child(Key("put")), "put step", st.Name)
-		name := st.ResourceName()
-		v.used[name] = true
-		if !resources[name] && !strings.Contains(name, "((") {
-			v.errorf(path.Child(Key("put")), "unknown resource %q%s", name, v.suggestResource(name))
-		}
-		v.stepTimeout(st.Timeout, path)
-	case *TaskStep:
-		v.identifier(path.Child(Key("task")), "task step", st.Name)
-		switch {
-		case st.ConfigPath == "" && st.Config == nil:
-			v.errorf(path.Child(Key("task")), "task %q has neither `file` nor `config`: give one of them", st.Name)
-		case st.ConfigPath != "" && st.Config != nil:
-			v.errorf(path.Child(Key("task")), "task %q has both `file` and `config`: give only one of them", st.Name)
-		}
-		if st.Config != nil {
-			for _, fe := range st.Config.Validate() {
-				v.errorf(path.Child(Key("config")).Child(fe.Field...), "%s", fe.Message)
-			}
-			if st.ImageArtifactName != "" && (st.Config.ImageResource != nil || st.Config.RootfsURI != "") {
-				v.warnf(path.Child(Key("image")), "task %q sets `image`, which wins over the image in its config", st.Name)
-			}
-		}
-		if st.Hermetic {
-			v.warnf(path.Child(Key("hermetic")), "hermetic only works on the containerd runtime")
-		}
-		v.stepTimeout(st.Timeout, path)
-	case *SetPipelineStep:
-		v.identifier(path.Child(Key("set_pipeline")), "set_pipeline step", st.Name)
-		if st.File == "" {
-			v.errorf(path.Child(Key("set_pipeline")), "set_pipeline %q has no `file`", st.Name)
-		}
-	case *LoadVarStep:
-		v.identifier(path.Child(Key("load_var")), "load_var step", st.Name)
-		if st.File == "" {
-			v.errorf(path.Child(Key("load_var")), "load_var %q has no `file`", st.Name)
-		}
-	case *TimeoutStep:
-		if !strings.Contains(st.Duration, "((") {
-			if _, err := time.ParseDuration(st.Duration); err != nil {
-				v.errorf(path.Child(Key("timeout")), "invalid timeout %q: use a duration such as 30m or 1h30m", st.Duration)
-			}
-		}
-	case *RetryStep:
-		if st.Attempts <= 0 {
-			v.errorf(path.Child(Key("attempts")), "attempts must be greater than 0, not %d", st.Attempts)
-		}
-	case *AcrossStep:
-		apath := path.Child(Key("across"))
-		if len(st.Vars) == 0 {
-			v.errorf(apath, "across has no vars")
-		}
-		seen := map[string]bool{}
-		for k, av := range st.Vars {
-			vpath := apath.Child(Index(k))
-			if av.Var == "" {
-				v.errorf(vpath, "across var has no name")
-				continue
-			}
-			if seen[av.Var] {
-				v.errorf(vpath.Child(Key("var")), "across var %q is repeated", av.Var)
-			}
-			seen[av.Var] = true
-			if scope.shadows(av.Var) {
-				v.warnf(vpath.Child(Key("var")), "across var %q shadows an outer var of the same name", av.Var)
-			}
-			if av.MaxInFlight != nil && !av.MaxInFlight.All && av.MaxInFlight.Limit <= 0 {
-				v.errorf(vpath.Child(Key("max_in_flight")), "max_in_flight must be greater than 0")
-			}
-			switch av.Values.(type) {
-			case []any, string:
-			case nil:
-				v.errorf(vpath.Child(Key("values")), "across var %q has no values", av.Var)
-			default:
-				v.errorf(vpath.Child(Key("values")), "across var %q: values must be a list (or a ((var)) that gives one)", av.Var)
-			}
-		}
-	case *InParallelStep:
-		if st.Config.Limit < 0 {
-			v.errorf(path.Child(Key("in_parallel"), Key("limit")), "limit must not be negative")
-		}
-	}
-}
-
-// stepTimeout checks a get/put/task `timeout`. Concourse only finds a bad one at run time;
-// saying so now costs nothing and saves a build.
-func (v *validator) stepTimeout(d string, path Path) {
-	if d == "" || strings.Contains(d, "((") {
-		return
-	}
-	if _, err := time.ParseDuration(d); err != nil {
-		v.errorf(path.Child(Key("timeout")), "invalid timeout %q: use a duration such as 30m or 1h30m", d)
-	}
-}
-
-func (v *validator) suggestResource(name string) string {
-	known := map[string]bool{}
-	for _, r := range v.c.Resources {
-		known[r.Name] = true
-	}
-	return suggest(name, known)
 }
 
 func (v *validator) unusedResources() {

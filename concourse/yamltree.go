@@ -55,16 +55,52 @@ func (n *node) get(key string) *node {
 	return nil
 }
 
-// maxNodes bounds alias expansion ("billion laughs"). The largest corpus pipeline has
-// about 30,000 nodes once its aliases are expanded.
-const maxNodes = 500_000
+// The loader's limits. A config that goes over one fails at once, at the position where it
+// did, instead of taking minutes and gigabytes further on: an alias repeats its anchor's
+// whole value each time it is used, so that a 1 MB file can stand for gigabytes, and a step
+// costs time to decode in proportion to how deep it is nested.
+//
+// They are far above real pipelines: the largest of the 146 in the corpus is 178 KB and
+// holds 7,500 values and 122 KB of text once its aliases are expanded; the deepest nests
+// 13 levels.
+const (
+	// maxFileBytes bounds the file, before it is parsed. The YAML library's own tree of a
+	// file of tiny values (`[0,0,0,...]`) takes 150 times the file's size before the limits
+	// below can be checked: at this size, 2 seconds and 600 MB.
+	maxFileBytes = 4 << 20
+	// maxExpandedBytes bounds the text of every key and scalar once aliases are expanded,
+	// which the decoding then copies around. The text of a file without aliases is smaller
+	// than the file, so that only aliases take a document over it.
+	maxExpandedBytes = 4 << 20
+	// maxNodes bounds the values once aliases are expanded ("billion laughs" with small
+	// values). A real pipeline has one value in about 24 bytes.
+	maxNodes = 500_000
+	// maxDepth bounds how deep maps and lists nest: the document's map is level 1, a step of
+	// a job's plan is at level 5, and each do or in_parallel around it adds 2. Steps are
+	// decoded level by level, so that at worst, 4 MB of text under 29 nested steps, the
+	// decoding takes 3 seconds and 250 MB.
+	maxDepth = 64
+)
 
 type treeBuilder struct {
 	file  string
 	diags Diagnostics
-	nodes int
+	// nodes, bytes and depth are measured against the limits, aliases expanded: the values
+	// and the text of keys and scalars built so far, and how deep the value being built is.
+	nodes, bytes, depth int
 	// expanding guards against an alias that refers to itself.
 	expanding map[*yaml.Node]bool
+	// outerAlias is the outermost alias being expanded. A limit crossed inside it is
+	// reported there, where the document uses it, rather than inside its anchor.
+	outerAlias *yaml.Node
+	// over is set once a limit is crossed; the rest of the document is then skipped.
+	over     bool
+	reported map[reportKey]bool
+}
+
+type reportKey struct {
+	pos Pos
+	msg string
 }
 
 var bom = []byte("\xef\xbb\xbf")
@@ -72,12 +108,17 @@ var bom = []byte("\xef\xbb\xbf")
 // parseTree parses one YAML document into a node tree. Problems that make the document
 // unusable are returned as diagnostics (duplicate keys among them, as fly reports them).
 func parseTree(file string, data []byte) (*node, Diagnostics) {
+	size := len(data)
 	data = bytes.TrimPrefix(data, bom)
+	if size > maxFileBytes {
+		return nil, Diagnostics{{File: file, Pos: posAt(data, maxFileBytes-(size-len(data))),
+			Message: fmt.Sprintf("the file is %s, over the loader's limit of %s for a file (reached here)", byteSize(size), byteSize(maxFileBytes))}}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if err.Error() == "EOF" {
-			return &node{kind: scalarNode}, nil
+			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, nil
 		}
 		return nil, Diagnostics{yamlErrorDiagnostic(file, data, err)}
 	}
@@ -90,7 +131,7 @@ func parseTree(file string, data []byte) (*node, Diagnostics) {
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
-			return &node{kind: scalarNode}, nil
+			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, nil
 		}
 		root = root.Content[0]
 	}
@@ -101,70 +142,93 @@ func parseTree(file string, data []byte) (*node, Diagnostics) {
 	return n, b.diags
 }
 
-var (
-	yamlLineRegexp      = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
-	unknownAnchorRegexp = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
-)
-
-func yamlErrorDiagnostic(file string, data []byte, err error) Diagnostic {
-	msg := err.Error()
-	d := Diagnostic{File: file, Pos: Pos{Line: 1, Col: 1}, Message: "invalid YAML: " + msg}
-	if m := yamlLineRegexp.FindStringSubmatch(msg); m != nil {
-		if m[1] != "" {
-			line, _ := strconv.Atoi(m[1])
-			d.Pos = Pos{Line: line, Col: 1}
-		}
-		d.Message = "invalid YAML: " + m[2]
-		if a := unknownAnchorRegexp.FindStringSubmatch(m[2]); a != nil {
-			// The parser does not say where; the first use of the alias is where to look.
-			if i := bytes.Index(data, []byte("*"+a[1])); i >= 0 {
-				line := bytes.Count(data[:i], []byte("\n")) + 1
-				col := i - bytes.LastIndexByte(data[:i], '\n')
-				d.Pos = Pos{Line: line, Col: col}
-			}
-			d.Message += " (an anchor must be defined in the same file, before its first use)"
-		}
-	}
-	return d
+// posAt is the position of the byte at offset in data; columns count characters, as the
+// YAML parser's do.
+func posAt(data []byte, offset int) Pos {
+	offset = min(offset, len(data))
+	start := bytes.LastIndexByte(data[:offset], '\n') + 1
+	return Pos{Line: bytes.Count(data[:start], []byte("\n")) + 1, Col: utf8.RuneCount(data[start:offset]) + 1}
 }
 
+// byteSize renders a size the way the limits are written: 8 MiB, 50.3 MiB, 900 KiB.
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// errorf reports a problem once: an anchor's value is built again for each of its aliases.
 func (b *treeBuilder) errorf(pos Pos, format string, args ...any) {
-	b.diags = append(b.diags, Diagnostic{File: b.file, Pos: pos, Message: fmt.Sprintf(format, args...)})
+	key := reportKey{pos, fmt.Sprintf(format, args...)}
+	if b.reported[key] {
+		return
+	}
+	if b.reported == nil {
+		b.reported = map[reportKey]bool{}
+	}
+	b.reported[key] = true
+	b.diags = append(b.diags, Diagnostic{File: b.file, Pos: pos, Message: key.msg})
 }
 
 func posOf(y *yaml.Node) Pos { return Pos{Line: y.Line, Col: y.Column} }
 
+// overLimit reports the first limit the document goes over, at y or at the alias that
+// brought y in, and stops the build.
+func (b *treeBuilder) overLimit(y *yaml.Node, format string, args ...any) {
+	if b.over {
+		return
+	}
+	limit := fmt.Sprintf(format, args...)
+	if a := b.outerAlias; a != nil {
+		b.errorf(posOf(a), "expanding alias *%s here takes the document over the loader's limit of %s once aliases are expanded (an alias repeats its anchor's whole value each time it is used)", a.Value, limit)
+	} else {
+		b.errorf(posOf(y), "the document goes over the loader's limit of %s here", limit)
+	}
+	b.over = true
+}
+
+// addBytes counts n bytes of text at y against maxExpandedBytes, and reports whether the
+// build may go on.
+func (b *treeBuilder) addBytes(y *yaml.Node, n int) bool {
+	if b.over {
+		return false
+	}
+	if b.bytes += n; b.bytes > maxExpandedBytes {
+		b.overLimit(y, "%s of text", byteSize(maxExpandedBytes))
+	}
+	return !b.over
+}
+
 func (b *treeBuilder) build(y *yaml.Node) *node {
-	b.nodes++
-	if b.nodes > maxNodes {
-		if b.nodes == maxNodes+1 {
-			b.errorf(posOf(y), "document too large after expanding aliases (more than %d nodes)", maxNodes)
-		}
+	if b.over {
+		return &node{kind: scalarNode, pos: posOf(y)}
+	}
+	if b.nodes++; b.nodes > maxNodes {
+		b.overLimit(y, "%d values", maxNodes)
 		return &node{kind: scalarNode, pos: posOf(y)}
 	}
 	switch y.Kind {
 	case yaml.AliasNode:
-		if y.Alias == nil || b.expanding[y.Alias] {
-			b.errorf(posOf(y), "alias *%s refers to itself", y.Value)
+		return b.buildAlias(y)
+	case yaml.MappingNode, yaml.SequenceNode:
+		if b.depth >= maxDepth {
+			b.overLimit(y, "%d levels of nested maps and lists", maxDepth)
 			return &node{kind: scalarNode, pos: posOf(y)}
 		}
-		b.expanding[y.Alias] = true
-		n := b.build(y.Alias)
-		delete(b.expanding, y.Alias)
-		return n
-	case yaml.MappingNode:
-		if name, ok := oldStyleParam(y); ok {
-			b.errorf(posOf(y), "old-style template {{%s}} is no longer supported: use ((%s)) and pass the value with -v, -y or -l", name, name)
-			return &node{kind: scalarNode, pos: posOf(y)}
-		}
-		return b.buildMap(y)
-	case yaml.SequenceNode:
-		n := &node{kind: listNode, pos: posOf(y), items: make([]*node, 0, len(y.Content))}
-		for _, c := range y.Content {
-			n.items = append(n.items, b.build(c))
-		}
+		b.depth++
+		n := b.buildCollection(y)
+		b.depth--
 		return n
 	case yaml.ScalarNode:
+		if !b.addBytes(y, len(y.Value)) {
+			return &node{kind: scalarNode, pos: posOf(y)}
+		}
 		v, err := resolveScalar(y)
 		if err != nil {
 			b.errorf(posOf(y), "%v", err)
@@ -184,6 +248,38 @@ func (b *treeBuilder) build(y *yaml.Node) *node {
 	return &node{kind: scalarNode, pos: posOf(y)}
 }
 
+// buildAlias builds a copy of the value an alias refers to.
+func (b *treeBuilder) buildAlias(y *yaml.Node) *node {
+	if y.Alias == nil || b.expanding[y.Alias] {
+		b.errorf(posOf(y), "alias *%s refers to itself", y.Value)
+		return &node{kind: scalarNode, pos: posOf(y)}
+	}
+	if b.outerAlias == nil {
+		b.outerAlias = y
+		defer func() { b.outerAlias = nil }()
+	}
+	b.expanding[y.Alias] = true
+	n := b.build(y.Alias)
+	delete(b.expanding, y.Alias)
+	return n
+}
+
+// buildCollection builds a map or a list.
+func (b *treeBuilder) buildCollection(y *yaml.Node) *node {
+	if y.Kind == yaml.SequenceNode {
+		n := &node{kind: listNode, pos: posOf(y), items: make([]*node, 0, len(y.Content))}
+		for _, c := range y.Content {
+			n.items = append(n.items, b.build(c))
+		}
+		return n
+	}
+	if name, ok := oldStyleParam(y); ok {
+		b.errorf(posOf(y), "old-style template {{%s}} is no longer supported: use ((%s)) and pass the value with -v, -y or -l", name, name)
+		return &node{kind: scalarNode, pos: posOf(y)}
+	}
+	return b.buildMap(y)
+}
+
 func (b *treeBuilder) buildMap(y *yaml.Node) *node {
 	n := &node{kind: mapNode, pos: posOf(y), entries: make([]entry, 0, len(y.Content)/2)}
 	seen := make(map[string]int, len(y.Content)/2)
@@ -200,7 +296,7 @@ func (b *treeBuilder) buildMap(y *yaml.Node) *node {
 			continue
 		}
 		key, ok := b.keyString(k)
-		if !ok {
+		if !ok || !b.addBytes(k, len(key)) {
 			continue
 		}
 		if line, dup := seen[key]; dup {
@@ -418,13 +514,38 @@ func (n *node) appendJSON(buf []byte) ([]byte, error) {
 		return strconv.AppendUint(buf, x, 10), nil
 	case float64:
 		if math.IsInf(x, 0) || math.IsNaN(x) {
-			return nil, fmt.Errorf("line %d: %v cannot be represented in JSON", n.pos.Line, x)
+			return nil, &unrepresentableError{n: n}
 		}
 		return appendJSONFloat(buf, x), nil
 	case string:
 		return appendJSONString(buf, x), nil
 	}
-	return nil, fmt.Errorf("line %d: unsupported value %T", n.pos.Line, n.scalar)
+	return nil, &unrepresentableError{n: n}
+}
+
+// unrepresentableError is a scalar that JSON, and so Concourse, cannot take: .inf or .nan.
+type unrepresentableError struct{ n *node }
+
+func (e *unrepresentableError) Error() string {
+	return fmt.Sprintf("%v cannot be represented in JSON: quote it to make it a string", e.n.scalar)
+}
+
+// pathTo finds the path of target under n, which is at path; nil when it is not there.
+func (n *node) pathTo(target *node, path Path) Path {
+	if n == target {
+		return path
+	}
+	for _, e := range n.entries {
+		if p := e.value.pathTo(target, path.Child(Key(e.key))); p != nil {
+			return p
+		}
+	}
+	for i, item := range n.items {
+		if p := item.pathTo(target, path.Child(Index(i))); p != nil {
+			return p
+		}
+	}
+	return nil
 }
 
 // appendJSONFloat formats like encoding/json does.

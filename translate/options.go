@@ -38,6 +38,11 @@ type Options struct {
 	BuildVolumeSize string
 	// StorageClass is the build volume's storage class; empty means the cluster default.
 	StorageClass string
+	// UserNamespaces runs every step that is not privileged in a user namespace of its
+	// own (the pod's hostUsers: false): root in the container is an unprivileged user on
+	// the node, as in Concourse's unprivileged Garden containers. The cluster must
+	// support it (Kubernetes 1.33+, a runtime and file systems with idmap mounts).
+	UserNamespaces bool
 }
 
 // DefaultRunnerImage is the step runner image of this version of the project.

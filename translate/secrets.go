@@ -2,7 +2,9 @@ package translate
 
 import (
 	"encoding/json"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,6 +22,9 @@ import (
 type secretMount struct {
 	secret string
 	path   string
+	// keys are the only keys mounted, sorted; none: the whole Secret (a var without a
+	// field: its `value` key, or else the map of every key).
+	keys []string
 }
 
 // Credential is one ((var)) a build reads from Kubernetes Secrets: the Secrets it is looked
@@ -48,16 +53,27 @@ func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 	for _, s := range c.opts.VarSources {
 		sources[s] = true
 	}
-	seen := map[string]bool{}
-	var out []secretMount
-	add := func(dir, name string) string {
+	// The keys each mount needs; a nil set is the whole Secret.
+	mounts := map[string]*secretMount{}
+	keys := map[string]map[string]bool{}
+	add := func(dir, name string, fields []string) string {
 		p := path.Join(runspec.DefaultCreds, dir, name)
 		secret := secretName(strings.ReplaceAll(path.Join(dir, name), "/", "."))
-		if seen[p] || secret == "" {
+		if secret == "" {
 			return secret
 		}
-		seen[p] = true
-		out = append(out, secretMount{secret: secret, path: p})
+		m, seen := mounts[p]
+		if !seen {
+			m = &secretMount{secret: secret, path: p}
+			mounts[p] = m
+			keys[p] = map[string]bool{}
+		}
+		switch {
+		case len(fields) == 0:
+			keys[p] = nil
+		case keys[p] != nil:
+			keys[p][fields[0]] = true
+		}
 		return secret
 	}
 	walkStrings(raw, func(s string) {
@@ -76,15 +92,22 @@ func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 			var cred Credential
 			cred.Var = ref.String()
 			if c.opts.Pipeline != "" {
-				cred.Secrets = append(cred.Secrets, add(dir, c.opts.Pipeline+"."+ref.Path))
+				cred.Secrets = append(cred.Secrets, add(dir, c.opts.Pipeline+"."+ref.Path, ref.Fields))
 			}
-			cred.Secrets = append(cred.Secrets, add(dir, ref.Path))
+			cred.Secrets = append(cred.Secrets, add(dir, ref.Path, ref.Fields))
 			if len(ref.Fields) > 0 {
 				cred.Key = ref.Fields[0]
 			}
 			c.creds[cred.Var] = cred
 		}
 	})
+	out := make([]secretMount, 0, len(mounts))
+	for p, m := range mounts {
+		if keys[p] != nil {
+			m.keys = slices.Sorted(maps.Keys(keys[p]))
+		}
+		out = append(out, *m)
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
 	for _, m := range out {
 		c.secrets[m.secret] = true

@@ -43,8 +43,12 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	for _, s := range v.secrets {
 		name := "cred-" + runspec.ShortHash(s.secret+"\x00"+s.path)
 		optional := true
-		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: s.secret, Optional: &optional}}})
+		src := &corev1.SecretVolumeSource{SecretName: s.secret, Optional: &optional}
+		// Only the keys the step's vars use; a var without a field reads the whole Secret.
+		for _, k := range s.keys {
+			src.Items = append(src.Items, corev1.KeyToPath{Key: k, Path: k})
+		}
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: s.path, ReadOnly: true})
 	}
 	run := v1.Step{
@@ -54,13 +58,7 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		Args:         []string{"$(params." + runspec.ParamMode + ")", "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")"},
 		VolumeMounts: mounts,
 	}
-	if v.privileged || v.asRoot {
-		root := int64(0)
-		run.SecurityContext = &corev1.SecurityContext{RunAsUser: &root}
-		if v.privileged {
-			run.SecurityContext.Privileged = &v.privileged
-		}
-	}
+	run.SecurityContext = stepSecurity(v)
 	if v.limits.CPU != nil || v.limits.Memory != nil {
 		run.ComputeResources = corev1.ResourceRequirements{Limits: corev1.ResourceList{}}
 		if v.limits.CPU != nil {
@@ -100,6 +98,14 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 				Command:      []string{runspec.RunnerBinary},
 				Args:         []string{"install", runspec.RunnerPath},
 				VolumeMounts: []corev1.VolumeMount{{Name: "runner", MountPath: runspec.RunnerDir}},
+				// Copying a file into an emptyDir needs nothing: Pod Security "restricted".
+				SecurityContext: &corev1.SecurityContext{
+					RunAsUser:                ptr(int64(installUser)),
+					RunAsNonRoot:             ptr(true),
+					AllowPrivilegeEscalation: ptr(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+				},
 			},
 			run,
 		},
@@ -111,12 +117,51 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 			Name:   "concourse-step-" + runspec.ShortHash(string(buf)),
 			Labels: map[string]string{runspec.LabelManagedBy: runspec.ManagedBy},
 			Annotations: map[string]string{
-				runspec.LabelPrefix + "privileged": strconv.FormatBool(v.privileged),
+				annotationPrivileged: strconv.FormatBool(v.privileged),
 			},
 		},
 		Spec: spec,
 	}
 }
+
+// annotationPrivileged on a step Task says whether its step is privileged.
+const annotationPrivileged = runspec.LabelPrefix + "privileged"
+
+// installUser is the uid the install step copies the runner as (the distroless "nonroot").
+const installUser = 65532
+
+// rootCapabilities are what a root step keeps: the capabilities Concourse's unprivileged
+// containers have (Garden's defaults, Docker's too), less NET_RAW, which Pod Security
+// "baseline" does not allow. With them a root task can chown, install packages (apt drops
+// to its own user, dpkg sets file capabilities), bind low ports and signal its children,
+// and the runner can give a run.user's task its volumes and switch to that user.
+var rootCapabilities = []corev1.Capability{
+	"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+	"NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+}
+
+// stepSecurity is the security context of a step's own container. A privileged step is
+// privileged, as the pipeline says. Every other one passes Pod Security "baseline" with
+// room to spare: no privilege escalation (setuid binaries do not raise privileges), the
+// runtime's default seccomp profile, and no capability beyond rootCapabilities. A step
+// whose runner switches to the task's run.user starts as root; others run as their
+// image's user.
+func stepSecurity(v taskVariant) *corev1.SecurityContext {
+	if v.privileged {
+		return &corev1.SecurityContext{Privileged: ptr(true), RunAsUser: ptr(int64(0))}
+	}
+	sc := &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: rootCapabilities},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+	if v.asRoot {
+		sc.RunAsUser = ptr(int64(0))
+	}
+	return sc
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func sortedTasks(m map[string]*v1.Task) []*v1.Task {
 	out := make([]*v1.Task, 0, len(m))

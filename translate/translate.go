@@ -107,6 +107,10 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	}
 	claim.Labels = runLabels
 	noToken, noServiceLinks := false, false
+	var hostUsers *bool
+	if opts.UserNamespaces {
+		hostUsers = ptr(false)
+	}
 	run := &v1.PipelineRun{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "PipelineRun"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -124,9 +128,9 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 				ServiceAccountName: opts.ServiceAccount,
 				// No token, and no Service environment variables: Concourse's containers
 				// know nothing of the cluster they run on.
-				PodTemplate: &pod.Template{AutomountServiceAccountToken: &noToken, EnableServiceLinks: &noServiceLinks},
+				PodTemplate: &pod.Template{AutomountServiceAccountToken: &noToken, EnableServiceLinks: &noServiceLinks, HostUsers: hostUsers},
 			},
-			TaskRunSpecs: c.runSpecs,
+			TaskRunSpecs: c.privilegedInHost(c.runSpecs),
 		},
 	}
 	return &Result{
@@ -137,6 +141,26 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		Credentials: credentials(c.creds),
 		RunnerImage: opts.RunnerImage,
 	}, nil
+}
+
+// privilegedInHost gives the privileged steps the host's user namespace back when the
+// build's pods have their own (UserNamespaces): a privileged container cannot run in one.
+func (c *compiler) privilegedInHost(specs []v1.PipelineTaskRunSpec) []v1.PipelineTaskRunSpec {
+	if !c.opts.UserNamespaces {
+		return specs
+	}
+	for _, pt := range c.tasks {
+		if pt.TaskRef == nil || c.taskDefs[pt.TaskRef.Name].Annotations[annotationPrivileged] != "true" {
+			continue
+		}
+		i := slices.IndexFunc(specs, func(s v1.PipelineTaskRunSpec) bool { return s.PipelineTaskName == pt.Name })
+		if i < 0 {
+			specs = append(specs, v1.PipelineTaskRunSpec{PipelineTaskName: pt.Name, PodTemplate: &pod.Template{}})
+			i = len(specs) - 1
+		}
+		specs[i].PodTemplate.HostUsers = ptr(true)
+	}
+	return specs
 }
 
 func withEntry(m map[string]string, k, v string) map[string]string {

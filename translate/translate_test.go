@@ -9,6 +9,10 @@ import (
 	"testing"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -42,7 +46,41 @@ func validate(t testing.TB, r *translate.Result) {
 		t.Errorf("PipelineRun %s: %v", pr.Name, err)
 	}
 	var _ *v1.Task = r.Tasks[0]
+	for _, task := range r.Tasks {
+		if task.Annotations["concourse-ci.org/privileged"] == "true" {
+			continue // privileged because the pipeline says so
+		}
+		if errs := podSecurity(task, psaapi.LevelBaseline); len(errs) > 0 {
+			t.Errorf("Task %s fails Pod Security baseline: %v", task.Name, errs)
+		}
+	}
 }
+
+// podSecurity evaluates the pod a Task's steps make with Kubernetes' own Pod Security
+// Admission checks at a level, and returns what it forbids.
+func podSecurity(task *v1.Task, level psaapi.Level) []string {
+	var spec corev1.PodSpec
+	for _, s := range task.Spec.Steps {
+		spec.Containers = append(spec.Containers, corev1.Container{Name: "step-" + s.Name, Image: s.Image, SecurityContext: s.SecurityContext})
+	}
+	spec.Volumes = task.Spec.Volumes
+	var forbidden []string
+	for _, r := range psaEvaluator.EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, &metav1.ObjectMeta{}, &spec) {
+		if !r.Allowed {
+			forbidden = append(forbidden, r.ForbiddenReason+": "+r.ForbiddenDetail)
+		}
+	}
+	return forbidden
+}
+
+var psaEvaluator = func() policy.Evaluator {
+	// The checks of this version of Kubernetes, at the latest policy version.
+	e, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}()
 
 func translateFile(t testing.TB, file, job string, opts translate.Options) (*translate.Result, error) {
 	t.Helper()

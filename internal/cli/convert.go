@@ -34,6 +34,7 @@ type convertFlags struct {
 	serviceAccount  string
 	storageClass    string
 	volumeSize      string
+	userNamespaces  bool
 }
 
 func newConvert(s *streams) *cobra.Command {
@@ -73,6 +74,7 @@ func (f *convertFlags) registerCompile(cmd *cobra.Command) {
 	fl.StringVar(&f.serviceAccount, "service-account", "", "the service account the build's pods run as")
 	fl.StringVar(&f.storageClass, "storage-class", "", "the storage class of build volumes (default: the cluster's)")
 	fl.StringVar(&f.volumeSize, "build-volume-size", "1Gi", "the size of each build's volume")
+	fl.BoolVar(&f.userNamespaces, "user-namespaces", false, "run every step that is not privileged in a user namespace of its own (hostUsers: false): root in the container, unprivileged on the node")
 }
 
 // convertOptions turns flags into translate options.
@@ -87,6 +89,7 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 		ServiceAccount:  f.serviceAccount,
 		StorageClass:    f.storageClass,
 		BuildVolumeSize: f.volumeSize,
+		UserNamespaces:  f.userNamespaces,
 	}
 	if opts.Pipeline == "" {
 		base := filepath.Base(pipelinePath)
