@@ -48,6 +48,12 @@ const (
 	ResultConfig     = "config"
 )
 
+// AnnotationCredentials on a build's PipelineRun lists, as JSON, the ((vars)) its steps
+// read from Secrets: each var's candidate Secrets and key, never a value. The backend
+// reads those Secrets to redact their values in every step's events, as Concourse
+// redacts every credential of a build in all of its output.
+const AnnotationCredentials = "concourse-ci.org/credentials"
+
 // The labels on every object of a build. A label value is cut and made label-safe
 // (LabelValue); the exact Concourse name is in an annotation of the same key.
 const (

@@ -12,6 +12,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -78,6 +79,7 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 	followers := map[string]*logFollower{}
 	logWake := func() { w.wake(run) }
 	var missingSince, endedSince time.Time
+	var secrets *redact.Secrets
 	for {
 		pr, trs, pods, err := w.observe(ns, run)
 		switch {
@@ -91,6 +93,11 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 		case err != nil:
 			return "", err
 		default:
+			if secrets == nil {
+				if secrets, err = c.buildSecrets(ctx, pr); err != nil {
+					return "", err
+				}
+			}
 			if isDone(pr.Status.GetCondition(apis.ConditionSucceeded)) && endedSince.IsZero() {
 				endedSince = time.Now()
 			}
@@ -116,6 +123,7 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 			}
 			events, final := Map(obs, &after)
 			for _, e := range events {
+				e.Event = redactEvent(secrets, e.Event)
 				if err := emit(e); err != nil {
 					return "", err
 				}

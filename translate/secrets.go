@@ -31,12 +31,12 @@ type secretMount struct {
 // up in, in order (the first that exists is used), and the key it needs there, if any.
 type Credential struct {
 	// Var is the reference as written between the parentheses.
-	Var string
+	Var string `json:"var"`
 	// Secrets are the candidate Secrets' names, the pipeline's own first.
-	Secrets []string
+	Secrets []string `json:"secrets"`
 	// Key is the key the var needs in the Secret found: its first field. Empty: any
 	// key will do (a `value` key is the string, otherwise the map of keys).
-	Key string
+	Key string `json:"key,omitempty"`
 }
 
 // secretsOf lists the Secrets a step's ((vars)) may come from.

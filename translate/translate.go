@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -106,6 +107,14 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		claim.Spec.StorageClassName = &sc
 	}
 	claim.Labels = runLabels
+	runAnnotations := withEntry(annotations, runspec.LabelBuild, opts.Build)
+	if creds := credentials(c.creds); len(creds) > 0 {
+		buf, err := json.Marshal(creds)
+		if err != nil {
+			return nil, err
+		}
+		runAnnotations[runspec.AnnotationCredentials] = string(buf)
+	}
 	noToken, noServiceLinks := false, false
 	var hostUsers *bool
 	if opts.UserNamespaces {
@@ -116,7 +125,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        RunName(opts.Pipeline, opts.Job, opts.Build),
 			Labels:      runLabels,
-			Annotations: withEntry(annotations, runspec.LabelBuild, opts.Build),
+			Annotations: runAnnotations,
 		},
 		Spec: v1.PipelineRunSpec{
 			PipelineRef: &v1.PipelineRef{Name: name},
