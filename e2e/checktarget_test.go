@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -40,6 +41,17 @@ func TestCheckTarget(t *testing.T) {
 	if r := admin.Check(ctx); !r.OK() {
 		t.Fatalf("the cluster's admin cannot run builds in %s: %+v", ns, r)
 	}
+	// The namespace's Pod Security level, as the admin reads it.
+	enforce(t, ns, "baseline")
+	if r := admin.Check(ctx); !r.OK() || r.PodSecurity == nil || r.PodSecurity.Level != "baseline" ||
+		len(r.PodSecurity.Rejected) != 1 || !strings.HasPrefix(r.PodSecurity.Rejected[0].Steps, "privileged steps") {
+		t.Errorf("under baseline: %+v, %+v; want OK, privileged steps rejected", r, r.PodSecurity)
+	}
+	enforce(t, ns, "restricted")
+	if r := admin.Check(ctx); r.OK() || r.PodSecurity == nil || len(r.PodSecurity.Rejected) != 3 {
+		t.Errorf("under restricted: %+v, %+v; want not OK, every kind of step rejected", r, r.PodSecurity)
+	}
+	enforce(t, ns, "")
 
 	var granted, want []tektonrun.Permission
 	for _, p := range tektonrun.Permissions {
@@ -89,6 +101,7 @@ func TestCheckTarget(t *testing.T) {
 	for _, p := range want {
 		wantOut += "    " + p.String() + "\n"
 	}
+	wantOut += "? Pod Security level unknown: namespace " + ns + " cannot be read (get namespaces is not granted)\n"
 	if code != 1 {
 		t.Errorf("check-target exited %d, want 1", code)
 	}
@@ -164,4 +177,16 @@ func checkTargetCLI(t *testing.T, kubeconfig string, args ...string) (code int, 
 		t.Logf("check-target's stderr:\n%s", s)
 	}
 	return code, out.String()
+}
+
+// enforce sets the namespace's enforced Pod Security level ("" removes it).
+func enforce(t *testing.T, ns, level string) {
+	t.Helper()
+	patch := `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":null}}}`
+	if level != "" {
+		patch = `{"metadata":{"labels":{"pod-security.kubernetes.io/enforce":"` + level + `"}}}`
+	}
+	if _, err := testCluster.kube.CoreV1().Namespaces().Patch(context.Background(), ns, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatalf("labelling namespace %s: %v", ns, err)
+	}
 }

@@ -91,6 +91,9 @@ type CheckReport struct {
 	Reachable       bool
 	TektonInstalled bool         // the tekton.dev/v1 group serves pipelineruns (discovery)
 	Missing         []Permission // not granted, in table order
+	// PodSecurity is the namespace's enforced Pod Security level and the step pods it
+	// would reject; nil when the namespace could not be read (Err says why).
+	PodSecurity *PodSecurity
 	// Err is why the API server is unreachable, or, when it answers, why a question could
 	// not be answered (then the permissions it concerns are neither granted nor missing).
 	Err error
@@ -98,7 +101,7 @@ type CheckReport struct {
 
 // OK reports whether the target answers, serves Tekton and grants every permission.
 func (r CheckReport) OK() bool {
-	return r.Reachable && r.TektonInstalled && len(r.Missing) == 0 && r.Err == nil
+	return r.Reachable && r.TektonInstalled && len(r.Missing) == 0 && r.Err == nil && !r.PodSecurity.Blocks()
 }
 
 // MarshalJSON writes the report with Err as a string and with OK, for `-o json`.
@@ -109,6 +112,7 @@ func (r CheckReport) MarshalJSON() ([]byte, error) {
 		Reachable       bool         `json:"reachable"`
 		TektonInstalled bool         `json:"tektonInstalled"`
 		Missing         []Permission `json:"missing"`
+		PodSecurity     *PodSecurity `json:"podSecurity,omitempty"`
 		Error           string       `json:"error,omitempty"`
 		OK              bool         `json:"ok"`
 	}{
@@ -117,6 +121,7 @@ func (r CheckReport) MarshalJSON() ([]byte, error) {
 		Reachable:       r.Reachable,
 		TektonInstalled: r.TektonInstalled,
 		Missing:         r.Missing,
+		PodSecurity:     r.PodSecurity,
 		OK:              r.OK(),
 	}
 	if out.Missing == nil {
@@ -172,7 +177,9 @@ func (t *Target) Check(ctx context.Context) CheckReport {
 			r.Missing = append(r.Missing, p)
 		}
 	}
-	r.Err = errors.Join(lookupErr, reviewErr)
+	ps, psErr := t.podSecurity(ctx)
+	r.PodSecurity = ps
+	r.Err = errors.Join(lookupErr, reviewErr, psErr)
 	return r
 }
 

@@ -10,8 +10,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
@@ -24,6 +27,11 @@ type fakeCluster struct {
 	denied        []Permission         // not granted in the target's namespace
 	failing       map[Permission]error // access reviews that fail
 	unreachable   error                // what asking for the version fails with
+	// enforce is the namespace's pod-security.kubernetes.io/enforce label, if any;
+	// noNamespace leaves the namespace out.
+	enforce         string
+	noNamespace     bool
+	forbidNamespace bool // reading namespaces is forbidden
 }
 
 // fakeTarget is a target in namespace "ci" of a fake cluster. Access reviews about other
@@ -31,6 +39,20 @@ type fakeCluster struct {
 func fakeTarget(t *testing.T, c fakeCluster) *Target {
 	t.Helper()
 	kube := fake.NewClientset()
+	if !c.noNamespace {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ci", Labels: map[string]string{}}}
+		if c.enforce != "" {
+			ns.Labels["pod-security.kubernetes.io/enforce"] = c.enforce
+		}
+		if _, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.forbidNamespace {
+		kube.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "ci", errors.New("no"))
+		})
+	}
 	disc := kube.Discovery().(*fakediscovery.FakeDiscovery)
 	disc.FakedServerVersion = &version.Info{GitVersion: "v1.35.0"}
 	for _, gv := range c.groupVersions {
@@ -124,8 +146,54 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Err = %q, want %q", gotErr, tc.wantErr)
 			}
 			got.Err = nil
+			got.PodSecurity = nil // TestCheckPodSecurity
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("report (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The namespace's enforced Pod Security level, and the kinds of step pod it rejects, by
+// Kubernetes' own checks.
+func TestCheckPodSecurity(t *testing.T) {
+	tests := []struct {
+		name     string
+		cluster  fakeCluster
+		want     []string // the kinds rejected
+		wantOK   bool
+		wantNote string
+	}{
+		{name: "no level", cluster: fakeCluster{}, wantOK: true},
+		{name: "privileged", cluster: fakeCluster{enforce: "privileged"}, wantOK: true},
+		{name: "baseline", cluster: fakeCluster{enforce: "baseline"}, want: []string{"privileged steps (privileged: true)"}, wantOK: true},
+		{name: "restricted", cluster: fakeCluster{enforce: "restricted"}, want: []string{
+			"privileged steps (privileged: true)",
+			"steps whose runner switches to run.user (root, then the user)",
+			"other steps (the image's user)",
+		}},
+		{name: "namespace not readable", cluster: fakeCluster{noNamespace: true, forbidNamespace: true}, wantOK: true,
+			wantNote: "namespace ci cannot be read (get namespaces is not granted)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cluster.groupVersions = []string{"tekton.dev/v1"}
+			got := fakeTarget(t, tc.cluster).Check(context.Background())
+			if got.Err != nil {
+				t.Fatal(got.Err)
+			}
+			var kinds []string
+			for _, r := range got.PodSecurity.Rejected {
+				kinds = append(kinds, r.Steps)
+				if len(r.Reasons) == 0 {
+					t.Errorf("%s rejected for no reason", r.Steps)
+				}
+			}
+			if diff := cmp.Diff(tc.want, kinds); diff != "" {
+				t.Errorf("rejected (-want +got):\n%s", diff)
+			}
+			if got.OK() != tc.wantOK || got.PodSecurity.Unknown != tc.wantNote {
+				t.Errorf("OK() = %v, note %q; want %v, %q", got.OK(), got.PodSecurity.Unknown, tc.wantOK, tc.wantNote)
 			}
 		})
 	}

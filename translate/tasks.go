@@ -124,6 +124,22 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	}
 }
 
+// StepKinds are the kinds of step pods a build runs, by what their containers may do,
+// each with its step Task (for checking them against a namespace's Pod Security level).
+func StepKinds(runnerImage string) []StepKind {
+	return []StepKind{
+		{Name: "privileged steps (privileged: true)", Task: stepTaskFor(runnerImage, taskVariant{privileged: true})},
+		{Name: "steps whose runner switches to run.user (root, then the user)", Task: stepTaskFor(runnerImage, taskVariant{asRoot: true})},
+		{Name: "other steps (the image's user)", Task: stepTaskFor(runnerImage, taskVariant{})},
+	}
+}
+
+// StepKind is a kind of step pod: see StepKinds.
+type StepKind struct {
+	Name string
+	Task *v1.Task
+}
+
 // annotationPrivileged on a step Task says whether its step is privileged.
 const annotationPrivileged = runspec.LabelPrefix + "privileged"
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -98,6 +99,23 @@ func printCheck(w io.Writer, t *tektonrun.Target, r tektonrun.CheckReport) {
 		}
 	case r.Err == nil:
 		fmt.Fprintf(w, "✓ all %d permissions are granted in namespace %s\n", len(tektonrun.Permissions), t.Namespace)
+	}
+	if ps := r.PodSecurity; ps != nil {
+		switch {
+		case ps.Unknown != "":
+			fmt.Fprintf(w, "? Pod Security level unknown: %s\n", ps.Unknown)
+		case len(ps.Rejected) == 0:
+			fmt.Fprintf(w, "✓ Pod Security %q (%s) admits every step\n", ps.Level, ps.Version)
+		default:
+			mark := "!"
+			if ps.Blocks() {
+				mark = "✗"
+			}
+			fmt.Fprintf(w, "%s Pod Security %q (%s) in namespace %s rejects:\n", mark, ps.Level, ps.Version, t.Namespace)
+			for _, rj := range ps.Rejected {
+				fmt.Fprintf(w, "    %s: %s\n", rj.Steps, strings.Join(rj.Reasons, "; "))
+			}
+		}
 	}
 	if r.Err != nil {
 		fmt.Fprintf(w, "✗ %v\n", r.Err)

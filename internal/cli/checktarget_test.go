@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
@@ -27,6 +28,7 @@ type fakeWorker struct {
 	tekton      bool     // serves tekton.dev/v1
 	denied      []string // permissions not granted, as "verb resource/subresource"
 	unreachable bool
+	enforce     string // the namespace's Pod Security enforce level
 }
 
 // useFakeTarget makes check-target talk to a fake cluster in namespace "ci", and returns
@@ -38,7 +40,11 @@ func useFakeTarget(t *testing.T, w fakeWorker) *tektonrun.TargetOptions {
 	t.Cleanup(func() { newTarget = old })
 	newTarget = func(o tektonrun.TargetOptions) (*tektonrun.Target, error) {
 		got = o
-		kube := fake.NewClientset()
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}
+		if w.enforce != "" {
+			ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": w.enforce}
+		}
+		kube := fake.NewClientset(ns)
 		disc := kube.Discovery().(*fakediscovery.FakeDiscovery)
 		disc.FakedServerVersion = &version.Info{GitVersion: "v1.35.0"}
 		if w.tekton {
@@ -83,7 +89,24 @@ func TestCheckTarget(t *testing.T) {
 			"✓ API server https://127.0.0.1:6443 answers (v1.35.0)",
 			"✓ Tekton Pipelines (tekton.dev/v1) is installed",
 			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
+			"✓ Pod Security \"privileged\" (latest) admits every step",
 		},
+	}, {
+		// Baseline: a pipeline's privileged steps cannot run there; the others can.
+		name:   "baseline namespace",
+		worker: fakeWorker{tekton: true, enforce: "baseline"},
+		want: []string{
+			"✓ API server https://127.0.0.1:6443 answers (v1.35.0)",
+			"✓ Tekton Pipelines (tekton.dev/v1) is installed",
+			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
+			`! Pod Security "baseline" (latest) in namespace ci rejects:`,
+			`    privileged steps (privileged: true): privileged (container "step-run" must not set securityContext.privileged=true)`,
+		},
+	}, {
+		// Restricted: every step that starts as root is rejected, so builds cannot run.
+		name:     "restricted namespace",
+		worker:   fakeWorker{tekton: true, enforce: "restricted"},
+		wantCode: 1,
 	}, {
 		name:     "missing permissions",
 		worker:   fakeWorker{tekton: true, denied: []string{"create pods/exec", "watch pipelineruns", "get secrets"}},
@@ -95,6 +118,7 @@ func TestCheckTarget(t *testing.T) {
 			"    watch pipelineruns.tekton.dev",
 			"    create pods/exec",
 			"    get secrets",
+			"✓ Pod Security \"privileged\" (latest) admits every step",
 		},
 	}, {
 		name:     "no Tekton",
@@ -104,6 +128,7 @@ func TestCheckTarget(t *testing.T) {
 			"✓ API server https://127.0.0.1:6443 answers (v1.35.0)",
 			"✗ Tekton Pipelines (tekton.dev/v1) is not installed: install it, see https://tekton.dev/docs/installation/pipelines/",
 			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
+			"✓ Pod Security \"privileged\" (latest) admits every step",
 		},
 	}, {
 		name:     "unreachable",
@@ -120,7 +145,12 @@ func TestCheckTarget(t *testing.T) {
 			if code != tc.wantCode || stderr != "" {
 				t.Errorf("code %d, stderr %q; want code %d, no stderr", code, stderr, tc.wantCode)
 			}
-			if diff := cmp.Diff(tc.want, strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")); diff != "" {
+			if tc.want == nil {
+				if !strings.Contains(stdout, `✗ Pod Security "restricted" (latest) in namespace ci rejects:`) ||
+					!strings.Contains(stdout, "steps whose runner switches to run.user") {
+					t.Errorf("stdout does not say restricted rejects the steps:\n%s", stdout)
+				}
+			} else if diff := cmp.Diff(tc.want, strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")); diff != "" {
 				t.Errorf("stdout (-want +got):\n%s", diff)
 			}
 			wantOpts := tektonrun.TargetOptions{Kubeconfig: "/k/config", Context: "lab", Namespace: "ci", QPS: 5, Burst: 100, UserAgent: "concourse-tekton/" + Version}
@@ -147,6 +177,7 @@ func TestCheckTargetJSON(t *testing.T) {
 		"reachable":       true,
 		"tektonInstalled": true,
 		"missing":         []any{map[string]any{"resource": "pods", "subresource": "log", "verb": "get"}},
+		"podSecurity":     map[string]any{"level": "privileged", "version": "latest", "rejected": []any{}},
 		"ok":              false,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -1,0 +1,89 @@
+package tektonrun
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
+
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+// PodSecurity is what the namespace's Pod Security admission enforces, and which kinds
+// of step pod it would reject.
+type PodSecurity struct {
+	// Level and Version are the namespace's enforced level and version
+	// (pod-security.kubernetes.io/enforce and -version): privileged when it sets none.
+	Level   string `json:"level"`
+	Version string `json:"version"`
+	// Rejected are the kinds of step pod it forbids, each with why.
+	Rejected []RejectedSteps `json:"rejected"`
+	// Unknown says why the level could not be read (the namespace is not readable: a
+	// user granted only the namespace's own permissions); then Level is "unknown".
+	Unknown string `json:"unknown,omitempty"`
+}
+
+// RejectedSteps is one kind of step pod a namespace forbids, and why.
+type RejectedSteps struct {
+	Steps   string   `json:"steps"`
+	Reasons []string `json:"reasons"`
+}
+
+// Blocks tells whether the namespace forbids steps every pipeline has (not only the
+// privileged ones the pipeline asks for).
+func (p *PodSecurity) Blocks() bool {
+	return p != nil && len(p.Rejected) > 1
+}
+
+// podSecurity reads the namespace's enforced Pod Security level and evaluates every kind
+// of step pod against it with Kubernetes' own checks.
+func (t *Target) podSecurity(ctx context.Context) (*PodSecurity, error) {
+	ns, err := t.Kube.CoreV1().Namespaces().Get(ctx, t.Namespace, metav1.GetOptions{})
+	if apierrors.IsForbidden(err) {
+		return &PodSecurity{Level: "unknown", Unknown: fmt.Sprintf("namespace %s cannot be read (get namespaces is not granted)", t.Namespace)}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading namespace %s for its Pod Security level: %w", t.Namespace, err)
+	}
+	lv, err := psaapi.ParseLevel(levelOr(ns.Labels[psaapi.EnforceLevelLabel], string(psaapi.LevelPrivileged)))
+	if err != nil {
+		return nil, fmt.Errorf("namespace %s: %s: %w", t.Namespace, psaapi.EnforceLevelLabel, err)
+	}
+	ver, err := psaapi.ParseVersion(levelOr(ns.Labels[psaapi.EnforceVersionLabel], "latest"))
+	if err != nil {
+		return nil, fmt.Errorf("namespace %s: %s: %w", t.Namespace, psaapi.EnforceVersionLabel, err)
+	}
+	ps := &PodSecurity{Level: string(lv), Version: ver.String(), Rejected: []RejectedSteps{}}
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, kind := range translate.StepKinds(translate.DefaultRunnerImage) {
+		var spec corev1.PodSpec
+		for _, s := range kind.Task.Spec.Steps {
+			spec.Containers = append(spec.Containers, corev1.Container{Name: "step-" + s.Name, Image: s.Image, SecurityContext: s.SecurityContext})
+		}
+		spec.Volumes = kind.Task.Spec.Volumes
+		var reasons []string
+		for _, r := range eval.EvaluatePod(psaapi.LevelVersion{Level: lv, Version: ver}, &ns.ObjectMeta, &spec) {
+			if !r.Allowed {
+				reasons = append(reasons, r.ForbiddenReason+" ("+r.ForbiddenDetail+")")
+			}
+		}
+		if len(reasons) > 0 {
+			ps.Rejected = append(ps.Rejected, RejectedSteps{Steps: kind.Name, Reasons: reasons})
+		}
+	}
+	return ps, nil
+}
+
+func levelOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
