@@ -34,7 +34,8 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 		if g.Version != nil {
 			version = *g.Version
 		}
-		if img, ok := imageFromResource(g.Type, g.Source, version); ok {
+		img, reason := imageFromResource(g.Type, g.Source, version)
+		if reason == "" {
 			return img, true
 		}
 		if mirror, _ := g.Source["mirror_self"].(bool); g.Type == "mock" && mirror {
@@ -43,7 +44,7 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 				return img, true
 			}
 		}
-		c.fail(p, step, "resource type %q is of type %q: only custom types of type registry-image or docker-image, with a static repository, can be run here", typ, g.Type)
+		c.fail(p, step, "the image of resource type %q cannot be run here: %s", typ, reason)
 		return "", false
 	}
 	base := ti.BaseType
@@ -271,10 +272,11 @@ func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.Task
 		}
 	}
 	if ir := cfg.ImageResource; ir != nil {
-		if img, ok := imageFromResource(ir.Type, ir.Source, ir.Version); ok {
+		img, reason := imageFromResource(ir.Type, ir.Source, ir.Version)
+		if reason == "" {
 			return img, true
 		}
-		c.fail(p, step, "its image_resource is of type %q: only registry-image or docker-image with a static repository can be run here", ir.Type)
+		c.fail(p, step, "its image_resource cannot be run here: %s", reason)
 		return "", false
 	}
 	if cfg.RootfsURI != "" {

@@ -109,17 +109,24 @@ func (e *UnsupportedError) Error() string {
 	return fmt.Sprintf("plan %s: %s", e.PlanID, e.Reason)
 }
 
-// imageFromResource turns a registry-image or docker-image source into an image reference.
-func imageFromResource(typ string, source concourse.Source, version concourse.Version) (string, bool) {
+// imageFromResource turns a registry-image or docker-image source into an image reference,
+// or says why it cannot (the reason completes "... cannot be run here: ").
+func imageFromResource(typ string, source concourse.Source, version concourse.Version) (string, string) {
 	if typ != "registry-image" && typ != "docker-image" {
-		return "", false
+		return "", fmt.Sprintf("it is of type %q, and only registry-image or docker-image images can", typ)
 	}
 	repo, _ := source["repository"].(string)
-	if repo == "" || strings.Contains(repo, "((") {
-		return "", false
+	switch {
+	case repo == "":
+		return "", "its source has no repository"
+	case strings.Contains(repo, "(("):
+		return "", fmt.Sprintf("its repository %q holds a ((var)) left for run time: give its value at convert time (-v, -y or -l)", repo)
 	}
 	if d := version["digest"]; d != "" {
-		return repo + "@" + d, true
+		if strings.Contains(d, "((") {
+			return "", fmt.Sprintf("its digest %q holds a ((var)) left for run time: give its value at convert time (-v, -y or -l)", d)
+		}
+		return repo + "@" + d, ""
 	}
 	tag := "latest"
 	switch t := source["tag"].(type) {
@@ -131,9 +138,9 @@ func imageFromResource(typ string, source concourse.Source, version concourse.Ve
 		tag = strings.TrimSuffix(fmt.Sprintf("%v", t), ".0")
 	}
 	if strings.Contains(tag, "((") {
-		return "", false
+		return "", fmt.Sprintf("its tag %q holds a ((var)) left for run time: give its value at convert time (-v, -y or -l)", tag)
 	}
-	return repo + ":" + tag, true
+	return repo + ":" + tag, ""
 }
 
 // imageFromRootfsURI turns `docker:///busybox#1.35` into busybox:1.35.

@@ -2,6 +2,7 @@ package translate_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -67,6 +68,34 @@ func TestUnsupportedPlanID(t *testing.T) {
 			}
 			if got := b.Paths[u.PlanID].String(); got != tc.want {
 				t.Errorf("plan %s is at %q, want %q (%v)", u.PlanID, got, tc.want, err)
+			}
+		})
+	}
+}
+
+// A refusal names its real cause: a tag left for run time is the tag's fault, not the
+// repository's.
+func TestUnsupportedNamesTheCause(t *testing.T) {
+	tests := []struct{ name, source, want string }{
+		{"tag", `{repository: example.com/r, tag: ((t))}`, `its tag "((t))" holds a ((var)) left for run time`},
+		{"repository", `{repository: ((registry))/r}`, `its repository "((registry))/r" holds a ((var)) left for run time`},
+		{"no repository", `{tag: "1"}`, `its source has no repository`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			yaml := "resource_types: [{name: custom, type: registry-image, source: " + tc.source + "}]\n" +
+				"resources: [{name: r, type: custom}]\njobs:\n- name: test\n  plan: [{get: r}]\n"
+			p, diags := concourse.ParsePipeline("p.yml", []byte(yaml), nil)
+			if err := diags.Err(); err != nil {
+				t.Fatal(err)
+			}
+			b, err := planner.PlanBuild(p, "test", planner.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = translate.Translate(b.Plan, translate.Options{Pipeline: "p", Job: "test"})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to say %q", err, tc.want)
 			}
 		})
 	}
