@@ -53,15 +53,7 @@ func TestUnsupportedPlanID(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, diags := concourse.ParsePipeline("p.yml", []byte(tc.yaml), nil)
-			if err := diags.Err(); err != nil {
-				t.Fatal(err)
-			}
-			b, err := planner.PlanBuild(p, "test", planner.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = translate.Translate(b.Plan, translate.Options{Pipeline: "p", Job: "test"})
+			b, err := translateJob(t, tc.yaml)
 			var u *translate.UnsupportedError
 			if !errors.As(err, &u) {
 				t.Fatalf("err = %v, want an *UnsupportedError", err)
@@ -85,18 +77,26 @@ func TestUnsupportedNamesTheCause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			yaml := "resource_types: [{name: custom, type: registry-image, source: " + tc.source + "}]\n" +
 				"resources: [{name: r, type: custom}]\njobs:\n- name: test\n  plan: [{get: r}]\n"
-			p, diags := concourse.ParsePipeline("p.yml", []byte(yaml), nil)
-			if err := diags.Err(); err != nil {
-				t.Fatal(err)
-			}
-			b, err := planner.PlanBuild(p, "test", planner.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = translate.Translate(b.Plan, translate.Options{Pipeline: "p", Job: "test"})
+			_, err := translateJob(t, yaml)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to say %q", err, tc.want)
 			}
 		})
 	}
+}
+
+// translateJob plans job "test" of a pipeline and compiles it, returning the build and
+// the compiler's error.
+func translateJob(t *testing.T, yaml string) (planner.Build, error) {
+	t.Helper()
+	p, diags := concourse.ParsePipeline("p.yml", []byte(yaml), nil)
+	if err := diags.Err(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := planner.PlanBuild(p, "test", planner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = translate.Translate(b.Plan, translate.Options{Pipeline: "p", Job: "test"})
+	return b, err
 }

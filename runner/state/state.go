@@ -275,14 +275,33 @@ func cleanVolumePath(p string) string {
 // Artifacts returns every artifact visible from the scope, name to volume path.
 func (d Dir) Artifacts(scope []string) (map[string]string, error) {
 	out := map[string]string{}
+	err := d.eachEntry(scope, "artifacts", func(s, dir, file, name string) error {
+		if _, shadowed := out[name]; shadowed {
+			return nil
+		}
+		data, found, err := read(filepath.Join(dir, file))
+		if err != nil {
+			return err
+		}
+		if found {
+			out[name] = cleanVolumePath(string(data))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// eachEntry calls fn on every entry of a kind ("artifacts", "vars") in the scopes,
+// innermost first: the scope, its directory, the entry's file name and its name.
+func (d Dir) eachEntry(scope []string, kind string, fn func(s, dir, file, name string) error) error {
 	for _, s := range innermostFirst(scope) {
-		dir := filepath.Join(d.Path, runspec.ScopesDir, runspec.Escape(s), "artifacts")
+		dir := filepath.Join(d.Path, runspec.ScopesDir, runspec.Escape(s), kind)
 		entries, err := os.ReadDir(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("listing artifacts: %w", err)
+			return fmt.Errorf("listing %s: %w", kind, err)
 		}
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), ".tmp-") {
@@ -292,19 +311,12 @@ func (d Dir) Artifacts(scope []string) (map[string]string, error) {
 			if err != nil {
 				continue
 			}
-			if _, shadowed := out[name]; shadowed {
-				continue
-			}
-			data, found, err := read(filepath.Join(dir, e.Name()))
-			if err != nil {
-				return nil, err
-			}
-			if found {
-				out[name] = cleanVolumePath(string(data))
+			if err := fn(s, dir, e.Name(), name); err != nil {
+				return err
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func unescape(s string) (string, error) {
@@ -374,31 +386,15 @@ func (d Dir) LookupVarIn(scope, name string) (Var, bool, error) {
 // redacts every one it can see.
 func (d Dir) ScopeVars(scope []string) ([]Var, error) {
 	var out []Var
-	for _, s := range innermostFirst(scope) {
-		dir := filepath.Join(d.Path, runspec.ScopesDir, runspec.Escape(s), "vars")
-		entries, err := os.ReadDir(dir)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
+	err := d.eachEntry(scope, "vars", func(s, _, _, name string) error {
+		v, found, err := d.LookupVarIn(s, name)
+		if found {
+			out = append(out, v)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("listing local vars: %w", err)
-		}
-		for _, e := range entries {
-			if strings.HasPrefix(e.Name(), ".tmp-") {
-				continue
-			}
-			name, err := unescape(e.Name())
-			if err != nil {
-				continue
-			}
-			v, found, err := d.LookupVarIn(s, name)
-			if err != nil {
-				return nil, err
-			}
-			if found {
-				out = append(out, v)
-			}
-		}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
