@@ -14,6 +14,7 @@ import (
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
@@ -28,6 +29,10 @@ type scenario struct {
 	file string // under testdata/conformance
 	job  string
 	vars []string // name=value, passed with -v
+	// secrets are Secrets made in the namespace before the build, name -> key -> value.
+	secrets map[string]map[string]string
+	// enforce is the Pod Security level the namespace enforces, if any.
+	enforce string
 	// wantExit is fly's exit code: 0 succeeded, 1 failed, 2 errored, 3 aborted, or the
 	// exit status of the last task when it is not 0.
 	wantExit int
@@ -245,6 +250,40 @@ var conformanceScenarios = []scenario{
 		want: []string{"present: v7", "absent: missing"},
 	},
 	{
+		// Named as the plan maps them, as Concourse's MissingInputsError names them.
+		name: "inputs/missing-named-after-mapping", file: "missing_inputs.yml", job: "mapped", wantExit: 2,
+		want:    []string{"missing inputs: never-made, other"},
+		notWant: []string{"ran without its inputs", "missing inputs: data, other"},
+	},
+
+	// run.user: volumes made for the task's user (testflight's nonroot-chowning pipeline).
+	{
+		name: "task-user/volumes-owned-by-nonroot", file: "task_user.yml", job: "nonroot", wantExit: 0,
+		want: []string{"nonroot wrote its volumes", "root sees the input as it was"},
+	},
+	{
+		name: "task-user/nonroot-to-root", file: "task_user.yml", job: "nonroot-to-root", wantExit: 0,
+		want: []string{"root read: written by nonroot"},
+	},
+	{
+		name: "task-user/root-to-nonroot", file: "task_user.yml", job: "root-to-nonroot", wantExit: 0,
+		want: []string{"in the end: written by root written by nonroot"},
+	},
+
+	// A timeout or an abort keeps what the task wrote in its outputs, for the hooks.
+	{
+		name: "interrupted/timeout-keeps-outputs", file: "interrupted.yml", job: "timeout", wantExit: 1,
+		vars:    []string{"mark=first", "sleep=300"},
+		want:    []string{"sleeping", "timeout exceeded", "ensure read: written before the timeout"},
+		notWant: []string{"woke up"},
+	},
+	{
+		name: "interrupted/abort-keeps-outputs", file: "interrupted.yml", job: "aborted", wantExit: 3,
+		abortAfter: []string{"sleeping"},
+		want:       []string{"sleeping", "interrupted", "on_abort read: written before the abort"},
+		notWant:    []string{"woke up"},
+	},
+	{
 		name: "gets/pinned-renamed-custom-type", file: "resources.yml", job: "gets", wantExit: 0,
 		want: []string{"pinned: v9", "custom: c1 from a custom type"},
 	},
@@ -261,6 +300,25 @@ var conformanceScenarios = []scenario{
 		name: "put-fails", file: "resources.yml", job: "put-fails", wantExit: 1,
 		want:    []string{"error: intentionally failing to put: on purpose"},
 		notWant: []string{"after the put"},
+	},
+	{
+		// Every step that is not privileged is admitted under Pod Security "baseline":
+		// a task as its image's user, one with a run.user, a resource get and put.
+		name: "pod-security/baseline", file: "contract.yml", job: "put-env", wantExit: 1, enforce: "baseline",
+		want: []string{"BUILD_STATUS=failed"},
+	},
+	{
+		name: "pod-security/baseline-run-user", file: "task_user.yml", job: "nonroot-to-root", wantExit: 0, enforce: "baseline",
+		want: []string{"root read: written by nonroot"},
+	},
+	{
+		// Every credential of the build is redacted in every step's output: the second
+		// task never reads the secret, and prints its value. A key no step reads is no
+		// credential of the build.
+		name: "redaction/build-wide", file: "load_var.yml", job: "credentials", wantExit: 0,
+		secrets: map[string]map[string]string{"db": {"password": "hunter2-e2e", "unused": "not-a-build-credential"}},
+		want:    []string{"uses: ((redacted))", "prints: ((redacted))", "unused: not-a-build-credential"},
+		notWant: []string{"hunter2-e2e"},
 	},
 	{
 		name: "load_var", file: "load_var.yml", job: "load-var", wantExit: 0,
@@ -302,6 +360,15 @@ func runScenario(t *testing.T, sc scenario) {
 	ns := namespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
+	if sc.enforce != "" {
+		enforce(t, ns, sc.enforce)
+	}
+	for name, data := range sc.secrets {
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: data}
+		if _, err := testCluster.kube.CoreV1().Secrets(ns).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	exit, stdout, pr := runBuild(t, ctx, ns, sc)
 	judge(t, ctx, ns, pr, exit, stdout, sc)
 }
@@ -399,6 +466,23 @@ func TestConformanceCachesAcrossBuilds(t *testing.T) {
 	judge(t, ctx, ns, pr, exit, stdout, first)
 	second := scenario{file: "caches.yml", job: "cached", vars: []string{"mark=second"}, wantExit: 0,
 		want: []string{"cache holds: first"}}
+	exit, stdout, pr = runBuild(t, ctx, ns, second)
+	judge(t, ctx, ns, pr, exit, stdout, second)
+}
+
+// TestConformanceCachesOfATimedOutTask: a task stopped by its timeout leaves its cache
+// to the job's next build, as Concourse registers it whatever ended the process.
+func TestConformanceCachesOfATimedOutTask(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	first := scenario{file: "interrupted.yml", job: "timeout", vars: []string{"mark=first", "sleep=300"}, wantExit: 1,
+		want: []string{"cache holds: nothing", "timeout exceeded"}}
+	exit, stdout, pr := runBuild(t, ctx, ns, first)
+	judge(t, ctx, ns, pr, exit, stdout, first)
+	second := scenario{file: "interrupted.yml", job: "timeout", vars: []string{"mark=second", "sleep=0"}, wantExit: 0,
+		want: []string{"cache holds: first", "woke up"}}
 	exit, stdout, pr = runBuild(t, ctx, ns, second)
 	judge(t, ctx, ns, pr, exit, stdout, second)
 }

@@ -207,3 +207,52 @@ func TestOnErrorAndOnAbortHooksAreNeverAborted(t *testing.T) {
 		t.Errorf("stdout %q", got.stdout)
 	}
 }
+
+// TestInterruptedTaskKeepsOutputsAndCaches: Concourse registers a task's outputs and
+// caches once its process is done, also when a timeout or an abort stopped it
+// (atc/exec/task_step.go), so a hook can read what the task wrote until then.
+func TestInterruptedTaskKeepsOutputsAndCaches(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		layers      []runspec.Layer
+		abort       bool
+		want        runspec.Outcome
+		wantFailure string
+	}{
+		{name: "timeout", layers: []runspec.Layer{{Kind: runspec.LayerTimeout, ID: "1", Duration: "1s"}}, want: runspec.Failed, wantFailure: "timeout exceeded"},
+		{name: "abort", abort: true, want: runspec.Aborted, wantFailure: "interrupted"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			spec := w.taskSpec("1", "t", shConfig(`echo partial > out/f; echo cached > cache/c; touch `+w.startedFile("1")+`; sleep 30`, map[string]any{
+				"outputs": []any{map[string]any{"name": "out"}},
+				"caches":  []any{map[string]any{"path": "cache"}},
+			}))
+			spec.Task.OutputMapping = map[string]string{"out": "partial"}
+			spec.Context = tt.layers
+			r := w.start(spec, nil)
+			if tt.abort {
+				waitFile(t, w.startedFile("1"))
+				w.startArgs(abortArgs(w), nil).wait(t)
+			}
+			got := r.wait(t)
+			w.checkRun(got, "1", tt.want)
+			if got.failure != tt.wantFailure {
+				t.Errorf("error = %q, want %q", got.failure, tt.wantFailure)
+			}
+			dir := w.artifactDir(nil, "partial")
+			if dir == "" {
+				t.Fatal("the output was not registered")
+			}
+			if data, _ := os.ReadFile(filepath.Join(dir, "f")); string(data) != "partial\n" {
+				t.Errorf("output file = %q, want %q", data, "partial\n")
+			}
+			if data, _ := os.ReadFile(filepath.Join(w.volume, runspec.CachePath("t", "cache"), "c")); string(data) != "cached\n" {
+				t.Errorf("saved cache file = %q, want %q", data, "cached\n")
+			}
+			if s := w.result("1", "exit-status"); s != "" {
+				t.Errorf("exit-status = %q, want none: the process did not exit by itself", s)
+			}
+		})
+	}
+}

@@ -156,26 +156,33 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 		return false, errors.New("the task config has no run.path (image entrypoints are not supported)")
 	}
 	wd := workDir(s.opts.tmpBuild, s.spec.Name)
-	if err := emptyDir(wd); err != nil {
-		return false, err
-	}
-	inputs, err := s.stageInputs(cfg, t.InputMapping, wd)
+	inputs, err := s.taskInputs(cfg, t.InputMapping, wd)
 	if err != nil {
 		return false, err
 	}
-	outputs, err := prepareOutputs(cfg, wd)
-	if err != nil {
-		return false, err
-	}
-	caches, err := s.stageCaches(cfg, wd)
-	if err != nil {
-		return false, err
-	}
-	env := taskEnv(cfg, s.spec.Build.ExternalURL)
 	cred, err := credential(cfg.Run.User)
 	if err != nil {
 		return false, err
 	}
+	owner := volumeOwnerOf(cred)
+	if err := emptyDir(wd); err != nil {
+		return false, err
+	}
+	if err := owner.give(wd); err != nil {
+		return false, fmt.Errorf("preparing %s: %w", wd, err)
+	}
+	if err := stageInputs(inputs, owner); err != nil {
+		return false, err
+	}
+	outputs, err := prepareOutputs(cfg, wd, owner)
+	if err != nil {
+		return false, err
+	}
+	caches, err := s.stageCaches(cfg, wd, owner)
+	if err != nil {
+		return false, err
+	}
+	env := taskEnv(cfg, s.spec.Build.ExternalURL)
 	if cfg.Run.User != "" {
 		env = setEnv(env, "USER", cfg.Run.User)
 	}
@@ -207,27 +214,33 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if res.Interrupted {
-		return false, interruption(ctx)
+	if !res.Interrupted {
+		s.exited(res.ExitStatus)
 	}
-	s.exited(res.ExitStatus)
+	// Interrupted or not: Concourse registers the outputs and caches right after
+	// process.Wait, before it looks at Wait's error (atc/exec/task_step.go), so a hook
+	// after a timeout or an abort reads what the task wrote until then.
 	if err := s.registerOutputs(outputs, t.OutputMapping); err != nil {
 		return false, err
 	}
 	if err := s.saveCaches(caches); err != nil {
 		return false, err
 	}
-	_ = inputs
+	if res.Interrupted {
+		return false, interruption(ctx)
+	}
 	return res.ExitStatus == 0, nil
 }
 
-// stageInputs gives the task a private copy of each input's artifact; it returns the
-// staged directories by input name.
-func (s *step) stageInputs(cfg concourse.TaskConfig, mapping map[string]string, wd string) (map[string]string, error) {
-	staged := map[string]string{}
+// taskInput is an input of a task: the artifact it is a copy of, and where.
+type taskInput struct{ name, src, dst string }
+
+// taskInputs finds the artifact of each input of the task. Required inputs with no
+// artifact are a MissingInputsError that names them as the plan does, after
+// input_mapping (Concourse's containerInputs).
+func (s *step) taskInputs(cfg concourse.TaskConfig, mapping map[string]string, wd string) ([]taskInput, error) {
+	var inputs []taskInput
 	var missing []string
-	type copyJob struct{ name, src, dst string }
-	var jobs []copyJob
 	for _, in := range cfg.Inputs {
 		artifact := in.Name
 		if m, ok := mapping[in.Name]; ok {
@@ -239,7 +252,7 @@ func (s *step) stageInputs(cfg concourse.TaskConfig, mapping map[string]string, 
 		}
 		if !found {
 			if !in.Optional {
-				missing = append(missing, in.Name)
+				missing = append(missing, artifact)
 			}
 			continue
 		}
@@ -247,27 +260,34 @@ func (s *step) stageInputs(cfg concourse.TaskConfig, mapping map[string]string, 
 		if p == "" {
 			p = in.Name
 		}
-		dst := resolvePath(wd, p)
-		jobs = append(jobs, copyJob{name: in.Name, src: filepath.Join(s.paths.Volume, volPath), dst: dst})
+		inputs = append(inputs, taskInput{name: in.Name, src: filepath.Join(s.paths.Volume, volPath), dst: resolvePath(wd, p)})
 	}
 	if len(missing) > 0 {
 		return nil, MissingInputsError{Inputs: missing}
 	}
-	for _, j := range jobs {
-		if err := os.RemoveAll(j.dst); err != nil {
-			return nil, fmt.Errorf("mounting input %s: %w", j.name, err)
+	return inputs, nil
+}
+
+// stageInputs gives the task a private copy of each input's artifact, made for its user.
+func stageInputs(inputs []taskInput, owner *volumeOwner) error {
+	for _, in := range inputs {
+		if err := os.RemoveAll(in.dst); err != nil {
+			return fmt.Errorf("mounting input %s: %w", in.name, err)
 		}
-		if _, err := cowcopy.Tree(j.src, j.dst, cowcopy.Options{}); err != nil {
-			return nil, fmt.Errorf("mounting input %s: %w", j.name, err)
+		if _, err := cowcopy.Tree(in.src, in.dst, owner.copyOptions()); err != nil {
+			return fmt.Errorf("mounting input %s: %w", in.name, err)
 		}
-		staged[j.name] = j.dst
+		if err := owner.give(in.dst); err != nil {
+			return fmt.Errorf("mounting input %s: %w", in.name, err)
+		}
 	}
-	return staged, nil
+	return nil
 }
 
 // prepareOutputs makes each output's directory, empty unless an input is mounted at the
-// same path (then that private copy is the output); it returns them by output name.
-func prepareOutputs(cfg concourse.TaskConfig, wd string) (map[string]string, error) {
+// same path (then that private copy is the output), for the task's user; it returns them
+// by output name.
+func prepareOutputs(cfg concourse.TaskConfig, wd string, owner *volumeOwner) (map[string]string, error) {
 	out := map[string]string{}
 	for _, o := range cfg.Outputs {
 		p := o.Path
@@ -276,6 +296,9 @@ func prepareOutputs(cfg concourse.TaskConfig, wd string) (map[string]string, err
 		}
 		dir := resolvePath(wd, p)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating output %s: %w", o.Name, err)
+		}
+		if err := owner.give(dir); err != nil {
 			return nil, fmt.Errorf("creating output %s: %w", o.Name, err)
 		}
 		out[o.Name] = dir
@@ -304,8 +327,9 @@ func (s *step) registerOutputs(outputs map[string]string, mapping map[string]str
 // cache is a task cache: where the task sees it and where the job keeps it.
 type cache struct{ dir, store string }
 
-// stageCaches gives the task a private copy of each cache (empty the first time).
-func (s *step) stageCaches(cfg concourse.TaskConfig, wd string) ([]cache, error) {
+// stageCaches gives the task a private copy of each cache (empty the first time), made
+// for its user.
+func (s *step) stageCaches(cfg concourse.TaskConfig, wd string, owner *volumeOwner) ([]cache, error) {
 	var caches []cache
 	for _, c := range cfg.Caches {
 		dir := resolvePath(wd, c.Path)
@@ -314,10 +338,13 @@ func (s *step) stageCaches(cfg concourse.TaskConfig, wd string) ([]cache, error)
 			return nil, fmt.Errorf("mounting cache %s: %w", c.Path, err)
 		}
 		if _, err := os.Stat(store); err == nil {
-			if _, err := cowcopy.Tree(store, dir, cowcopy.Options{}); err != nil {
+			if _, err := cowcopy.Tree(store, dir, owner.copyOptions()); err != nil {
 				return nil, fmt.Errorf("mounting cache %s: %w", c.Path, err)
 			}
 		} else if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("mounting cache %s: %w", c.Path, err)
+		}
+		if err := owner.give(dir); err != nil {
 			return nil, fmt.Errorf("mounting cache %s: %w", c.Path, err)
 		}
 		caches = append(caches, cache{dir: dir, store: store})

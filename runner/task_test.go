@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -223,11 +224,15 @@ func TestTaskOutputsRegisteredEvenOnFailure(t *testing.T) {
 
 func TestTaskMissingInputsError(t *testing.T) {
 	w := newWorld(t)
-	spec := w.taskSpec("5", "t", shConfig("true", map[string]any{"inputs": []any{map[string]any{"name": "a"}, map[string]any{"name": "b"}, map[string]any{"name": "c", "optional": true}}}))
+	spec := w.taskSpec("5", "t", shConfig("true", map[string]any{"inputs": []any{
+		map[string]any{"name": "a"}, map[string]any{"name": "b"}, map[string]any{"name": "c", "optional": true}, map[string]any{"name": "d", "optional": true},
+	}}))
+	// Named as the plan maps them, as Concourse's MissingInputsError names them.
+	spec.Task.InputMapping = map[string]string{"a": "built-a", "d": "built-d"}
 	r := w.run(spec)
 	w.checkRun(r, "5", runspec.Errored)
-	if !strings.Contains(r.said(), "missing inputs: a, b\n") {
-		t.Errorf("stderr = %q", r.stderr)
+	if r.failure != "missing inputs: built-a, b" {
+		t.Errorf("error = %q, want %q", r.failure, "missing inputs: built-a, b")
 	}
 }
 
@@ -277,5 +282,110 @@ func TestExitStatusResult(t *testing.T) {
 				t.Errorf("error = %q, want none", r.failure)
 			}
 		})
+	}
+}
+
+// nonRootUser is a user of /etc/passwd that is not root, for tests that switch to it.
+func nonRootUser(t *testing.T) (name string, uid int) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("switching users needs root")
+	}
+	out, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		t.Skip("no /etc/passwd")
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Split(line, ":"); len(f) > 2 && f[0] == "nobody" {
+			uid, err := strconv.Atoi(f[2])
+			if err != nil {
+				break
+			}
+			return f[0], uid
+		}
+	}
+	t.Skip("no user nobody in /etc/passwd")
+	return "", 0
+}
+
+// owner is the user name that owns path, as stat -c %U says.
+func owner(t *testing.T, path string) string {
+	t.Helper()
+	out, err := exec.Command("stat", "-c", "%U", path).Output()
+	if err != nil {
+		t.Fatalf("stat %s: %v", path, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestTaskVolumesBelongToItsUser follows testflight's nonroot-chowning pipeline
+// (concourse/concourse#9593): a task whose run.user is not root owns its working
+// directory, outputs, caches and input copies; its outputs go as they are to a later root
+// task, and a root task's outputs to a later non-root task.
+func TestTaskVolumesBelongToItsUser(t *testing.T) {
+	user, _ := nonRootUser(t)
+	w := newWorld(t)
+	// t.TempDir's directories are the test's alone; the task's user must get through them.
+	for _, d := range []string{filepath.Dir(w.root), w.root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repo := w.artifact("repo", map[string]string{"README": "original\n", "sub/file": "x"})
+	caches := []any{map[string]any{"path": "cache"}}
+	asUser := func(script string) map[string]any {
+		return map[string]any{"path": "/bin/sh", "args": []any{"-c", "set -e\n" + script}, "user": user}
+	}
+	nonroot := w.taskSpec("1", "nonroot", map[string]any{
+		"platform": "linux",
+		"inputs":   []any{map[string]any{"name": "repo"}},
+		"outputs":  []any{map[string]any{"name": "empty"}, map[string]any{"name": "repo"}},
+		"caches":   caches,
+		"run": asUser(`test "$(id -u)" != 0
+for p in . empty repo repo/README repo/sub repo/sub/file cache; do echo "$p: $(stat -c %U $p)"; done
+echo "written by nonroot" > empty/file
+echo changed > repo/README
+touch repo/sub/new cache/kept workfile`),
+	})
+	r := w.run(nonroot)
+	w.checkRun(r, "1", runspec.Succeeded)
+	want := ""
+	for _, p := range []string{".", "empty", "repo", "repo/README", "repo/sub", "repo/sub/file", "cache"} {
+		want += p + ": " + user + "\n"
+	}
+	if diff := cmp.Diff(want, r.stdout); diff != "" {
+		t.Errorf("owners in the non-root task (-want +got):\n%s", diff)
+	}
+	if got := owner(t, filepath.Join(repo, "README")); got != "root" {
+		t.Errorf("the artifact the input was copied from now belongs to %s", got)
+	}
+	if got := owner(t, filepath.Join(w.volume, runspec.CachePath("nonroot", "cache"), "kept")); got != user {
+		t.Errorf("the saved cache's file belongs to %s, want %s", got, user)
+	}
+
+	root := w.taskSpec("2", "root", shConfig(`set -e
+for p in empty empty/file; do echo "$p: $(stat -c %U $p)"; done
+echo "written by root" >> empty/file
+cat empty/file
+echo root > out/file`, map[string]any{
+		"inputs":  []any{map[string]any{"name": "empty"}},
+		"outputs": []any{map[string]any{"name": "out"}},
+	}))
+	r = w.run(root)
+	w.checkRun(r, "2", runspec.Succeeded)
+	// As in testflight's nonroot-to-root: the volume is root's, its file still nonroot's.
+	if diff := cmp.Diff("empty: root\nempty/file: "+user+"\nwritten by nonroot\nwritten by root\n", r.stdout); diff != "" {
+		t.Errorf("the root task (-want +got):\n%s", diff)
+	}
+
+	back := w.taskSpec("3", "back", map[string]any{
+		"platform": "linux",
+		"inputs":   []any{map[string]any{"name": "out"}},
+		"run":      asUser(`echo "out/file: $(stat -c %U out/file)"; echo again >> out/file; cat out/file`),
+	})
+	r = w.run(back)
+	w.checkRun(r, "3", runspec.Succeeded)
+	if diff := cmp.Diff("out/file: "+user+"\nroot\nagain\n", r.stdout); diff != "" {
+		t.Errorf("the non-root task after the root one (-want +got):\n%s", diff)
 	}
 }

@@ -38,6 +38,25 @@ type Options struct {
 	Workers int
 	// NoClone disables FICLONE, for benchmarks of the fallback.
 	NoClone bool
+	// Owner, when set, owns everything in the copy instead of the originals' owners, as
+	// baggageclaim makes a volume for a container whose user is not root. It needs a
+	// root copier. Each entry is given away as it is made: no walk of its own.
+	Owner *Owner
+}
+
+// Owner is the user and group a copy is given to.
+type Owner struct{ UID, GID int }
+
+// of is who the copy of an entry belongs to: the owner of the copy, else the original's.
+// ok is false when there is no one to give it to (no owner and no stat).
+func (o *Owner) of(info fs.FileInfo) (uid, gid int, ok bool) {
+	if o != nil {
+		return o.UID, o.GID, true
+	}
+	if st, isStat := info.Sys().(*syscall.Stat_t); isStat {
+		return int(st.Uid), int(st.Gid), true
+	}
+	return 0, 0, false
 }
 
 // Tree copies the directory src to dst, which must not exist yet (its parent may not
@@ -53,7 +72,7 @@ func Tree(src, dst string, opt Options) (Stats, error) {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return Stats{}, fmt.Errorf("copying %s: %w", src, err)
 	}
-	c := &copier{noClone: opt.NoClone}
+	c := &copier{noClone: opt.NoClone, owner: opt.Owner}
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -120,11 +139,11 @@ func Tree(src, dst string, opt Options) (Stats, error) {
 			if err := os.Symlink(target, j.dst); err != nil {
 				return err
 			}
-			return finish(j, false)
+			return c.finish(j, false)
 		case mode&fs.ModeSocket != 0:
 			// A socket is only meaningful to the process that bound it.
 		default:
-			return special(j)
+			return c.special(j)
 		}
 		return nil
 	})
@@ -139,7 +158,7 @@ func Tree(src, dst string, opt Options) (Stats, error) {
 	}
 	// Deepest first: filling a directory changes its mtime.
 	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := finish(dirs[i], true); err != nil {
+		if err := c.finish(dirs[i], true); err != nil {
 			return c.stats(), fmt.Errorf("copying %s to %s: %w", src, dst, err)
 		}
 	}
@@ -153,6 +172,7 @@ type job struct {
 
 type copier struct {
 	noClone   bool
+	owner     *Owner
 	cantClone atomic.Bool
 	files     atomic.Int64
 	bytes     atomic.Int64
@@ -212,7 +232,7 @@ func (c *copier) file(j job) error {
 	} else {
 		c.cloned.Add(1)
 	}
-	err = finishFile(out, j.info)
+	err = c.finishFile(out, j.info)
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
@@ -225,10 +245,10 @@ func (c *copier) file(j job) error {
 }
 
 // finishFile is finish through an open file, which saves three path lookups per file.
-func finishFile(f *os.File, info fs.FileInfo) error {
-	// A new file is already ours: chown only when the original belongs to someone else.
-	if st, ok := info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 && (int(st.Uid) != os.Geteuid() || int(st.Gid) != os.Getegid()) {
-		if err := f.Chown(int(st.Uid), int(st.Gid)); err != nil {
+func (c *copier) finishFile(f *os.File, info fs.FileInfo) error {
+	// A new file is already ours: chown only when it belongs to someone else.
+	if uid, gid, ok := c.owner.of(info); ok && os.Geteuid() == 0 && (uid != os.Geteuid() || gid != os.Getegid()) {
+		if err := f.Chown(uid, gid); err != nil {
 			return err
 		}
 	}
@@ -267,7 +287,7 @@ func (c *copier) clone(out, in *os.File) bool {
 }
 
 // special recreates a device node or FIFO where permitted.
-func special(j job) error {
+func (c *copier) special(j job) error {
 	st, ok := j.info.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil
@@ -278,13 +298,13 @@ func special(j job) error {
 		}
 		return fmt.Errorf("creating %s: %w", j.dst, err)
 	}
-	return finish(j, true)
+	return c.finish(j, true)
 }
 
 // finish gives the copy its owner (where we may), mode and times.
-func finish(j job, chmod bool) error {
-	if st, ok := j.info.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-		if err := os.Lchown(j.dst, int(st.Uid), int(st.Gid)); err != nil {
+func (c *copier) finish(j job, chmod bool) error {
+	if uid, gid, ok := c.owner.of(j.info); ok && os.Geteuid() == 0 {
+		if err := os.Lchown(j.dst, uid, gid); err != nil {
 			return err
 		}
 	}

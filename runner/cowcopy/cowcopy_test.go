@@ -228,3 +228,27 @@ func TestCloneWhereSupported(t *testing.T) {
 		t.Errorf("the original changed: %q", data)
 	}
 }
+
+func TestTreeGivenToAnOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving files away needs root")
+	}
+	src := fixture(t)
+	want := snapshot(t, src)
+	for name, e := range want {
+		e.UID, e.GID = 65534, 65533
+		want[name] = e
+	}
+	for _, opt := range []Options{{Owner: &Owner{UID: 65534, GID: 65533}}, {Owner: &Owner{UID: 65534, GID: 65533}, NoClone: true, Workers: 1}} {
+		t.Run(fmt.Sprintf("NoClone=%v", opt.NoClone), func(t *testing.T) {
+			dst := filepath.Join(t.TempDir(), "dst")
+			if _, err := Tree(src, dst, opt); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(filepath.Join(dst, "locked"), 0o755) })
+			if diff := cmp.Diff(want, snapshot(t, dst)); diff != "" {
+				t.Errorf("copy (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
