@@ -9,6 +9,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4
 	k8s.io/api v0.35.7
 	k8s.io/apimachinery v0.36.3
+	k8s.io/pod-security-admission v0.35.7
 	knative.dev/pkg v0.0.0-20260622140654-39ebae2ee2dc
 	sigs.k8s.io/yaml v1.6.0
 )
@@ -17,7 +18,6 @@ require (
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/moby/spdystream v0.5.1 // indirect
 	k8s.io/component-base v0.35.7 // indirect
-	k8s.io/pod-security-admission v0.35.7 // indirect
 	k8s.io/streaming v0.36.3 // indirect
 )
 
@@ -82,7 +82,7 @@ require (
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
+	golang.org/x/sys v0.47.0
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.40.0 // indirect
 	golang.org/x/time v0.14.0 // indirect

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -15,6 +17,8 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/cli/outdir"
+	"github.com/concourse-tekton/concourse-tekton/internal/cli/varuse"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -44,7 +48,18 @@ func newConvert(s *streams) *cobra.Command {
 		Short: "Compile a pipeline's jobs into Tekton objects (YAML for kubectl apply)",
 		Long: `Compile each job of a pipeline into a Tekton Pipeline, with a PipelineRun that runs one
 build of it and the Tasks its steps share. The YAML goes to stdout, or one file per object
-into the directory given with -o. Progress and warnings go to stderr.`,
+into the directory given with -o. Progress and warnings go to stderr.
+
+With -o, the files appear all at once or, when something fails, not at all. The files an
+earlier conversion of the same pipeline wrote there and this one does not (a job removed,
+renamed or left out) are removed with it; with -j, those of the jobs not selected stay.
+Files this tool did not write are never touched. A file that holds a value given with -v,
+-y or -l is readable by its owner only (mode 0600).
+
+Values of -v, -y and -l are written into the objects as plain text, the way fly
+set-pipeline stores them in the pipeline's config. A var whose name looks like a credential
+(password, secret, token, key, private, cred, cert, ...) is warned about: leave it as
+((var)) and the build reads it from a Kubernetes Secret at run time.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return s.convert(args[0], &f)
@@ -52,7 +67,7 @@ into the directory given with -o. Progress and warnings go to stderr.`,
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.jobs, "job", "j", nil, "a job to convert (repeatable; default: every job)")
-	fl.StringVarP(&f.outDir, "output-dir", "o", "", "write one file per object into this directory instead of stdout")
+	fl.StringVarP(&f.outDir, "output-dir", "o", "", "write one file per object into this directory instead of stdout, replacing those of an earlier conversion")
 	fl.BoolVar(&f.skipUnsupported, "skip-unsupported", false, "leave out, with a warning, the jobs that use something that cannot be converted")
 	fl.StringVar(&f.build, "build", "1", "the build name of the PipelineRuns")
 	f.registerCompile(cmd)
@@ -151,19 +166,25 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 
 // load reads the pipeline and the options to compile it with.
 func (s *streams) load(path string, f *convertFlags) (*concourse.Pipeline, translate.Options, error) {
-	p, err := s.loadPipeline(path, &f.vars)
+	p, opts, _, err := s.loadVars(path, f)
+	return p, opts, err
+}
+
+// loadVars is load that also returns the static vars interpolated into the pipeline.
+func (s *streams) loadVars(path string, f *convertFlags) (*concourse.Pipeline, translate.Options, []varuse.Var, error) {
+	p, used, err := s.loadPipelineVars(path, &f.vars)
 	if err != nil {
-		return nil, translate.Options{}, err
+		return nil, translate.Options{}, nil, err
 	}
 	opts, err := f.options(path, p)
 	if err != nil {
-		return nil, opts, err
+		return nil, opts, nil, err
 	}
-	return p, opts, nil
+	return p, opts, used, nil
 }
 
 func (s *streams) convert(path string, f *convertFlags) error {
-	p, opts, err := s.load(path, f)
+	p, opts, used, err := s.loadVars(path, f)
 	if err != nil {
 		return err
 	}
@@ -206,8 +227,20 @@ func (s *streams) convert(path string, f *convertFlags) error {
 	}
 	// Tasks first, so that kubectl apply creates them before what refers to them.
 	sort.SliceStable(objects, func(i, j int) bool { return kindRank(objects[i]) < kindRank(objects[j]) })
+	held, err := varsHeld(objects, used)
+	if err != nil {
+		return err
+	}
 	if f.outDir != "" {
-		if err := writeObjects(f.outDir, objects); err != nil {
+		conv := outdir.Conversion{Team: opts.Team, Pipeline: opts.Pipeline, KeepJobs: map[string]bool{}}
+		if len(f.jobs) > 0 {
+			for _, j := range p.Config.Jobs {
+				if !slices.Contains(f.jobs, j.Name) {
+					conv.KeepJobs[j.Name] = true
+				}
+			}
+		}
+		if err := writeObjects(f.outDir, objects, held, conv); err != nil {
 			return err
 		}
 	} else {
@@ -219,6 +252,7 @@ func (s *streams) convert(path string, f *convertFlags) error {
 			return err
 		}
 	}
+	s.warnPlainText(held)
 	fmt.Fprintf(s.err, "converted %s of %s\n", plural(converted, "job"), p.File)
 	if len(secrets) > 0 {
 		fmt.Fprintf(s.err, "credentials are read at run time from these Secrets, where they exist: %s\n", strings.Join(uniq(secrets), ", "))
@@ -260,13 +294,50 @@ func uniq(in []string) []string {
 	return out
 }
 
-// writeObjects writes one file per object into dir, each atomically: a reader never sees
-// a half-written file, and a failure leaves no partial file behind.
-func writeObjects(dir string, objects []any) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// varsHeld lists, for each object, the static vars whose values it holds.
+func varsHeld(objects []any, used []varuse.Var) ([][]string, error) {
+	held := make([][]string, len(objects))
+	if len(used) == 0 {
+		return held, nil
 	}
-	for _, obj := range objects {
+	for i, obj := range objects {
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			return nil, fmt.Errorf("encoding %T: %w", obj, err)
+		}
+		if held[i], err = varuse.Held(raw, used); err != nil {
+			return nil, err
+		}
+	}
+	return held, nil
+}
+
+// warnPlainText names, once each, the vars that look like credentials and whose values are
+// written out as plain text. Never their values.
+func (s *streams) warnPlainText(held [][]string) {
+	seen := map[string]bool{}
+	var names []string
+	for _, vs := range held {
+		for _, name := range vs {
+			if !seen[name] && varuse.LooksLikeCredential(name) {
+				seen[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(s.err, "warning: ((%s)) looks like a credential, and its value is written into the Tekton objects as plain text: do not give it with -v, -y or -l, leave it as ((%s)) so that the build reads it from a Secret at run time\n", name, name)
+	}
+}
+
+// writeObjects writes one file per object into dir, all at once (see outdir.Replace),
+// removing the files of earlier conversions that conv leaves over. A file that holds a
+// static var's value is readable by its owner only.
+func writeObjects(dir string, objects []any, held [][]string, conv outdir.Conversion) error {
+	files := make([]outdir.File, 0, len(objects))
+	conv.Files = map[string]bool{}
+	for i, obj := range objects {
 		doc, err := translate.ObjectYAML(obj)
 		if err != nil {
 			return err
@@ -280,30 +351,17 @@ func writeObjects(dir string, objects []any) error {
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
 			return err
 		}
-		name := strings.ToLower(meta.Kind) + "-" + meta.Metadata.Name + ".yaml"
-		if err := writeFileAtomic(filepath.Join(dir, name), doc); err != nil {
-			return err
+		perm := fs.FileMode(0o644)
+		if len(held[i]) > 0 {
+			perm = 0o600
 		}
+		name := outdir.FileName(meta.Kind, meta.Metadata.Name)
+		files = append(files, outdir.File{Name: name, Data: doc, Perm: perm})
+		conv.Files[name] = true
 	}
-	return nil
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	written, err := outdir.ReadWritten(dir)
 	if err != nil {
-		return err
+		return fmt.Errorf("reading what an earlier conversion wrote: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return outdir.Replace(dir, files, conv.Stale(written))
 }

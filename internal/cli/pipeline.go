@@ -11,6 +11,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/cli/varuse"
 )
 
 // varFlags are fly's flags for static vars.
@@ -54,15 +55,23 @@ func (f *varFlags) build() (*concourse.VarFlags, error) {
 // loadPipeline reads, parses and validates a pipeline, printing its warnings and the vars
 // left for run time on stderr. Invalid pipelines print every error and exit 1.
 func (s *streams) loadPipeline(path string, flags *varFlags) (*concourse.Pipeline, error) {
+	p, _, err := s.loadPipelineVars(path, flags)
+	return p, err
+}
+
+// loadPipelineVars is loadPipeline that also returns the static vars interpolated into
+// the pipeline: those whose values may be written out with it.
+func (s *streams) loadPipelineVars(path string, flags *varFlags) (*concourse.Pipeline, []varuse.Var, error) {
 	vf, err := flags.build()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	name, data, err := s.readInput(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	p, diags := concourse.ParsePipeline(name, data, vf.Variables())
+	rec := varuse.NewRecorder(vf.Variables())
+	p, diags := concourse.ParsePipeline(name, data, rec)
 	for _, d := range diags.Warnings() {
 		fmt.Fprintf(s.err, "warning: %s\n", d.Error())
 	}
@@ -70,10 +79,10 @@ func (s *streams) loadPipeline(path string, flags *varFlags) (*concourse.Pipelin
 		for _, d := range errs {
 			fmt.Fprintln(s.err, d.Error())
 		}
-		return nil, fmt.Errorf("%s is not a valid pipeline: %s", name, plural(len(errs), "error"))
+		return nil, nil, fmt.Errorf("%s is not a valid pipeline: %s", name, plural(len(errs), "error"))
 	}
 	s.reportUnresolved(p)
-	return p, nil
+	return p, rec.Used(), nil
 }
 
 // reportUnresolved says which vars stay for run time, once each, at their first use.
