@@ -1,0 +1,89 @@
+package webcmd
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/concourse/concourse/atc/atccmd"
+	concoursecmd "github.com/concourse/concourse/cmd"
+	"github.com/concourse/flag/v2"
+	flags "github.com/jessevdk/go-flags"
+	"github.com/vito/twentythousandtonnesofcrudeoil"
+)
+
+// Command is the top-level command: the subcommands of Concourse's `concourse` that a
+// web node without workers needs, under the same names and flags.
+type Command struct {
+	Version func() `short:"v" long:"version" description:"Print the version of Concourse and exit"`
+
+	Web         WebCommand         `command:"web"          description:"Run the web UI and build scheduler."`
+	Migrate     atccmd.Migration   `command:"migrate"      description:"Run database migrations."`
+	GenerateKey GenerateKeyCommand `command:"generate-key" description:"Generate an RSA key for use as the session signing key."`
+}
+
+// NewParser returns the parser of cmd, set up as Concourse's main sets up its own: flags
+// namespaced with "-", the web command's credential-manager, auth-connector, metrics and
+// policy flags wired in, and every flag also read from its CONCOURSE_* variable.
+func NewParser(cmd *Command) *flags.Parser {
+	parser := flags.NewParser(cmd, flags.HelpFlag|flags.PassDoubleDash)
+	parser.NamespaceDelimiter = "-"
+
+	web := parser.Command.Find("web")
+	// Filled in by WebCommand.Execute when absent, as `concourse web` does.
+	web.FindOptionByLongName("session-signing-key").Required = false
+	web.FindOptionByLongName("client-secret").Required = false
+	cmd.Web.WireDynamicFlags(web)
+
+	twentythousandtonnesofcrudeoil.TheEnvironmentIsPerfectlySafe(parser, "CONCOURSE_")
+	return parser
+}
+
+// WebCommand runs the ATC: API, UI, scheduler, checks and the build engine.
+type WebCommand struct {
+	*atccmd.RunCommand
+}
+
+// Execute fills in what `concourse web` would and runs the ATC until it is signalled.
+func (cmd *WebCommand) Execute(args []string) error {
+	if err := cmd.fillDefaults(); err != nil {
+		return err
+	}
+	return cmd.RunCommand.Execute(args)
+}
+
+// fillDefaults gives the web node what `concourse web` derives when it is not set: a
+// session signing key (a fresh one, so tokens do not survive a restart unless
+// --session-signing-key is given), the web client's secret (derived from that key, so it
+// is stable with it) registered as an OAuth client, and the fly-assets directory beside
+// the binary, if there is one.
+func (cmd *WebCommand) fillDefaults() error {
+	auth := &cmd.Auth.AuthFlags
+	if auth.SigningKey == nil || auth.SigningKey.PrivateKey == nil {
+		key, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			return fmt.Errorf("generating the session signing key: %w", err)
+		}
+		auth.SigningKey = &flag.PrivateKey{PrivateKey: key}
+	}
+
+	if cmd.Server.ClientSecret == "" {
+		cmd.Server.ClientSecret = derivedSecret(auth.SigningKey.PrivateKey, cmd.Server.ClientID)
+	}
+	if auth.Clients == nil {
+		auth.Clients = map[string]string{}
+	}
+	auth.Clients[cmd.Server.ClientID] = cmd.Server.ClientSecret
+
+	if cmd.CLIArtifactsDir == "" {
+		cmd.CLIArtifactsDir = flag.Dir(concoursecmd.DiscoverAsset("fly-assets"))
+	}
+	return nil
+}
+
+// derivedSecret is a client secret that only the holder of key can compute and that
+// stays the same as long as key does.
+func derivedSecret(key *rsa.PrivateKey, clientID string) string {
+	return fmt.Sprintf("%x", sha256.Sum256(append(key.N.Bytes(), clientID...)))
+}

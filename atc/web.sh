@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# web.sh up|down|status: a Concourse web node (concourse-tekton-web) and its Postgres, as
+# local processes on 127.0.0.1 with their state in the cache; never a system service.
+#
+#   up      builds (build.sh), starts Postgres and the web node, waits for the API and
+#           logs fly in: fly -t local ... is then ready to use
+#   down    stops what up started (web node, then Postgres); the state stays for next time
+#   status  says what runs; exits 0 when both run, 1 otherwise
+#
+# Settings (environment):
+#   CONCOURSE_TEKTON_WEB_PORT   the web node's port (8090); its debug server uses the next one
+#   CONCOURSE_TEKTON_PG_PORT    Postgres's port (55432)
+#   CONCOURSE_TEKTON_PG_BIN     Postgres 15's binaries (/usr/lib/postgresql/15/bin)
+#   CONCOURSE_TEKTON_FLY_TARGET the fly target up logs in (local)
+#   CONCOURSE_*                 any other flag of `concourse web`, read by the web node itself
+# Arguments after `up --` are passed to the web node as flags.
+set -euo pipefail
+
+atc_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cache=${CONCOURSE_TEKTON_ATC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/concourse-tekton/atc}
+state=$cache/web
+pgdata=$state/pgdata
+web_port=${CONCOURSE_TEKTON_WEB_PORT:-8090}
+debug_port=$((web_port + 1))
+pg_port=${CONCOURSE_TEKTON_PG_PORT:-55432}
+pg_bin=${CONCOURSE_TEKTON_PG_BIN:-/usr/lib/postgresql/15/bin}
+target=${CONCOURSE_TEKTON_FLY_TARGET:-local}
+url=http://127.0.0.1:$web_port
+user=test
+
+say() { printf '%s\n' "$*" >&2; }
+fail() { say "error: $*"; exit 1; }
+
+# as_pg runs a Postgres program. Postgres refuses to run as root: then it runs in a user
+# namespace where this user is an unprivileged one, so the files it creates are still
+# this user's, in a cache only this user can reach.
+as_pg() {
+	if [ "$(id -u)" = 0 ]; then
+		unshare --user --map-user=1 --map-group=1 "$@"
+	else
+		"$@"
+	fi
+}
+
+# alive: whether process $1 runs (a zombie, ended but not yet reaped, does not).
+alive() {
+	[ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null || return 1
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[ "${stat%% *}" != Z ]
+}
+web_pid() { cat "$state/web.pid" 2>/dev/null || true; }
+pg_pid() { head -n1 "$pgdata/postmaster.pid" 2>/dev/null || true; }
+port_taken() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+api_info() { curl -fsS --max-time 2 "$url/api/v1/info" 2>/dev/null; }
+
+# wait_gone waits up to $2 seconds for process $1 to end; false if it does not.
+wait_gone() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		alive "$1" || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+start_postgres() {
+	if alive "$(pg_pid)"; then
+		say "✓ Postgres already running (pid $(pg_pid), port $pg_port)"
+		return
+	fi
+	[ -x "$pg_bin/postgres" ] ||
+		fail "no Postgres 15 in $pg_bin: install Debian's postgresql-15 package (apt-get install postgresql-15), or set CONCOURSE_TEKTON_PG_BIN"
+	port_taken "$pg_port" && fail "port $pg_port is taken by another program: set CONCOURSE_TEKTON_PG_PORT"
+	mkdir -p "$state"
+	if [ ! -e "$pgdata/PG_VERSION" ]; then
+		say "• initdb $pgdata"
+		rm -rf "$pgdata"
+		as_pg "$pg_bin/initdb" -D "$pgdata" -U concourse --auth=trust -E UTF8 --no-instructions >"$state/initdb.log" 2>&1 ||
+			fail "initdb failed: see $state/initdb.log"
+	fi
+	say "• starting Postgres on 127.0.0.1:$pg_port"
+	as_pg "$pg_bin/pg_ctl" -D "$pgdata" -l "$state/postgres.log" -w -t 60 \
+		-o "-c listen_addresses=127.0.0.1 -p $pg_port -c unix_socket_directories=''" start >/dev/null ||
+		fail "Postgres did not start: see $state/postgres.log"
+	local exists
+	exists=$("$pg_bin/psql" -h 127.0.0.1 -p "$pg_port" -U concourse -d postgres -tAc \
+		"SELECT 1 FROM pg_database WHERE datname = 'atc'")
+	if [ "$exists" != 1 ]; then
+		"$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U concourse atc
+	fi
+	say "✓ Postgres (pid $(pg_pid), port $pg_port)"
+}
+
+start_web() {
+	local bin=$1
+	shift
+	if alive "$(web_pid)"; then
+		say "✓ web node already running (pid $(web_pid), $url)"
+		return
+	fi
+	port_taken "$web_port" && fail "port $web_port is taken by another program: set CONCOURSE_TEKTON_WEB_PORT"
+	port_taken "$debug_port" && fail "port $debug_port (the debug server's) is taken by another program: set CONCOURSE_TEKTON_WEB_PORT"
+	if [ ! -e "$state/session_signing_key" ]; then
+		"$bin/concourse-tekton-web" generate-key -t rsa -f "$state/session_signing_key" >/dev/null
+	fi
+	say "• starting the web node on $url"
+	setsid "$bin/concourse-tekton-web" web \
+		--bind-ip 127.0.0.1 --bind-port "$web_port" --external-url "$url" \
+		--debug-bind-ip 127.0.0.1 --debug-bind-port "$debug_port" \
+		--postgres-host 127.0.0.1 --postgres-port "$pg_port" --postgres-sslmode disable \
+		--postgres-user concourse --postgres-database atc \
+		--session-signing-key "$state/session_signing_key" \
+		--add-local-user "$user:$user" --main-team-local-user "$user" \
+		--enable-across-step \
+		"$@" </dev/null >>"$state/web.log" 2>&1 &
+	echo $! >"$state/web.pid"
+
+	local i
+	for ((i = 0; i < 1200; i++)); do
+		if ! alive "$(web_pid)"; then
+			tail -n 20 "$state/web.log" >&2
+			fail "the web node exited: see $state/web.log"
+		fi
+		api_info >/dev/null && break
+		sleep 0.1
+	done
+	api_info >/dev/null || fail "the web node does not answer $url/api/v1/info after 120s: see $state/web.log"
+	say "✓ web node (pid $(web_pid), $url): $(api_info)"
+}
+
+up() {
+	if [ "${1:-}" = -- ]; then shift; fi
+	local bin
+	bin=$("$atc_dir/build.sh")
+	start_postgres
+	start_web "$bin" "$@"
+	"$bin/fly" -t "$target" login -c "$url" -u "$user" -p "$user" >/dev/null ||
+		fail "fly -t $target login failed"
+	say "✓ fly -t $target is logged in as $user (fly is $bin/fly)"
+}
+
+down() {
+	local pid
+	pid=$(web_pid)
+	if alive "$pid"; then
+		say "• stopping the web node (pid $pid)"
+		kill -TERM "$pid"
+		if ! wait_gone "$pid" 30; then
+			say "• the web node ignored SIGTERM for 30s: killing it"
+			kill -KILL "$pid" 2>/dev/null || true
+			wait_gone "$pid" 5 || fail "pid $pid does not end"
+		fi
+	fi
+	rm -f "$state/web.pid"
+
+	pid=$(pg_pid)
+	if alive "$pid"; then
+		say "• stopping Postgres (pid $pid)"
+		as_pg "$pg_bin/pg_ctl" -D "$pgdata" -m fast -w -t 60 stop >/dev/null ||
+			fail "Postgres did not stop: see $state/postgres.log"
+		wait_gone "$pid" 10 || fail "Postgres (pid $pid) does not end"
+	fi
+	say "✓ down (state kept in $state)"
+}
+
+status() {
+	local ok=0 pid
+	pid=$(pg_pid)
+	if alive "$pid"; then
+		say "✓ Postgres: pid $pid, 127.0.0.1:$pg_port"
+	else
+		say "✗ Postgres: not running"
+		ok=1
+	fi
+	pid=$(web_pid)
+	if alive "$pid"; then
+		say "✓ web node: pid $pid, $url: $(api_info || echo 'not answering')"
+	else
+		say "✗ web node: not running"
+		ok=1
+	fi
+	return $ok
+}
+
+case "${1:-}" in
+up)
+	shift
+	up "$@"
+	;;
+down) down ;;
+status) status ;;
+*)
+	say "usage: $0 up [-- web flags...] | down | status"
+	exit 2
+	;;
+esac
