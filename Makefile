@@ -79,3 +79,16 @@ e2e-down: ## Stop the local e2e cluster and restore the machine.
 .PHONY: e2e-teardown-check
 e2e-teardown-check: ## Fail unless the machine is as it was before the last e2e-up (processes, mounts, links, routes, sysctls).
 	$(E2E_CLUSTER) check-clean
+
+# The ATC: Concourse's own web node (atc/, a module of its own; see atc/README.md).
+.PHONY: atc-up
+atc-up: ## Build (cached) and start Concourse's web node with Postgres on 127.0.0.1, and log fly in.
+	$(MAKE) -C atc up
+
+.PHONY: atc-down
+atc-down: ## Stop the web node and Postgres started by atc-up.
+	$(MAKE) -C atc down
+
+.PHONY: atc-test
+atc-test: ## Vet and test the atc module against the pinned, patched Concourse (builds it once into the cache).
+	$(MAKE) -C atc test
