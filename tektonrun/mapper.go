@@ -29,13 +29,18 @@ type Observation struct {
 	Now time.Time
 }
 
-// headDelay is how long a step of a fail-fast in_parallel must have run, quiet, before it
-// is shown as started: its runner first decides whether it may run at all (a sibling that
-// failed makes it never-ran, which Concourse never shows). Kubelet times are whole seconds,
-// so this is 2-3 s after its start. Other steps are shown once their runner began.
+// headDelay is how long a step must have run, quiet, before it is shown as started when
+// its runner may still decide it never starts: a step of a fail-fast in_parallel (a
+// sibling that failed makes it never-ran, which Concourse never shows), and a task (its
+// inputs missing, its user unknown: Concourse only initialized it). Kubelet times are
+// whole seconds, so this is 2-3 s after its start. Other steps are shown once their runner
+// began.
 const headDelay = 3 * time.Second
 
 func holdFor(spec runspec.Spec) time.Duration {
+	if spec.Mode == runspec.ModeTask {
+		return headDelay
+	}
 	for _, l := range spec.Context {
 		if l.Kind == runspec.LayerFailFast {
 			return headDelay
@@ -215,6 +220,9 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	state := containerState(tr, o.Pod)
 	started := ran(state)
 	troubled := trDone && outcome == ""
+	// A task that errored with no exit status never ran its process: Concourse stops it
+	// between initializing and selecting a worker (missing inputs, an unknown user).
+	processless := trDone && spec.Mode == runspec.ModeTask && outcome == runspec.Errored && result(tr, runspec.ResultExitStatus) == ""
 	if !trDone && started && len(o.Log) == 0 && state.Running != nil {
 		// Tekton starts every step's container at once and each waits for the one before:
 		// the runner began when the runner's install ended.
@@ -230,7 +238,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		return false, false
 	}
 	if spec.Mode != runspec.ModeResolve && (started || troubled) {
-		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), started)
+		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), started && !processless)
 	}
 	source := event.OriginSourceStderr
 	if spec.Mode == runspec.ModeTask {

@@ -303,7 +303,11 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		want  int
 	}{
 		{"installing", installing, time.Minute, nil, 0},
-		{"runner began", tr, 0, nil, 3},
+		// A task may stop before its process (missing inputs): it is shown running once
+		// it wrote, or was quiet a while.
+		{"task, runner began", tr, 0, nil, 0},
+		{"task, wrote", tr, 0, line, 3},
+		{"task, quiet a while", tr, headDelay, nil, 3},
 		{"fail-fast, quiet", failFast, headDelay / 2, nil, 0},
 		{"fail-fast, wrote", failFast, headDelay / 2, line, 3},
 		{"fail-fast, quiet a while", failFast, headDelay, nil, 3},
@@ -311,5 +315,28 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		if n := heads(tt.tr, tt.after, tt.log); n != tt.want {
 			t.Errorf("%s: %d head events, want %d", tt.name, n, tt.want)
 		}
+	}
+
+	// A task that errored with no exit status never ran its process: only initialized,
+	// as Concourse's task step stops before selecting a worker.
+	errored := so.TaskRun.DeepCopy()
+	errored.Status.Results = []v1.TaskRunResult{
+		{Name: runspec.ResultOutcome, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(string(runspec.Errored))},
+		{Name: runspec.ResultError, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues("missing inputs: data")},
+	}
+	obs.Now = started.Add(time.Minute)
+	obs.Steps["task-say"] = &StepObservation{TaskRun: errored, LogDone: true}
+	events, _ := Map(obs, nil)
+	var got []string
+	for _, e := range events {
+		if e.Key.Step == "task-say" {
+			env, _ := event.Marshal(e.Event, 0)
+			var typ struct{ Event string }
+			_ = json.Unmarshal(env, &typ)
+			got = append(got, typ.Event)
+		}
+	}
+	if diff := cmp.Diff([]string{"initialize-task", "error"}, got); diff != "" {
+		t.Errorf("a task stopped before its process (-want +got):\n%s", diff)
 	}
 }
