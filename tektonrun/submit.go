@@ -57,6 +57,9 @@ func (c *Client) Submit(ctx context.Context, r *translate.Result) (*Submitted, e
 	if err := c.checkCredentials(ctx, r.Credentials); err != nil {
 		return nil, err
 	}
+	if err := c.checkUserNamespaces(ctx, r.PipelineRun); err != nil {
+		return nil, err
+	}
 	for _, t := range r.Tasks {
 		// Task names are hashes of their content: one that exists is this one.
 		if _, err := c.target.Tekton.TektonV1().Tasks(ns).Create(ctx, t, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -85,6 +88,32 @@ func (c *Client) Submit(ctx context.Context, r *translate.Result) (*Submitted, e
 		return nil, fmt.Errorf("giving the build volume %s to %s: %w", claim, run.Name, err)
 	}
 	return &Submitted{Run: run, Warnings: warnings}, nil
+}
+
+// checkUserNamespaces refuses a build whose pods want user namespaces of their own
+// (hostUsers: false) when no node's runtime says it supports them: the kubelet would fail
+// to create their sandboxes forever, and the build would hang. A user who may not list
+// nodes cannot tell: the build goes ahead.
+func (c *Client) checkUserNamespaces(ctx context.Context, pr *v1.PipelineRun) error {
+	tpl := pr.Spec.TaskRunTemplate.PodTemplate
+	if tpl == nil || tpl.HostUsers == nil || *tpl.HostUsers {
+		return nil
+	}
+	nodes, err := c.target.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("listing nodes to check their support for user namespaces: %w", err)
+	}
+	for _, n := range nodes.Items {
+		for _, h := range n.Status.RuntimeHandlers {
+			if h.Features != nil && h.Features.UserNamespaces != nil && *h.Features.UserNamespaces {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("user namespaces were asked for (--user-namespaces), but none of the %d nodes' container runtimes supports them (status.runtimeHandlers[].features.userNamespaces): the build's pods would never start", len(nodes.Items))
 }
 
 // sameBuild checks that a PipelineRun found under a build's name is that build (the same

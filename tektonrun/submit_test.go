@@ -221,3 +221,25 @@ func TestRunRefusesAnotherBuildsRun(t *testing.T) {
 		t.Fatalf("Run attached to another job's build: %v", err)
 	}
 }
+
+// A build that wants user namespaces is refused at once when no node supports them, and
+// runs where one does.
+func TestRunChecksUserNamespaces(t *testing.T) {
+	ctx := context.Background()
+	for _, supported := range []bool{false, true} {
+		b := newBackend(t, secret("token", "value"), secret("db", "user"))
+		b.defaults.UserNamespaces = true
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
+		node.Status.RuntimeHandlers = []corev1.NodeRuntimeHandler{{Features: &corev1.NodeRuntimeHandlerFeatures{UserNamespaces: &supported}}}
+		if _, err := b.client.target.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "1"})
+		if supported && err != nil {
+			t.Errorf("supported: %v", err)
+		}
+		if !supported && (err == nil || !strings.Contains(err.Error(), "user namespaces")) {
+			t.Errorf("unsupported: err = %v, want a refusal", err)
+		}
+	}
+}
