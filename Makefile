@@ -92,3 +92,7 @@ atc-down: ## Stop the web node and Postgres started by atc-up.
 .PHONY: atc-test
 atc-test: ## Vet and test the atc module against the pinned, patched Concourse (builds it once into the cache).
 	$(MAKE) -C atc test
+
+.PHONY: atc-e2e
+atc-e2e: ## End to end under the ATC: the real fly against the web node whose builds run on the e2e cluster (make e2e-up first).
+	$(MAKE) -C atc e2e

@@ -3,12 +3,18 @@ module github.com/concourse-tekton/concourse-tekton/atc
 go 1.26.4
 
 require (
+	code.cloudfoundry.org/lager/v3 v3.42.0
 	github.com/concourse-tekton/concourse-tekton v0.0.0-00010101000000-000000000000
 	github.com/concourse/concourse v1.6.1-0.20251006174654-31f911818906
 	github.com/concourse/flag/v2 v2.3.0
+	github.com/google/go-cmp v0.7.0
 	github.com/jessevdk/go-flags v1.6.1
+	github.com/tedsuo/ifrit v0.0.0-20230516164442-7862c310ad26
+	github.com/tektoncd/pipeline v1.15.1
 	github.com/vito/twentythousandtonnesofcrudeoil v0.0.0-20180305154709-3b21ad808fcb
 	golang.org/x/mod v0.37.0
+	k8s.io/apimachinery v0.36.3
+	k8s.io/client-go v0.35.7
 )
 
 require (
@@ -21,7 +27,6 @@ require (
 	code.cloudfoundry.org/clock v1.42.0 // indirect
 	code.cloudfoundry.org/credhub-cli v0.0.0-20250722200452-0eb58899fb2b // indirect
 	code.cloudfoundry.org/garden v0.0.0-20250723020637-e97ef1c64f2b // indirect
-	code.cloudfoundry.org/lager/v3 v3.42.0 // indirect
 	dario.cat/mergo v1.0.2 // indirect
 	filippo.io/edwards25519 v1.1.0 // indirect
 	github.com/AppsFlyer/go-sundheit v0.6.0 // indirect
@@ -92,7 +97,6 @@ require (
 	github.com/golang/groupcache v0.0.0-20241129210726-2c02b8208cf8 // indirect
 	github.com/google/cel-go v0.29.2 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
-	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/jsonapi v1.0.0 // indirect
 	github.com/google/pprof v0.0.0-20250630185457-6e76a2b096b5 // indirect
 	github.com/google/s2a-go v0.1.9 // indirect
@@ -161,9 +165,7 @@ require (
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/cast v1.10.0 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	github.com/tedsuo/ifrit v0.0.0-20230516164442-7862c310ad26 // indirect
 	github.com/tedsuo/rata v1.0.1-0.20170830210128-07d200713958 // indirect
-	github.com/tektoncd/pipeline v1.15.1 // indirect
 	github.com/vito/go-sse v1.1.3 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/zalando/go-keyring v0.2.6 // indirect
@@ -208,8 +210,6 @@ require (
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/api v0.35.7 // indirect
-	k8s.io/apimachinery v0.36.3 // indirect
-	k8s.io/client-go v0.35.7 // indirect
 	k8s.io/component-base v0.35.7 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a // indirect

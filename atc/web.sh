@@ -12,13 +12,23 @@
 #   CONCOURSE_TEKTON_PG_PORT    Postgres's port (55432)
 #   CONCOURSE_TEKTON_PG_BIN     Postgres 15's binaries (/usr/lib/postgresql/15/bin)
 #   CONCOURSE_TEKTON_FLY_TARGET the fly target up logs in (local)
+#   CONCOURSE_TEKTON_WEB_STATE  the directory of the database, logs and key (<cache>/web)
 #   CONCOURSE_*                 any other flag of `concourse web`, read by the web node itself
+#
+# Builds run on Kubernetes when the web node is told where, by its --tekton-* flags or
+# their variables, which it reads itself (without them, builds need Concourse workers):
+#   CONCOURSE_TEKTON_KUBECONFIG      the cluster's kubeconfig
+#   CONCOURSE_TEKTON_NAMESPACE       the namespace builds run in
+#   CONCOURSE_TEKTON_RUNNER_IMAGE    the step runner's image
+#   CONCOURSE_TEKTON_RESOURCE_IMAGE  base resource types' images: TYPE=IMAGE,TYPE=IMAGE
+# (and CONCOURSE_TEKTON_CONTEXT, _IN_CLUSTER, _SERVICE_ACCOUNT, _STORAGE_CLASS,
+# _BUILD_VOLUME_SIZE, _USER_NAMESPACES, _WORKER_NAME, _HEARTBEAT_INTERVAL).
 # Arguments after `up --` are passed to the web node as flags.
 set -euo pipefail
 
 atc_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${CONCOURSE_TEKTON_ATC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/concourse-tekton/atc}
-state=$cache/web
+state=${CONCOURSE_TEKTON_WEB_STATE:-$cache/web}
 pgdata=$state/pgdata
 web_port=${CONCOURSE_TEKTON_WEB_PORT:-8090}
 debug_port=$((web_port + 1))

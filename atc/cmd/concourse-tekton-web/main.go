@@ -1,7 +1,8 @@
 // Command concourse-tekton-web is Concourse's web node (the ATC) with the build engine's
-// StepperFactory provided through atccmd.NewStepperFactory, the hook that
-// atc/patches adds to Concourse. It builds only against the patched module:
-// atc/build.sh.
+// StepperFactory provided through atccmd.NewStepperFactory, the hook that atc/patches
+// adds to Concourse: with the web command's --tekton-* flags, builds run on Kubernetes
+// as Tekton PipelineRuns; without them, on Concourse's own workers. It builds only
+// against the patched module: atc/build.sh.
 package main
 
 import (
@@ -18,9 +19,11 @@ import (
 )
 
 func main() {
-	atccmd.NewStepperFactory = newStepperFactory
-
 	var cmd webcmd.Command
+	// Builds run on Kubernetes when the web command's --tekton-* flags say where.
+	atccmd.NewStepperFactory = func(config atccmd.StepperFactoryConfig) engine.StepperFactory {
+		return cmd.Web.StepperFactory(config.Logger, config.Default, config.WorkerFactory, config.ExternalURL)
+	}
 	cmd.Version = func() {
 		fmt.Println(concourse.Version)
 		os.Exit(0)
@@ -36,12 +39,4 @@ func main() {
 		fmt.Fprintf(os.Stderr, "error: %s\n", err)
 		os.Exit(1)
 	}
-}
-
-// newStepperFactory provides the engine's StepperFactory. The Tekton adapter does not
-// exist yet, so it is still Concourse's own (steps in containers on workers); the hook is
-// wired and says so in the log, and the adapter replaces the returned value.
-func newStepperFactory(config atccmd.StepperFactoryConfig) engine.StepperFactory {
-	config.Logger.Info("using-concourse-default")
-	return config.Default
 }

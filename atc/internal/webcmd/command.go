@@ -5,11 +5,15 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"fmt"
+	"os"
 
 	"github.com/concourse/concourse/atc/atccmd"
 	concoursecmd "github.com/concourse/concourse/cmd"
 	"github.com/concourse/flag/v2"
 	flags "github.com/jessevdk/go-flags"
+	"github.com/tedsuo/ifrit"
+	"github.com/tedsuo/ifrit/grouper"
+	"github.com/tedsuo/ifrit/sigmon"
 	"github.com/vito/twentythousandtonnesofcrudeoil"
 )
 
@@ -43,14 +47,40 @@ func NewParser(cmd *Command) *flags.Parser {
 // WebCommand runs the ATC: API, UI, scheduler, checks and the build engine.
 type WebCommand struct {
 	*atccmd.RunCommand
+
+	Tekton TektonFlags `group:"Kubernetes (Tekton)" namespace:"tekton"`
+
+	// tekton is where builds run, when the flags say so.
+	tekton *tekton
 }
 
-// Execute fills in what `concourse web` would and runs the ATC until it is signalled.
+// Execute fills in what `concourse web` would and runs the ATC until it is signalled,
+// with, when builds run on Kubernetes, the namespace's worker registered beside it.
 func (cmd *WebCommand) Execute(args []string) error {
 	if err := cmd.fillDefaults(); err != nil {
 		return err
 	}
-	return cmd.RunCommand.Execute(args)
+	if cmd.Tekton.Enabled() {
+		t, err := cmd.Tekton.openTekton()
+		if err != nil {
+			return err
+		}
+		cmd.tekton = t
+	}
+	// Constructing the ATC calls StepperFactory, through the hook main sets.
+	runner, err := cmd.RunCommand.Runner(args)
+	if err != nil {
+		return err
+	}
+	if t := cmd.tekton; t != nil && t.registrar != nil {
+		defer t.backend.Close()
+		// The worker is registered once the ATC runs, and stops heartbeating first.
+		runner = grouper.NewOrdered(os.Interrupt, grouper.Members{
+			{Name: "atc", Runner: runner},
+			{Name: "tekton-worker", Runner: registrarRunner(t.registrar)},
+		})
+	}
+	return <-ifrit.Invoke(sigmon.New(runner)).Wait()
 }
 
 // fillDefaults gives the web node what `concourse web` derives when it is not set: a

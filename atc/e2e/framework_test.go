@@ -1,0 +1,434 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	tekton "github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"knative.dev/pkg/apis"
+)
+
+// Images the builds run; the main module's e2e cluster has them loaded.
+var (
+	busyboxImage = envOr("E2E_BUSYBOX_IMAGE", "e2e.invalid/busybox:1.35")
+	runnerImage  = envOr("E2E_RUNNER_IMAGE", "ghcr.io/concourse-tekton/runner:dev")
+	mockImage    = envOr("E2E_MOCK_IMAGE", "e2e.invalid/mock-resource:v1")
+)
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// cacheDir is $XDG_CACHE_HOME, else ~/.cache: where build.sh and the cluster keep theirs.
+func cacheDir() string {
+	if c := os.Getenv("XDG_CACHE_HOME"); c != "" {
+		return c
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache")
+}
+
+// kubeconfigPath is E2E_KUBECONFIG, else the main module's e2e cluster's.
+func kubeconfigPath() string {
+	if p := os.Getenv("E2E_KUBECONFIG"); p != "" {
+		return p
+	}
+	return filepath.Join(cacheDir(), "concourse-tekton", "state", "kubeconfig")
+}
+
+// web is the web node the tests drive, and the fly that drives it.
+var web *webNode
+
+type webNode struct {
+	kube   kubernetes.Interface
+	tekton tekton.Interface
+	// ns is the namespace its builds run in.
+	ns string
+	// env is web.sh's environment: its state, ports and --tekton-* flags, and a home of
+	// its own, so that fly's targets (~/.flyrc) are the test's.
+	env   []string
+	state string
+	url   string
+	fly   string
+}
+
+const flyTarget = "e2e"
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	w, stop, err := start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		if stop != nil {
+			stop()
+		}
+		return 2
+	}
+	web = w
+	code := m.Run()
+	stop()
+	return code
+}
+
+// start makes a namespace and starts the web node with web.sh; stop undoes both.
+func start() (w *webNode, stop func(), err error) {
+	path := kubeconfigPath()
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("loading kubeconfig %s (start the cluster with `make e2e-up` in the repository's root, or set E2E_KUBECONFIG): %w", path, err)
+	}
+	w = &webNode{kube: kubernetes.NewForConfigOrDie(cfg), tekton: tekton.NewForConfigOrDie(cfg)}
+	var undo []func()
+	stop = func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+	}
+
+	ctx := context.Background()
+	w.ns = "atc-e2e-" + rand.String(5)
+	if _, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}, metav1.CreateOptions{}); err != nil {
+		return nil, stop, fmt.Errorf("creating namespace %s: %w", w.ns, err)
+	}
+	undo = append(undo, func() {
+		if os.Getenv("E2E_KEEP_NAMESPACES") == "1" {
+			fmt.Fprintf(os.Stderr, "keeping namespace %s (E2E_KEEP_NAMESPACES=1)\n", w.ns)
+			return
+		}
+		if err := w.kube.CoreV1().Namespaces().Delete(context.Background(), w.ns, metav1.DeleteOptions{}); err != nil {
+			fmt.Fprintf(os.Stderr, "deleting namespace %s: %v\n", w.ns, err)
+		}
+	})
+	// Pods need the namespace's default service account, which a controller adds.
+	if err := pollErr(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := w.kube.CoreV1().ServiceAccounts(w.ns).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, client(err)
+	}); err != nil {
+		return nil, stop, fmt.Errorf("waiting for the default service account of %s: %w", w.ns, err)
+	}
+
+	tmp, err := os.MkdirTemp("", "atc-e2e-")
+	if err != nil {
+		return nil, stop, err
+	}
+	undo = append(undo, func() { os.RemoveAll(tmp) })
+	w.state = filepath.Join(tmp, "web")
+	home := filepath.Join(tmp, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, stop, err
+	}
+	webPort, pgPort, err := freePorts()
+	if err != nil {
+		return nil, stop, err
+	}
+	w.url = "http://127.0.0.1:" + strconv.Itoa(webPort)
+	goEnv, err := goEnvironment()
+	if err != nil {
+		return nil, stop, err
+	}
+	atcCache := envOr("CONCOURSE_TEKTON_ATC_CACHE", filepath.Join(cacheDir(), "concourse-tekton", "atc"))
+	w.fly = filepath.Join(atcCache, "bin", "fly")
+	w.env = append(os.Environ(), goEnv...)
+	w.env = append(w.env,
+		"HOME="+home,
+		"XDG_CACHE_HOME="+cacheDir(),
+		"CONCOURSE_TEKTON_ATC_CACHE="+atcCache,
+		"CONCOURSE_TEKTON_WEB_STATE="+w.state,
+		"CONCOURSE_TEKTON_WEB_PORT="+strconv.Itoa(webPort),
+		"CONCOURSE_TEKTON_PG_PORT="+strconv.Itoa(pgPort),
+		"CONCOURSE_TEKTON_FLY_TARGET="+flyTarget,
+		"CONCOURSE_TEKTON_KUBECONFIG="+path,
+		"CONCOURSE_TEKTON_NAMESPACE="+w.ns,
+		"CONCOURSE_TEKTON_RUNNER_IMAGE="+runnerImage,
+		"CONCOURSE_TEKTON_RESOURCE_IMAGE=mock="+mockImage,
+		"CONCOURSE_TEKTON_HEARTBEAT_INTERVAL=5s",
+	)
+	undo = append(undo, func() {
+		if out, err := w.webSh("down"); err != nil {
+			fmt.Fprintf(os.Stderr, "web.sh down: %v\n%s", err, out)
+		}
+	})
+	if out, err := w.webSh("up"); err != nil {
+		return nil, stop, fmt.Errorf("web.sh up: %w\n%s%s", err, out, w.logTail(40))
+	}
+	return w, stop, nil
+}
+
+// webSh runs web.sh with the web node's environment.
+func (w *webNode) webSh(args ...string) (string, error) {
+	cmd := exec.Command("../web.sh", args...)
+	cmd.Env = w.env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// goEnvironment pins the go command's settings and caches, which come from the home
+// directory that web.sh's environment replaces.
+func goEnvironment() ([]string, error) {
+	out, err := exec.Command("go", "env", "-json", "GOENV", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go env: %w", err)
+	}
+	var vars map[string]string
+	if err := json.Unmarshal(out, &vars); err != nil {
+		return nil, err
+	}
+	var env []string
+	for k, v := range vars {
+		env = append(env, k+"="+v)
+	}
+	return env, nil
+}
+
+// freePorts finds a port for the web node whose next one (its debug server's) is free
+// too, and one for Postgres.
+func freePorts() (web, pg int, err error) {
+	free := func(port int) bool {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			return false
+		}
+		l.Close()
+		return true
+	}
+	any := func() (int, error) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		defer l.Close()
+		return l.Addr().(*net.TCPAddr).Port, nil
+	}
+	for range 20 {
+		if web, err = any(); err != nil {
+			return 0, 0, err
+		}
+		if web < 65535 && free(web+1) {
+			break
+		}
+	}
+	for {
+		if pg, err = any(); err != nil || pg != web && pg != web+1 {
+			return web, pg, err
+		}
+	}
+}
+
+// logTail is the end of the web node's log, for failures.
+func (w *webNode) logTail(lines int) string {
+	data, err := os.ReadFile(filepath.Join(w.state, "web.log"))
+	if err != nil {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(all) > lines {
+		all = all[len(all)-lines:]
+	}
+	return "web.log:\n" + strings.Join(all, "\n") + "\n"
+}
+
+// dumpOnFailure logs, when t fails, the end of the web node's log and the runs of the
+// namespace with their pods.
+func dumpOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		t.Log(web.logTail(60))
+		if prs, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, pr := range prs.Items {
+				t.Logf("PipelineRun %s: %+v", pr.Name, pr.Status.GetCondition(apis.ConditionSucceeded))
+			}
+		}
+		if pods, err := web.kube.CoreV1().Pods(web.ns).List(ctx, metav1.ListOptions{}); err == nil {
+			for _, p := range pods.Items {
+				t.Logf("pod %s: %s", p.Name, p.Status.Phase)
+			}
+		}
+	})
+}
+
+// fly runs fly as a user does, and returns what it printed (stdout and stderr) and its
+// exit status.
+func fly(t *testing.T, timeout time.Duration, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	p := startFly(t, ctx, args...)
+	return p.wait(t)
+}
+
+// flyProcess is a fly command running in the background.
+type flyProcess struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+func (p *flyProcess) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+// output is what it printed so far.
+func (p *flyProcess) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func startFly(t *testing.T, ctx context.Context, args ...string) *flyProcess {
+	t.Helper()
+	p := &flyProcess{done: make(chan struct{})}
+	p.cmd = exec.CommandContext(ctx, web.fly, append([]string{"-t", flyTarget}, args...)...)
+	p.cmd.Env = web.env
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("fly %s: %v", strings.Join(args, " "), err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p
+}
+
+// wait waits for the command to end and returns its output and exit status.
+func (p *flyProcess) wait(t *testing.T) (string, int) {
+	t.Helper()
+	<-p.done
+	var exit *exec.ExitError
+	switch {
+	case p.err == nil:
+		return p.output(), 0
+	case errors.As(p.err, &exit):
+		// -1: killed, when its context ended.
+		return p.output(), exit.ExitCode()
+	}
+	t.Fatalf("fly %s: %v\n%s", strings.Join(p.cmd.Args[1:], " "), p.err, p.output())
+	return "", 0
+}
+
+// setPipeline sets and unpauses a pipeline.
+func setPipeline(t *testing.T, name, config string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), name+".yml")
+	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"set-pipeline", "-n", "-p", name, "-c", file},
+		{"unpause-pipeline", "-p", name},
+	} {
+		if out, code := fly(t, time.Minute, args...); code != 0 {
+			t.Fatalf("fly %s: exit %d\n%s", strings.Join(args, " "), code, out)
+		}
+	}
+}
+
+// build is one line of `fly builds --json`.
+type build struct {
+	ID           int    `json:"id"`
+	Name         string `json:"name"`
+	Status       string `json:"status"`
+	JobName      string `json:"job_name"`
+	PipelineName string `json:"pipeline_name"`
+}
+
+func builds(t *testing.T, pipeline string) map[string]build {
+	t.Helper()
+	out, code := fly(t, time.Minute, "builds", "--pipeline", pipeline, "--json")
+	if code != 0 {
+		t.Fatalf("fly builds: exit %d\n%s", code, out)
+	}
+	var list []build
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatalf("fly builds --json: %v\n%s", err, out)
+	}
+	byJob := map[string]build{}
+	for _, b := range list {
+		byJob[b.JobName+"/"+b.Name] = b
+	}
+	return byJob
+}
+
+// eventually polls cond every half second until it holds, or fails t after timeout.
+func eventually(t *testing.T, what string, timeout time.Duration, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := pollErr(context.Background(), timeout, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func pollErr(ctx context.Context, timeout time.Duration, cond func(context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		ok, err := cond(ctx)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not after %s", timeout)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// client is err unless it says the object is not there (yet).
+func client(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// busybox is the image_resource of the pipelines' tasks.
+func busybox() string {
+	repo, tag := busyboxImage, "latest"
+	if i := strings.LastIndex(busyboxImage, ":"); i > strings.LastIndex(busyboxImage, "/") {
+		repo, tag = busyboxImage[:i], busyboxImage[i+1:]
+	}
+	return fmt.Sprintf(`{type: registry-image, source: {repository: %s, tag: %q}}`, repo, tag)
+}
+
+func jsonUnmarshal(s string, v any) error {
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		return fmt.Errorf("%w: %s", err, s)
+	}
+	return nil
+}

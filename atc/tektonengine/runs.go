@@ -1,0 +1,147 @@
+package tektonengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+)
+
+// Runs starts builds on the cluster. The stepper's one effect on it, behind an interface
+// so that the stepper is tested without a cluster.
+type Runs interface {
+	// Start runs a build's plan (atc.Plan JSON), or attaches to the build's run when it
+	// exists: starting a build twice gives one run.
+	Start(ctx context.Context, plan []byte, build BuildRef) (Run, error)
+}
+
+// Run is one build's run on the cluster.
+type Run interface {
+	// Name names the run in messages: namespace/name of its PipelineRun.
+	Name() string
+	// Attached says the run existed before Start: some of its events may be the
+	// build's already.
+	Attached() bool
+	// Warnings say, a sentence each, what the build will lack (none when attached).
+	Warnings() []string
+	// Events delivers the run's events in order, from its first, until it has ended, and
+	// returns its final status. An error of emit stops it and is returned. It returns
+	// an error wrapping ErrRunGone when the run was deleted.
+	Events(ctx context.Context, emit func(tektonrun.Event) error) (event.BuildStatus, error)
+	// Abort aborts the run as Concourse aborts a build: running steps are interrupted,
+	// their on_abort and ensure hooks run, then the run ends aborted. Aborting a run that
+	// ended does nothing.
+	Abort(ctx context.Context) error
+}
+
+// ErrRunGone says a build's run was deleted from the cluster while the build ran.
+var ErrRunGone = errors.New("the build's PipelineRun was deleted")
+
+// BuildRef is the build a run is started for.
+type BuildRef struct {
+	// Meta names the build: team, pipeline, job, and its name (a job build's) or ID (a
+	// one-off build's). The run's name is made of them.
+	Meta tektonrun.BuildMeta
+	// ID is the build's ID in the ATC's database. It is recorded on the run, so that a
+	// run of another build with the same names (of an earlier pipeline of the same name,
+	// of another team, of another ATC using the namespace) is never taken for this one.
+	ID int
+	// Started is when the ATC started the build (zero: unknown).
+	Started time.Time
+}
+
+// AnnotationBuildID records on a PipelineRun the ID of the ATC build it runs.
+const AnnotationBuildID = "concourse-ci.org/atc-build-id"
+
+// clockSkew is how much earlier than its build's start a run may have been created (by
+// the cluster's clock, the start being the database's) and still be that build's: a run
+// created long before the build started belongs to another build of the same names.
+const clockSkew = time.Minute
+
+// NewRuns returns the Runs of a backend: each build runs as one PipelineRun of the
+// backend's target.
+func NewRuns(backend *tektonrun.Backend) Runs {
+	return &backendRuns{backend: backend, tekton: backend.Client().Target().Tekton}
+}
+
+type backendRuns struct {
+	backend *tektonrun.Backend
+	tekton  versioned.Interface
+}
+
+var _ Runs = (*backendRuns)(nil)
+
+func (r *backendRuns) Start(ctx context.Context, plan []byte, ref BuildRef) (Run, error) {
+	b, err := r.backend.RunPlan(ctx, plan, ref.Meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.claim(ctx, b, ref); err != nil {
+		return nil, err
+	}
+	return &backendRun{build: b, tekton: r.tekton}, nil
+}
+
+// claim records the build's ID on its run, after making sure that a run that existed is
+// this build's.
+func (r *backendRuns) claim(ctx context.Context, b *tektonrun.Build, ref BuildRef) error {
+	runs := r.tekton.TektonV1().PipelineRuns(b.Namespace)
+	pr, err := runs.Get(ctx, b.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading PipelineRun %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	id := strconv.Itoa(ref.ID)
+	owner := pr.Annotations[AnnotationBuildID]
+	fix := fmt.Sprintf("delete it (kubectl -n %s delete pipelinerun %s) if that build is gone, or run this web node's builds in a namespace of their own (--tekton-namespace)", b.Namespace, b.Name)
+	switch {
+	case owner == id:
+		return nil
+	case owner != "":
+		return fmt.Errorf("PipelineRun %s/%s, named after this build, runs build %s of the ATC, not this build (%d): %s", b.Namespace, b.Name, owner, ref.ID, fix)
+	case b.Existed && !ref.Started.IsZero() && pr.CreationTimestamp.Time.Before(ref.Started.Add(-clockSkew)):
+		return fmt.Errorf("PipelineRun %s/%s, named after this build, was created at %s, before the build started (%s): it is another build's; %s",
+			b.Namespace, b.Name, pr.CreationTimestamp.UTC().Format(time.RFC3339), ref.Started.UTC().Format(time.RFC3339), fix)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationBuildID: id}}})
+	if err != nil {
+		return err
+	}
+	if _, err := runs.Patch(ctx, b.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("recording build %d on PipelineRun %s/%s: %w", ref.ID, b.Namespace, b.Name, err)
+	}
+	return nil
+}
+
+type backendRun struct {
+	build  *tektonrun.Build
+	tekton versioned.Interface
+}
+
+var _ Run = (*backendRun)(nil)
+
+func (r *backendRun) Name() string       { return r.build.Namespace + "/" + r.build.Name }
+func (r *backendRun) Attached() bool     { return r.build.Existed }
+func (r *backendRun) Warnings() []string { return r.build.Warnings }
+
+func (r *backendRun) Events(ctx context.Context, emit func(tektonrun.Event) error) (event.BuildStatus, error) {
+	status, err := r.build.Events(ctx, tektonrun.Cursor{}, emit)
+	if err != nil && ctx.Err() == nil {
+		_, getErr := r.tekton.TektonV1().PipelineRuns(r.build.Namespace).Get(ctx, r.build.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(getErr) {
+			return "", fmt.Errorf("%w: %s", ErrRunGone, r.Name())
+		}
+	}
+	return status, err
+}
+
+func (r *backendRun) Abort(ctx context.Context) error { return r.build.Abort(ctx) }

@@ -1,0 +1,111 @@
+package tektonengine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/concourse/concourse/atc"
+	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+// newRuns is the Runs of a real backend on fake clientsets.
+func newRuns(t *testing.T) (Runs, *tektonfake.Clientset) {
+	t.Helper()
+	tekton := tektonfake.NewSimpleClientset()
+	// The fake apiserver gives objects no UID; owner references need one.
+	tekton.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && o.GetUID() == "" {
+			o.SetUID(types.UID("uid-" + o.GetName()))
+		}
+		return false, nil, nil
+	})
+	b := tektonrun.NewBackend(tektonrun.NewTargetFromClients("ci", fake.NewClientset(), tekton), translate.Options{})
+	t.Cleanup(b.Close)
+	return NewRuns(b), tekton
+}
+
+func TestStartClaimsTheRun(t *testing.T) {
+	runs, tekton := newRuns(t)
+	ctx := context.Background()
+	// The plan as the ATC encodes it: the run is compiled from its JSON.
+	plan, err := json.Marshal(taskPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := tektonrun.BuildMeta{Team: "main", Pipeline: "app", Job: "unit", Build: "3"}
+	ref := BuildRef{Meta: meta, ID: 7}
+
+	run, err := runs.Start(ctx, plan, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Name() != "ci/app-unit-3" || run.Attached() {
+		t.Errorf("run %s, attached %t; want ci/app-unit-3, started", run.Name(), run.Attached())
+	}
+	pr, err := tekton.TektonV1().PipelineRuns("ci").Get(ctx, "app-unit-3", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Annotations[AnnotationBuildID]; got != "7" {
+		t.Errorf("annotation %s = %q, want 7", AnnotationBuildID, got)
+	}
+
+	// A web node that restarts starts the build again: the same run.
+	again, err := runs.Start(ctx, plan, ref)
+	if err != nil {
+		t.Fatalf("starting the build again: %v", err)
+	}
+	if !again.Attached() {
+		t.Error("starting the build again did not attach to its run")
+	}
+
+	// Another build of the same names (its pipeline destroyed and set again, say): not
+	// its run.
+	_, err = runs.Start(ctx, plan, BuildRef{Meta: meta, ID: 9})
+	if err == nil || !strings.Contains(err.Error(), "runs build 7 of the ATC, not this build (9)") || !strings.Contains(err.Error(), "kubectl -n ci delete pipelinerun app-unit-3") {
+		t.Errorf("another build of the same names: %v; want it refused, saying how to fix it", err)
+	}
+}
+
+func TestStartRefusesAnOlderUnclaimedRun(t *testing.T) {
+	runs, tekton := newRuns(t)
+	ctx := context.Background()
+	plan, _ := json.Marshal(atc.Plan{ID: "1", Task: taskPlan.Task})
+	meta := tektonrun.BuildMeta{Team: "main", Pipeline: "app", Job: "unit", Build: "1"}
+	if _, err := runs.Start(ctx, plan, BuildRef{Meta: meta, ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// A run of the same names that no ATC build claimed (`concourse-tekton run` made it,
+	// or its web node stopped before claiming it), created a day before the build.
+	prs := tekton.TektonV1().PipelineRuns("ci")
+	pr, err := prs.Get(ctx, "app-unit-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(pr.Annotations, AnnotationBuildID)
+	pr.CreationTimestamp = metav1.NewTime(time.Unix(1_000_000, 0))
+	if _, err := prs.Update(ctx, pr, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = runs.Start(ctx, plan, BuildRef{Meta: meta, ID: 2, Started: time.Unix(1_000_000+86400, 0)})
+	if err == nil || !strings.Contains(err.Error(), "before the build started") {
+		t.Errorf("an unclaimed run older than the build: %v; want it refused", err)
+	}
+	// Created about when the build started: the build's own, which a web node started
+	// and stopped before claiming.
+	if _, err := runs.Start(ctx, plan, BuildRef{Meta: meta, ID: 2, Started: time.Unix(1_000_000+30, 0)}); err != nil {
+		t.Errorf("an unclaimed run created as the build started: %v", err)
+	}
+}

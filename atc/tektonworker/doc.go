@@ -1,0 +1,9 @@
+// Package tektonworker shows a Kubernetes target to the ATC as a worker: saved in its
+// database, as a worker registering through the TSA is, with the base resource types
+// the target runs (type and image), and kept there while the web node runs: running
+// while the target passes its check (tektonrun.Target.Check), stalled while it does not.
+//
+// The ATC plans a build's checks and image resources only for base resource types some
+// worker has, and shows its workers in `fly workers`; no Garden or baggageclaim is
+// behind this one: its builds run as PipelineRuns (tektonengine).
+package tektonworker

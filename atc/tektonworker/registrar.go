@@ -1,0 +1,164 @@
+package tektonworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3"
+	"github.com/concourse/concourse"
+	"github.com/concourse/concourse/atc"
+	"github.com/concourse/concourse/atc/db"
+
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+)
+
+// Workers saves workers: the ATC's db.WorkerFactory.
+type Workers interface {
+	// SaveWorker saves the worker, all of it, for ttl.
+	SaveWorker(atc.Worker, time.Duration) (db.Worker, error)
+	// HeartbeatWorker keeps a saved worker for ttl more, running unless an operator
+	// landed or retired it; db.ErrWorkerNotPresent when it was pruned.
+	HeartbeatWorker(atc.Worker, time.Duration) (db.Worker, error)
+}
+
+var _ Workers = db.WorkerFactory(nil)
+
+// Checker checks a target: *tektonrun.Target.
+type Checker interface {
+	Check(context.Context) tektonrun.CheckReport
+}
+
+var _ Checker = (*tektonrun.Target)(nil)
+
+// DefaultInterval is how often the target is checked and the worker heartbeated.
+const DefaultInterval = 30 * time.Second
+
+// Worker is the worker a target is shown as: its base resource types are those of
+// resourceImages (type to image), each at the version of its image, so that a new image
+// is a new version of the type for the ATC's caches.
+func Worker(name string, resourceImages map[string]string) atc.Worker {
+	w := atc.Worker{
+		Name:     name,
+		Platform: "linux",
+		Version:  concourse.WorkerVersion,
+	}
+	for _, typ := range slices.Sorted(maps.Keys(resourceImages)) {
+		img := resourceImages[typ]
+		w.ResourceTypes = append(w.ResourceTypes, atc.WorkerResourceType{Type: typ, Image: img, Version: img})
+	}
+	return w
+}
+
+// Registrar keeps a target's worker in the ATC's database.
+type Registrar struct {
+	Workers Workers
+	Target  Checker
+	// Worker is what is saved (see Worker); its State is the registrar's.
+	Worker atc.Worker
+	// Interval between checks (zero: DefaultInterval). The worker is kept for two.
+	Interval time.Duration
+	Logger   lager.Logger
+
+	// running says the worker was last saved running.
+	running bool
+}
+
+func (r *Registrar) interval() time.Duration {
+	if r.Interval > 0 {
+		return r.Interval
+	}
+	return DefaultInterval
+}
+
+// Run saves the worker and keeps it up to date until ctx ends. Since it then stops
+// heartbeating, the worker stalls once its time runs out, as a worker that stopped does.
+// It fails only when the worker cannot be saved at first: the database refused it.
+func (r *Registrar) Run(ctx context.Context) error {
+	r.Worker.StartTime = time.Now().Unix()
+	if err := r.Beat(ctx); err != nil {
+		return fmt.Errorf("registering worker %s: %w", r.Worker.Name, err)
+	}
+	t := time.NewTicker(r.interval())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if err := r.Beat(ctx); err != nil {
+				r.Logger.Error("failed-to-save-worker", err)
+			}
+		}
+	}
+}
+
+// Beat checks the target and saves what it found: the worker running (a heartbeat, when
+// it was saved running already), or stalled. The check's failures are logged.
+func (r *Registrar) Beat(ctx context.Context) error {
+	ttl := 2 * r.interval()
+	cctx, cancel := context.WithTimeout(ctx, r.interval())
+	report := r.Target.Check(cctx)
+	cancel()
+	logger := r.Logger.WithData(lager.Data{"worker": r.Worker.Name, "target": report.Target})
+
+	w := r.Worker
+	if !report.OK() {
+		logger.Error("target-not-ready", errors.New(Problems(report)))
+		w.State = string(db.WorkerStateStalled)
+		r.running = false
+		_, err := r.Workers.SaveWorker(w, ttl)
+		return err
+	}
+	if r.running {
+		_, err := r.Workers.HeartbeatWorker(w, ttl)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, db.ErrWorkerNotPresent) {
+			return err
+		}
+		logger.Info("worker-pruned-saving-again")
+	}
+	w.State = string(db.WorkerStateRunning)
+	if _, err := r.Workers.SaveWorker(w, ttl); err != nil {
+		return err
+	}
+	if !r.running {
+		logger.Info("running", lager.Data{"server": report.ServerVersion})
+	}
+	r.running = true
+	return nil
+}
+
+// Problems says, in one line, why a target's check failed.
+func Problems(r tektonrun.CheckReport) string {
+	var out []string
+	switch {
+	case !r.Reachable:
+		out = append(out, "the API server does not answer")
+	case !r.TektonInstalled:
+		out = append(out, "Tekton (tekton.dev/v1 pipelineruns) is not installed")
+	}
+	if len(r.Missing) > 0 {
+		perms := make([]string, len(r.Missing))
+		for i, p := range r.Missing {
+			perms[i] = p.String()
+		}
+		out = append(out, "not allowed to "+strings.Join(perms, ", "))
+	}
+	if r.PodSecurity.Blocks() {
+		out = append(out, fmt.Sprintf("the namespace's Pod Security level %q rejects the build's pods", r.PodSecurity.Level))
+	}
+	if r.Err != nil {
+		out = append(out, r.Err.Error())
+	}
+	if len(out) == 0 {
+		return "ok"
+	}
+	return strings.Join(out, "; ")
+}

@@ -1,0 +1,178 @@
+package tektonworker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"code.cloudfoundry.org/lager/v3/lagertest"
+	"github.com/concourse/concourse/atc"
+	"github.com/concourse/concourse/atc/db"
+	"github.com/concourse/concourse/atc/db/dbfakes"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+)
+
+// checker answers the reports it is given, one per check, then the last again.
+type checker struct{ reports []tektonrun.CheckReport }
+
+func (c *checker) Check(context.Context) tektonrun.CheckReport {
+	r := c.reports[0]
+	if len(c.reports) > 1 {
+		c.reports = c.reports[1:]
+	}
+	return r
+}
+
+var (
+	ok          = tektonrun.CheckReport{Target: "lab/ci", Reachable: true, TektonInstalled: true}
+	unreachable = tektonrun.CheckReport{Target: "lab/ci", Err: errors.New("dial tcp 127.0.0.1:6443: connection refused")}
+)
+
+func TestWorker(t *testing.T) {
+	got := Worker("tekton-ci", map[string]string{"registry-image": "concourse/registry-image-resource", "git": "e2e.invalid/git-resource:v1"})
+	want := atc.Worker{
+		Name:     "tekton-ci",
+		Platform: "linux",
+		Version:  "2.5",
+		ResourceTypes: []atc.WorkerResourceType{
+			{Type: "git", Image: "e2e.invalid/git-resource:v1", Version: "e2e.invalid/git-resource:v1"},
+			{Type: "registry-image", Image: "concourse/registry-image-resource", Version: "concourse/registry-image-resource"},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// call is one call to the worker factory: what and with which state.
+type call struct {
+	Method string
+	State  string
+	TTL    time.Duration
+}
+
+func calls(f *dbfakes.FakeWorkerFactory, order []string) []call {
+	var out []call
+	var s, h int
+	for _, m := range order {
+		switch m {
+		case "save":
+			w, ttl := f.SaveWorkerArgsForCall(s)
+			s++
+			out = append(out, call{"save", w.State, ttl})
+		case "heartbeat":
+			w, ttl := f.HeartbeatWorkerArgsForCall(h)
+			h++
+			out = append(out, call{"heartbeat", w.State, ttl})
+		}
+	}
+	return out
+}
+
+func TestBeat(t *testing.T) {
+	workers := new(dbfakes.FakeWorkerFactory)
+	var order []string
+	workers.SaveWorkerStub = func(atc.Worker, time.Duration) (db.Worker, error) {
+		order = append(order, "save")
+		return new(dbfakes.FakeWorker), nil
+	}
+	workers.HeartbeatWorkerStub = func(atc.Worker, time.Duration) (db.Worker, error) {
+		order = append(order, "heartbeat")
+		if len(order) == 6 {
+			return nil, db.ErrWorkerNotPresent
+		}
+		return new(dbfakes.FakeWorker), nil
+	}
+	r := &Registrar{
+		Workers:  workers,
+		Target:   &checker{[]tektonrun.CheckReport{ok, ok, unreachable, unreachable, ok, ok}},
+		Worker:   Worker("tekton-ci", map[string]string{"mock": "e2e.invalid/mock-resource:v1"}),
+		Interval: 10 * time.Second,
+		Logger:   lagertest.NewTestLogger("worker"),
+	}
+	for range 6 {
+		if err := r.Beat(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ttl := 20 * time.Second
+	want := []call{
+		{"save", "running", ttl}, // registered
+		{"heartbeat", "", ttl},   // still fine
+		{"save", "stalled", ttl}, // the cluster went away
+		{"save", "stalled", ttl}, // still away
+		{"save", "running", ttl}, // back
+		{"heartbeat", "", ttl},   // pruned meanwhile (fly prune-worker):
+		{"save", "running", ttl}, // saved again
+	}
+	if diff := cmp.Diff(want, calls(workers, order)); diff != "" {
+		t.Errorf("calls to the worker factory (-want +got):\n%s", diff)
+	}
+	w, _ := workers.SaveWorkerArgsForCall(0)
+	if w.Name != "tekton-ci" || len(w.ResourceTypes) != 1 {
+		t.Errorf("saved %+v; want the worker given, with its resource types", w)
+	}
+}
+
+func TestRun(t *testing.T) {
+	t.Run("until the web node stops", func(t *testing.T) {
+		workers := new(dbfakes.FakeWorkerFactory)
+		r := &Registrar{Workers: workers, Target: &checker{[]tektonrun.CheckReport{ok}}, Worker: Worker("w", nil),
+			Interval: 10 * time.Millisecond, Logger: lagertest.NewTestLogger("worker")}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		deadline := time.Now().Add(10 * time.Second)
+		for workers.HeartbeatWorkerCallCount() < 2 && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if workers.HeartbeatWorkerCallCount() < 2 {
+			t.Errorf("%d heartbeats; want them every interval", workers.HeartbeatWorkerCallCount())
+		}
+		if w, _ := workers.SaveWorkerArgsForCall(0); w.StartTime == 0 {
+			t.Error("saved with no start time")
+		}
+	})
+	t.Run("a worker the database refuses", func(t *testing.T) {
+		workers := new(dbfakes.FakeWorkerFactory)
+		workers.SaveWorkerReturns(nil, errors.New("worker already exists and is either global or owned by another team"))
+		r := &Registrar{Workers: workers, Target: &checker{[]tektonrun.CheckReport{ok}}, Worker: Worker("w", nil), Logger: lagertest.NewTestLogger("worker")}
+		if err := r.Run(context.Background()); err == nil {
+			t.Error("Run did not fail")
+		}
+	})
+}
+
+func TestProblems(t *testing.T) {
+	tests := []struct {
+		name   string
+		report tektonrun.CheckReport
+		want   string
+	}{
+		{"unreachable", unreachable, "the API server does not answer; dial tcp 127.0.0.1:6443: connection refused"},
+		{"no Tekton", tektonrun.CheckReport{Reachable: true}, "Tekton (tekton.dev/v1 pipelineruns) is not installed"},
+		{"permissions", tektonrun.CheckReport{Reachable: true, TektonInstalled: true, Missing: []tektonrun.Permission{
+			{Resource: "pods", Subresource: "exec", Verb: "create"}, {Group: "tekton.dev", Resource: "pipelineruns", Verb: "watch"}}},
+			"not allowed to create pods/exec, watch pipelineruns.tekton.dev"},
+		{"pod security", tektonrun.CheckReport{Reachable: true, TektonInstalled: true, PodSecurity: &tektonrun.PodSecurity{Level: "restricted",
+			Rejected: []tektonrun.RejectedSteps{{Steps: "every step"}, {Steps: "privileged steps"}}}},
+			`the namespace's Pod Security level "restricted" rejects the build's pods`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.report.OK() {
+				t.Fatal("the report is OK")
+			}
+			if got := Problems(tt.report); got != tt.want {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
