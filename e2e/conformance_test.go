@@ -637,3 +637,22 @@ func fromEnvelopes(t *testing.T, out string) (text, status string) {
 	}
 	return b.String(), status
 }
+
+// A credential-looking var given with -v lands in the build's spec as plain text: run
+// says so on stderr, naming the var and never its value.
+func TestRunWarnsOfPlainTextCredentials(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	exit, stdout, stderr := runCLI(t, ctx, runArgs(ns, "contract.yml", "plain-var", "api_token=plain-e2e-value")...)
+	if exit != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "warning: ((api_token)) looks like a credential") {
+		t.Errorf("no warning about ((api_token)) on stderr:\n%s", stderr)
+	}
+	if strings.Contains(stderr, "plain-e2e-value") {
+		t.Errorf("the warning shows the value:\n%s", stderr)
+	}
+}

@@ -66,6 +66,9 @@ type Build struct {
 	Meta BuildMeta
 	// Existed says the build was there already: Run attached to it.
 	Existed bool
+	// Compiled is what Run compiled the plan into (the objects it created, or would have
+	// had the build not existed); nil for a build from Attach.
+	Compiled *translate.Result
 	// Warnings say what the build will lack (see Submitted).
 	Warnings []string
 	client   *Client
@@ -101,7 +104,7 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta) 
 	if err != nil {
 		return nil, err
 	}
-	return &Build{Name: sub.Run.Name, Namespace: sub.Run.Namespace, Meta: meta, Existed: sub.Existed, Warnings: sub.Warnings, client: b.client}, nil
+	return &Build{Name: sub.Run.Name, Namespace: sub.Run.Namespace, Meta: meta, Existed: sub.Existed, Compiled: r, Warnings: sub.Warnings, client: b.client}, nil
 }
 
 // Attach returns the build whose PipelineRun is named run, to follow or abort it (from a

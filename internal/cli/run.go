@@ -68,7 +68,7 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	p, opts, err := s.load(path, f)
+	p, opts, used, err := s.loadVars(path, f)
 	if err != nil {
 		return err
 	}
@@ -97,6 +97,13 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 	}
 	for _, w := range build.Warnings {
 		fmt.Fprintf(s.err, "warning: %s\n", w)
+	}
+	if !build.Existed {
+		held, err := varsHeld(build.Compiled.Objects(), used)
+		if err != nil {
+			return err
+		}
+		s.warnPlainText(held)
 	}
 	verb := "started"
 	if build.Existed {
