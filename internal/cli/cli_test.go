@@ -67,6 +67,33 @@ func TestValidateInvalid(t *testing.T) {
 	}
 }
 
+// Many pipelines in one process, stdin among them: each is reported, and the exit code
+// says whether any is invalid.
+func TestValidateMany(t *testing.T) {
+	good := writeFile(t, "good.yml", pipeline)
+	bad := writeFile(t, "bad.yml", strings.Replace(pipeline, "get: repo", "get: rpo", 1))
+	code, _, stderr := run(t, pipeline, "validate", good, "-", "-v", "uri=u", "-v", "branch=b")
+	if code != 0 {
+		t.Fatalf("two valid pipelines: code %d\n%s", code, stderr)
+	}
+	if want := good + ": valid: 1 job, 1 resource\n<stdin>: valid: 1 job, 1 resource\n"; stderr != want {
+		t.Errorf("stderr (-want +got):\n%s", cmp.Diff(want, stderr))
+	}
+	code, _, stderr = run(t, "", "validate", good, bad, "-v", "uri=u", "-v", "branch=b")
+	if code != 1 {
+		t.Fatalf("one invalid pipeline: code %d", code)
+	}
+	for _, want := range []string{
+		good + ": valid: 1 job, 1 resource\n",
+		bad + `:8:5: jobs[unit].plan[0].get: unknown resource "rpo" (did you mean "repo"?)`,
+		"error: 1 of 2 pipelines are invalid: " + bad + "\n",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
 func TestPlan(t *testing.T) {
 	file := writeFile(t, "pipeline.yml", pipeline)
 	vars := writeFile(t, "vars.yml", "uri: u\nbranch: main\n")

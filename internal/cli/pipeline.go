@@ -108,18 +108,29 @@ func plural(n int, word string) string {
 func newValidate(s *streams) *cobra.Command {
 	var flags varFlags
 	cmd := &cobra.Command{
-		Use:   "validate PIPELINE",
-		Short: "Check a pipeline the way Concourse does, reporting every problem with its position",
-		Long: `Check a pipeline the way Concourse does. Every error is printed as
-file:line:col: path: message, warnings are prefixed with "warning:". PIPELINE may be - for
-standard input.`,
-		Args: cobra.ExactArgs(1),
+		Use:   "validate PIPELINE...",
+		Short: "Check pipelines the way Concourse does, reporting every problem with its position",
+		Long: `Check pipelines the way Concourse does, each in turn, in one process. Every error is
+printed as file:line:col: path: message, warnings are prefixed with "warning:". A PIPELINE
+may be - for standard input. The exit code is 1 when any of them is invalid.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := s.loadPipeline(args[0], &flags)
-			if err != nil {
-				return err
+			var invalid []string
+			for _, path := range args {
+				p, err := s.loadPipeline(path, &flags)
+				if err != nil {
+					if len(args) == 1 {
+						return err
+					}
+					fmt.Fprintf(s.err, "error: %v\n", err)
+					invalid = append(invalid, path)
+					continue
+				}
+				fmt.Fprintf(s.err, "%s: valid: %s, %s\n", p.File, plural(len(p.Config.Jobs), "job"), plural(len(p.Config.Resources), "resource"))
 			}
-			fmt.Fprintf(s.err, "%s: valid: %s, %s\n", p.File, plural(len(p.Config.Jobs), "job"), plural(len(p.Config.Resources), "resource"))
+			if len(invalid) > 0 {
+				return fmt.Errorf("%d of %d pipelines are invalid: %s", len(invalid), len(args), strings.Join(invalid, ", "))
+			}
 			return nil
 		},
 	}
