@@ -8,4 +8,8 @@
 // what Step.Run returns. A web node that restarts runs its running builds' plans
 // again; the stepper then attaches to their runs and saves only the events the
 // build does not have yet.
+//
+// Check builds (lidar's and fly check-resource's) run Concourse's check step logic
+// with its own check delegate, the check itself as a one-step run, and save the
+// version found through the resource config scope (check.go).
 package tektonengine

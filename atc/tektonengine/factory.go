@@ -36,12 +36,15 @@ const (
 )
 
 // StepperFactory runs job and one-off builds on the cluster, each as one run of its
-// whole plan. Check builds go to Fallback: they save versions through the check step's
-// delegate, which runs are not wired to yet.
+// whole plan. Check builds run there too when Checks is set (a one-step run of the
+// check, its version saved through the ATC's database as Concourse's check step saves
+// it); else they go to Fallback.
 type StepperFactory struct {
 	// Runs starts the builds' runs.
 	Runs Runs
-	// Fallback makes the steppers of check builds: Concourse's own.
+	// Checks, when set, runs check builds on the cluster.
+	Checks *CheckConfig
+	// Fallback makes the steppers of check builds when Checks is nil: Concourse's own.
 	Fallback engine.StepperFactory
 	// Settle and AbortRetry: see DefaultSettle and DefaultAbortRetry (zero: those).
 	Settle     time.Duration
@@ -56,6 +59,20 @@ var _ engine.StepperFactory = (*StepperFactory)(nil)
 // whole plan (state.Run(ctx, build.PrivatePlan())), and the step it returns runs all of
 // it.
 func (f *StepperFactory) StepperForBuild(build db.Build) (exec.Stepper, error) {
+	if isCheck(build) && f.Checks != nil {
+		if build.Schema() != schema {
+			return nil, fmt.Errorf("build schema %q not supported (want %s)", build.Schema(), schema)
+		}
+		return func(plan atc.Plan) exec.Step {
+			switch {
+			case plan.Check == nil:
+				return errorStep{build: build, plan: plan, now: f.Now, err: errors.New("a check build's plan is not a check")}
+			case plan.Check.TypeImage.GetPlan != nil:
+				return errorStep{build: build, plan: plan, now: f.Now, err: fmt.Errorf("checking %s: checks of resources of a custom resource type (%s) do not run on Tekton yet", plan.Check.Name, plan.Check.Type)}
+			}
+			return &checkStep{factory: f, config: f.Checks, build: build, plan: plan}
+		}, nil
+	}
 	if isCheck(build) {
 		if f.Fallback == nil {
 			return nil, errors.New("check builds need Concourse's own engine, and none was given")

@@ -73,6 +73,10 @@ type fakeRun struct {
 	// must be aborted with a live context although the build's was cancelled.
 	abortCalls  int
 	abortCtxErr error
+
+	// version is what a check found; deleted counts Delete's calls.
+	version map[string]string
+	deleted int
 }
 
 func newRun(status event.BuildStatus, events ...event.Event) *fakeRun {
@@ -117,6 +121,15 @@ func (r *fakeRun) Events(ctx context.Context, emit func(tektonrun.Event) error) 
 		return "", err
 	}
 	return status, nil
+}
+
+func (r *fakeRun) CheckedVersion(context.Context) (map[string]string, error) { return r.version, nil }
+
+func (r *fakeRun) Delete(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deleted++
+	return nil
 }
 
 func (r *fakeRun) Abort(ctx context.Context) error {

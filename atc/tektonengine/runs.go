@@ -42,6 +42,11 @@ type Run interface {
 	// their on_abort and ensure hooks run, then the run ends aborted. Aborting a run that
 	// ended does nothing.
 	Abort(ctx context.Context) error
+	// CheckedVersion is the latest version a check of the run found (nil: none), once
+	// the run has ended.
+	CheckedVersion(ctx context.Context) (map[string]string, error)
+	// Delete deletes the run from the cluster, with its TaskRuns and pods.
+	Delete(ctx context.Context) error
 }
 
 // ErrRunGone says a build's run was deleted from the cluster while the build ran.
@@ -145,3 +150,20 @@ func (r *backendRun) Events(ctx context.Context, emit func(tektonrun.Event) erro
 }
 
 func (r *backendRun) Abort(ctx context.Context) error { return r.build.Abort(ctx) }
+
+func (r *backendRun) CheckedVersion(ctx context.Context) (map[string]string, error) {
+	res, err := r.build.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return res.Version, nil
+}
+
+func (r *backendRun) Delete(ctx context.Context) error {
+	policy := metav1.DeletePropagationBackground
+	err := r.tekton.TektonV1().PipelineRuns(r.build.Namespace).Delete(ctx, r.build.Name, metav1.DeleteOptions{PropagationPolicy: &policy})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -16,13 +16,20 @@ import (
 	flags "github.com/jessevdk/go-flags"
 
 	"github.com/concourse-tekton/concourse-tekton/atc/internal/webcmd"
+	"github.com/concourse-tekton/concourse-tekton/atc/tektonengine"
 )
 
 func main() {
 	var cmd webcmd.Command
 	// Builds run on Kubernetes when the web command's --tekton-* flags say where.
 	atccmd.NewStepperFactory = func(config atccmd.StepperFactoryConfig) engine.StepperFactory {
-		return cmd.Web.StepperFactory(config.Logger, config.Default, config.WorkerFactory, config.ExternalURL)
+		checks := &tektonengine.CheckConfig{
+			ResourceConfigFactory: config.ResourceConfigFactory,
+			RateLimiter:           config.RateLimiter,
+			PolicyChecker:         config.PolicyChecker,
+			DefaultTimeout:        config.GlobalResourceCheckTimeout,
+		}
+		return cmd.Web.StepperFactory(config.Logger, config.Default, config.WorkerFactory, config.ExternalURL, checks)
 	}
 	cmd.Version = func() {
 		fmt.Println(concourse.Version)

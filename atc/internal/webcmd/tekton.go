@@ -103,8 +103,9 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 // atccmd.NewStepperFactory, called while the web node is constructed: Concourse's own
 // (fallback) unless the --tekton-* flags say where builds run. Then builds run there, all
 // but check builds, which stay with fallback, and the namespace is registered as a worker
-// through workers while the web node runs.
-func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.StepperFactory, workers db.WorkerFactory, externalURL string) engine.StepperFactory {
+// through workers while the web node runs. Check builds run there too, saving versions
+// through checks' database, unless checks is nil: then they go to fallback.
+func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.StepperFactory, workers db.WorkerFactory, externalURL string, checks *tektonengine.CheckConfig) engine.StepperFactory {
 	if cmd.tekton == nil {
 		logger.Info("using-concourse-default")
 		return fallback
@@ -125,7 +126,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		Logger:   logger.Session("worker"),
 	}
 	logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": name})
-	return &tektonengine.StepperFactory{Runs: tektonengine.NewRuns(t.backend), Fallback: fallback}
+	return &tektonengine.StepperFactory{Runs: tektonengine.NewRuns(t.backend), Checks: checks, Fallback: fallback}
 }
 
 // registrarRunner runs the registrar as a member of the web node's process group.

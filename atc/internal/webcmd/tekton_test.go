@@ -104,7 +104,7 @@ func TestStepperFactory(t *testing.T) {
 	workers := new(dbfakes.FakeWorkerFactory)
 
 	var cmd WebCommand
-	if got := cmd.StepperFactory(logger, fallback, workers, "http://ci"); got != fallback {
+	if got := cmd.StepperFactory(logger, fallback, workers, "http://ci", nil); got != fallback {
 		t.Errorf("without --tekton-* flags: %T, want Concourse's own", got)
 	}
 
@@ -118,12 +118,13 @@ func TestStepperFactory(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.tekton = tk
-	f, ok := cmd.StepperFactory(logger, fallback, workers, "http://ci").(*tektonengine.StepperFactory)
+	checks := &tektonengine.CheckConfig{DefaultTimeout: time.Hour}
+	f, ok := cmd.StepperFactory(logger, fallback, workers, "http://ci", checks).(*tektonengine.StepperFactory)
 	if !ok {
 		t.Fatal("with --tekton-kubeconfig: not the Tekton engine")
 	}
-	if f.Fallback != fallback {
-		t.Error("check builds do not go to Concourse's own engine")
+	if f.Checks != checks || f.Fallback != fallback {
+		t.Error("check builds do not run on Tekton, with Concourse's own engine as the fallback")
 	}
 	reg := cmd.tekton.registrar
 	if reg == nil || reg.Worker.Name != "tekton-from-context" || reg.Workers != workers || reg.Interval != time.Second {

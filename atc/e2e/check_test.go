@@ -1,0 +1,174 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// resourceVersion is one line of `fly resource-versions --json`.
+type resourceVersion struct {
+	Version map[string]string `json:"version"`
+	Enabled bool              `json:"enabled"`
+}
+
+func versions(t *testing.T, resource string) []string {
+	t.Helper()
+	out, code := fly(t, time.Minute, "resource-versions", "-r", resource, "--json")
+	if code != 0 {
+		t.Fatalf("fly resource-versions: exit %d\n%s", code, out)
+	}
+	var list []resourceVersion
+	if err := jsonUnmarshal(out, &list); err != nil {
+		t.Fatal(err)
+	}
+	var vs []string
+	for _, v := range list {
+		vs = append(vs, v.Version["version"])
+	}
+	return vs
+}
+
+// TestCheckResource: checks run as runs of their own, their versions saved, and a new
+// version triggers the job that gets the resource with trigger: true.
+func TestCheckResource(t *testing.T) {
+	dumpOnFailure(t)
+	setPipeline(t, "check", fmt.Sprintf(`
+resources:
+- name: thing
+  type: mock
+  check_every: 1h
+  source: {initial_version: first}
+jobs:
+- name: use
+  plan:
+  - get: thing
+    trigger: true
+  - task: show
+    config:
+      platform: linux
+      image_resource: %[1]s
+      inputs: [{name: thing}]
+      run: {path: sh, args: [-c, 'echo got $(cat thing/version)']}
+- name: after
+  plan:
+  - get: thing
+    passed: [use]
+    trigger: true
+  - task: show
+    config:
+      platform: linux
+      image_resource: %[1]s
+      inputs: [{name: thing}]
+      run: {path: sh, args: [-c, 'echo after use: $(cat thing/version)']}
+`, busybox()))
+
+	out, code := fly(t, 5*time.Minute, "check-resource", "-r", "check/thing")
+	t.Logf("fly check-resource -r check/thing: exit %d\n%s", code, out)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	inOrder(t, out, "checking check/thing", "succeeded")
+	if vs := versions(t, "check/thing"); len(vs) != 1 || vs[0] != "first" {
+		t.Errorf("fly resource-versions: %q; want [first]", vs)
+	}
+
+	// The first version triggers the job, and the job after it through passed:.
+	waitBuild := func(job, name, want string) {
+		t.Helper()
+		eventually(t, job+" #"+name+" to succeed", 5*time.Minute, func(context.Context) (bool, error) {
+			b, ok := builds(t, "check")[job+"/"+name]
+			if ok && b.Status != "started" && b.Status != "pending" && b.Status != "succeeded" {
+				return false, fmt.Errorf("%s #%s %s", job, name, b.Status)
+			}
+			return ok && b.Status == "succeeded", nil
+		})
+		out, code := fly(t, time.Minute, "watch", "-j", "check/"+job, "-b", name)
+		t.Logf("fly watch -j check/%s -b %s: exit %d\n%s", job, name, code, out)
+		inOrder(t, out, want, "succeeded")
+	}
+	waitBuild("use", "1", "got first")
+	waitBuild("after", "1", "after use: first")
+
+	// A new version, as testflight makes them: a check from it.
+	out, code = fly(t, 5*time.Minute, "check-resource", "-r", "check/thing", "-f", "version:second")
+	t.Logf("fly check-resource -r check/thing -f version:second: exit %d\n%s", code, out)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	if vs := versions(t, "check/thing"); len(vs) != 2 || vs[0] != "second" || vs[1] != "first" {
+		t.Errorf("fly resource-versions: %q; want [second first]", vs)
+	}
+	waitBuild("use", "2", "got second")
+	waitBuild("after", "2", "after use: second")
+	if b, ok := builds(t, "check")["after/3"]; ok {
+		t.Errorf("after #3 %+v: a version triggered it twice", b)
+	}
+
+	// The checks' runs are gone once they have ended.
+	prs, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pr := range prs.Items {
+		if strings.HasPrefix(pr.Name, "check-check-thing") {
+			t.Errorf("check run %s left behind", pr.Name)
+		}
+	}
+}
+
+// TestLidarCheck: lidar's periodic checks (in-memory check builds) run on the cluster
+// too: with no fly check-resource, the resource's version is found and triggers the job.
+func TestLidarCheck(t *testing.T) {
+	dumpOnFailure(t)
+	setPipeline(t, "lidar", fmt.Sprintf(`
+resources:
+- name: ticker
+  type: mock
+  check_every: 10s
+  source: {initial_version: from-lidar}
+jobs:
+- name: use
+  plan:
+  - get: ticker
+    trigger: true
+  - task: show
+    config:
+      platform: linux
+      image_resource: %s
+      inputs: [{name: ticker}]
+      run: {path: sh, args: [-c, 'echo got $(cat ticker/version)']}
+`, busybox()))
+	// Checked every 10 s: a pod each time, while the other tests run.
+	t.Cleanup(func() {
+		if out, code := fly(t, time.Minute, "pause-pipeline", "-p", "lidar"); code != 0 {
+			t.Logf("fly pause-pipeline -p lidar: exit %d\n%s", code, out)
+		}
+	})
+	eventually(t, "lidar to find from-lidar", 3*time.Minute, func(context.Context) (bool, error) {
+		vs := versions(t, "lidar/ticker")
+		return len(vs) == 1 && vs[0] == "from-lidar", nil
+	})
+	eventually(t, "use #1 to succeed", 5*time.Minute, func(context.Context) (bool, error) {
+		b, ok := builds(t, "lidar")["use/1"]
+		if ok && b.Status != "started" && b.Status != "pending" && b.Status != "succeeded" {
+			return false, fmt.Errorf("use #1 %s", b.Status)
+		}
+		return ok && b.Status == "succeeded", nil
+	})
+	out, code := fly(t, time.Minute, "watch", "-j", "lidar/use", "-b", "1")
+	t.Logf("fly watch -j lidar/use -b 1: exit %d\n%s", code, out)
+	inOrder(t, out, "got from-lidar", "succeeded")
+	for _, line := range strings.Split(web.logTail(5000), "\n") {
+		if strings.Contains(line, "no Host in request URL") {
+			t.Errorf("a check went to Concourse's own stepper: %s", line)
+			break
+		}
+	}
+}
