@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
@@ -63,11 +62,7 @@ func (t *Target) podSecurity(ctx context.Context) (*PodSecurity, error) {
 		return nil, err
 	}
 	for _, kind := range translate.StepKinds(translate.DefaultRunnerImage) {
-		var spec corev1.PodSpec
-		for _, s := range kind.Task.Spec.Steps {
-			spec.Containers = append(spec.Containers, corev1.Container{Name: "step-" + s.Name, Image: s.Image, SecurityContext: s.SecurityContext})
-		}
-		spec.Volumes = kind.Task.Spec.Volumes
+		spec := translate.PodSpec(kind.Task)
 		var reasons []string
 		for _, r := range eval.EvaluatePod(psaapi.LevelVersion{Level: lv, Version: ver}, &ns.ObjectMeta, &spec) {
 			if !r.Allowed {

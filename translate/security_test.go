@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 
-	"github.com/concourse-tekton/concourse-tekton/concourse"
-	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -28,16 +26,7 @@ jobs:
 
 func compileSecurity(t *testing.T, opts translate.Options) (*translate.Result, map[string]*v1.Task) {
 	t.Helper()
-	p, diags := concourse.ParsePipeline("p.yml", []byte(securityPipeline), nil)
-	if err := diags.Err(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := planner.PlanBuild(p, "test", planner.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Pipeline, opts.Job = "p", "test"
-	r, err := translate.Translate(b.Plan, opts)
+	_, r, err := translateJob(t, securityPipeline, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -140,6 +140,17 @@ type StepKind struct {
 	Task *v1.Task
 }
 
+// PodSpec is what of a step Task's pod Pod Security admission looks at: its steps'
+// containers ("step-<name>", as Tekton names them) with their security contexts, and its
+// volumes. Tekton's own init containers set nothing admission forbids.
+func PodSpec(task *v1.Task) corev1.PodSpec {
+	spec := corev1.PodSpec{Volumes: task.Spec.Volumes}
+	for _, s := range task.Spec.Steps {
+		spec.Containers = append(spec.Containers, corev1.Container{Name: "step-" + s.Name, Image: s.Image, SecurityContext: s.SecurityContext})
+	}
+	return spec
+}
+
 // annotationPrivileged on a step Task says whether its step is privileged.
 const annotationPrivileged = runspec.LabelPrefix + "privileged"
 

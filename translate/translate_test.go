@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
@@ -59,11 +58,7 @@ func validate(t testing.TB, r *translate.Result) {
 // podSecurity evaluates the pod a Task's steps make with Kubernetes' own Pod Security
 // Admission checks at a level, and returns what it forbids.
 func podSecurity(task *v1.Task, level psaapi.Level) []string {
-	var spec corev1.PodSpec
-	for _, s := range task.Spec.Steps {
-		spec.Containers = append(spec.Containers, corev1.Container{Name: "step-" + s.Name, Image: s.Image, SecurityContext: s.SecurityContext})
-	}
-	spec.Volumes = task.Spec.Volumes
+	spec := translate.PodSpec(task)
 	var forbidden []string
 	for _, r := range psaEvaluator.EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, &metav1.ObjectMeta{}, &spec) {
 		if !r.Allowed {

@@ -53,7 +53,7 @@ func TestUnsupportedPlanID(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := translateJob(t, tc.yaml)
+			b, _, err := translateJob(t, tc.yaml, translate.Options{})
 			var u *translate.UnsupportedError
 			if !errors.As(err, &u) {
 				t.Fatalf("err = %v, want an *UnsupportedError", err)
@@ -77,7 +77,7 @@ func TestUnsupportedNamesTheCause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			yaml := "resource_types: [{name: custom, type: registry-image, source: " + tc.source + "}]\n" +
 				"resources: [{name: r, type: custom}]\njobs:\n- name: test\n  plan: [{get: r}]\n"
-			_, err := translateJob(t, yaml)
+			_, _, err := translateJob(t, yaml, translate.Options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to say %q", err, tc.want)
 			}
@@ -85,9 +85,9 @@ func TestUnsupportedNamesTheCause(t *testing.T) {
 	}
 }
 
-// translateJob plans job "test" of a pipeline and compiles it, returning the build and
-// the compiler's error.
-func translateJob(t *testing.T, yaml string) (planner.Build, error) {
+// translateJob plans job "test" of pipeline "p" and compiles it with opts, returning the
+// build, the compiled objects and the compiler's error.
+func translateJob(t *testing.T, yaml string, opts translate.Options) (planner.Build, *translate.Result, error) {
 	t.Helper()
 	p, diags := concourse.ParsePipeline("p.yml", []byte(yaml), nil)
 	if err := diags.Err(); err != nil {
@@ -97,6 +97,7 @@ func translateJob(t *testing.T, yaml string) (planner.Build, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = translate.Translate(b.Plan, translate.Options{Pipeline: "p", Job: "test"})
-	return b, err
+	opts.Pipeline, opts.Job = "p", "test"
+	r, err := translate.Translate(b.Plan, opts)
+	return b, r, err
 }
