@@ -164,13 +164,8 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 	return opts, nil
 }
 
-// load reads the pipeline and the options to compile it with.
-func (s *streams) load(path string, f *convertFlags) (*concourse.Pipeline, translate.Options, error) {
-	p, opts, _, err := s.loadVars(path, f)
-	return p, opts, err
-}
-
-// loadVars is load that also returns the static vars interpolated into the pipeline.
+// loadVars reads the pipeline and the options to compile it with, and the static vars
+// interpolated into the pipeline.
 func (s *streams) loadVars(path string, f *convertFlags) (*concourse.Pipeline, translate.Options, []varuse.Var, error) {
 	p, used, err := s.loadPipelineVars(path, &f.vars)
 	if err != nil {
