@@ -117,7 +117,7 @@ var _ exec.Step = (*buildStep)(nil)
 // it again later, which attaches to its run). When ctx is cancelled (the build was
 // aborted), Run aborts the run and keeps saving its events until it has ended, so that
 // the on_abort and ensure hooks show.
-func (s *buildStep) Run(ctx context.Context, _ exec.RunState) (bool, error) {
+func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) {
 	logger := lagerctx.FromContext(ctx).Session("tekton")
 	// The run outlives an abort: everything but noticing it uses this context.
 	runCtx := context.WithoutCancel(ctx)
@@ -152,6 +152,7 @@ func (s *buildStep) Run(ctx context.Context, _ exec.RunState) (bool, error) {
 	defer stop()
 	go s.abortOnCancel(ctx, followCtx, run, logger)
 
+	outs := newOutputs(s.build, s.plan, state, s.factory.resourceConfigs())
 	// unreadable is an event the ATC cannot store: the same every time, so not retried.
 	var unreadable error
 	status, err := run.Events(followCtx, func(e tektonrun.Event) error {
@@ -168,6 +169,7 @@ func (s *buildStep) Run(ctx context.Context, _ exec.RunState) (bool, error) {
 		if dup, err := saved.take(ae); err != nil || dup {
 			return err
 		}
+		outs.record(logger, ae)
 		return s.build.SaveEvent(ae)
 	})
 	switch {
@@ -258,4 +260,12 @@ func or(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// resourceConfigs is the ATC's resource config factory, when the factory has it.
+func (f *StepperFactory) resourceConfigs() db.ResourceConfigFactory {
+	if f.Checks == nil {
+		return nil
+	}
+	return f.Checks.ResourceConfigFactory
 }
