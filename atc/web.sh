@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# web.sh up|down|status: a Concourse web node (concourse-tekton-web) and its Postgres, as
+# web.sh up|down|status|deps: a Concourse web node (concourse-tekton-web) and its Postgres, as
 # local processes on 127.0.0.1 with their state in the cache; never a system service.
 #
 #   up      builds (build.sh), starts Postgres and the web node, waits for the API and
 #           logs fly in: fly -t local ... is then ready to use
 #   down    stops what up started (web node, then Postgres); the state stays for next time
 #   status  says what runs; exits 0 when both run, 1 otherwise
+#   deps    installs Postgres 15's binaries when they are missing (root; Debian's
+#           postgresql-15), with no database cluster or service of the package left running
 #
 # Settings (environment):
 #   CONCOURSE_TEKTON_WEB_PORT   the web node's port (8090); its debug server uses the next one
@@ -194,7 +196,27 @@ status() {
 	return $ok
 }
 
+# deps installs Debian's postgresql-15 for its binaries. The package makes a "main"
+# cluster and starts it as a service: that one is stopped and dropped at once, since
+# web.sh runs a Postgres of its own.
+deps() {
+	if [ -x "$pg_bin/postgres" ]; then
+		say "✓ Postgres 15 in $pg_bin"
+		return
+	fi
+	[ "$(id -u)" = 0 ] || fail "no Postgres 15 in $pg_bin: install Debian's postgresql-15 (as root: $0 deps)"
+	say "installing Debian's postgresql-15"
+	apt-get update -q >/dev/null || fail "apt-get update failed"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql-15 >/dev/null ||
+		fail "apt-get install postgresql-15 failed"
+	if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q '^15 main '; then
+		pg_dropcluster --stop 15 main || fail "could not drop the package's own cluster (pg_dropcluster --stop 15 main)"
+	fi
+	[ -x "$pg_bin/postgres" ] || fail "postgresql-15 installed, but $pg_bin/postgres is missing"
+}
+
 case "${1:-}" in
+deps) deps ;;
 up)
 	shift
 	up "$@"
@@ -202,7 +224,7 @@ up)
 down) down ;;
 status) status ;;
 *)
-	say "usage: $0 up [-- web flags...] | down | status"
+	say "usage: $0 up [-- web flags...] | down | status | deps"
 	exit 2
 	;;
 esac

@@ -9,9 +9,10 @@
 #   cluster.sh build        only build (binaries and images)
 #   cluster.sh load         import bin/images/*.tar into the running cluster
 #   cluster.sh restart-apiserver   stop and start the running cluster's kube-apiserver
-#   cluster.sh test         make e2e: up if needed, go test -tags e2e, then down and
-#                           check-clean if it started the cluster; with E2E_KUBECONFIG
-#                           set, only the tests, against that cluster
+#   cluster.sh test         make e2e: up if needed, go test -tags e2e and the atc module's
+#                           e2e (E2E_ATC=0: not those), then down and check-clean if it
+#                           started the cluster; with E2E_KUBECONFIG set, only the tests,
+#                           against that cluster
 #
 # See /work/shared/docs/local-cluster.md for the recipe and its reasons, README.md for use.
 set -euo pipefail
@@ -88,9 +89,18 @@ load_images() {
 	done
 }
 
+# The main module's e2e tests, then (unless E2E_ATC=0) the atc module's: the real fly
+# against Concourse's web node, whose builds run on the same cluster. Both run whatever
+# the first gives.
 run_tests() {
+	local rc=0
 	log "running the e2e tests against $E2E_KUBECONFIG"
-	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 50m ./e2e/...)
+	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 50m ./e2e/...) || rc=$?
+	if [ "${E2E_ATC:-1}" != 0 ]; then
+		log "running the atc e2e tests (the web node and fly) against $E2E_KUBECONFIG"
+		make -C "$REPO_ROOT/atc" e2e GO="${GO:-go}" || rc=$?
+	fi
+	return $rc
 }
 
 cluster_test() {
@@ -109,6 +119,9 @@ cluster_test() {
 	# Compile the tests before the cluster exists, so a compile error costs no cluster
 	# and the cluster does not idle while they compile.
 	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -c -o /dev/null ./e2e) || die "the e2e tests do not compile"
+	if [ "${E2E_ATC:-1}" != 0 ]; then
+		GO="${GO:-go}" "$REPO_ROOT/atc/build.sh" || die "the web node and fly do not build"
+	fi
 	# A failed up tears itself down. Once up, we stop it whatever happens, and prove
 	# the machine is clean.
 	cluster_up >/dev/null
