@@ -104,7 +104,7 @@ func BuildClaim(run *v1.PipelineRun, size resource.Quantity, storageClass string
 	}
 	labels[runspec.LabelManagedBy] = runspec.ManagedBy
 	labels[LabelVolume] = VolumeBuild
-	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild} {
+	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild, runspec.AnnotationInstanceVars} {
 		if v, ok := run.Annotations[k]; ok {
 			annotations[k] = v
 		}
@@ -157,7 +157,9 @@ func OwnerReference(run *v1.PipelineRun) metav1.OwnerReference {
 }
 
 // job identifies a Concourse job: the full names of its annotations, else its labels.
-type job struct{ team, pipeline, name string }
+// job is a job's identity: its team's, pipeline's and own names, and the instance vars
+// of an instanced pipeline (JSON).
+type job struct{ team, pipeline, instance, name string }
 
 func jobOf(m metav1.ObjectMeta) (job, bool) {
 	value := func(k string) string {
@@ -166,7 +168,7 @@ func jobOf(m metav1.ObjectMeta) (job, bool) {
 		}
 		return m.Labels[k]
 	}
-	j := job{team: value(runspec.LabelTeam), pipeline: value(runspec.LabelPipeline), name: value(runspec.LabelJob)}
+	j := job{team: value(runspec.LabelTeam), pipeline: value(runspec.LabelPipeline), instance: m.Annotations[runspec.AnnotationInstanceVars], name: value(runspec.LabelJob)}
 	return j, j.name != ""
 }
 

@@ -290,6 +290,20 @@ func TestCacheSourceComparesFullNames(t *testing.T) {
 	}
 }
 
+func TestCacheSourceKeepsInstancesApart(t *testing.T) {
+	claims, runs, taskRuns := world([]build{{job: "unit", n: "1", outcome: "succeeded"}})
+	claims[0].Annotations = map[string]string{runspec.AnnotationInstanceVars: `{"branch":"dev"}`}
+	next, _, _ := build{job: "unit", n: "2"}.objects()
+	next.Annotations = map[string]string{runspec.AnnotationInstanceVars: `{"branch":"main"}`}
+	if got, ok := CacheSource(claims, runs, taskRuns, &next); ok {
+		t.Errorf("instance branch:main cloned instance branch:dev's volume %s", got)
+	}
+	next.Annotations[runspec.AnnotationInstanceVars] = `{"branch":"dev"}`
+	if got, ok := CacheSource(claims, runs, taskRuns, &next); !ok || got != claims[0].Name {
+		t.Errorf("CacheSource = %q, %t; want the same instance's %s", got, ok, claims[0].Name)
+	}
+}
+
 func TestGarbage(t *testing.T) {
 	now := t0.Add(time.Hour)
 	tests := []struct {

@@ -54,6 +54,11 @@ const (
 // redacts every credential of a build in all of its output.
 const AnnotationCredentials = "concourse-ci.org/credentials"
 
+// AnnotationInstanceVars on the objects of an instanced pipeline's build holds its
+// instance vars as JSON (keys sorted): with the team, pipeline and job, what tells its
+// job apart from the job of another instance.
+const AnnotationInstanceVars = "concourse-ci.org/instance-vars"
+
 // The labels on every object of a build. A label value is cut and made label-safe
 // (LabelValue); the exact Concourse name is in an annotation of the same key.
 const (

@@ -47,6 +47,10 @@ type BuildMeta struct {
 	Pipeline string
 	Job      string
 	Build    string
+	// InstanceVars are the instance vars of an instanced pipeline (none: not one). Two
+	// instances of a pipeline, like two teams' pipelines of one name, never share a
+	// Pipeline or a PipelineRun (see translate.Scope).
+	InstanceVars map[string]any
 }
 
 // withDefaults fills in the names a one-off build lacks.
@@ -96,6 +100,9 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta) 
 	}
 	opts := b.defaults
 	opts.Team, opts.Pipeline, opts.Job, opts.Build = meta.Team, meta.Pipeline, meta.Job, meta.Build
+	if len(meta.InstanceVars) > 0 {
+		opts.InstanceVars = meta.InstanceVars
+	}
 	r, err := translate.Translate(plan, opts)
 	if err != nil {
 		return nil, fmt.Errorf("compiling build %s: %w", meta.Build, err)

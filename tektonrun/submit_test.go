@@ -173,7 +173,7 @@ func TestRunNamesTheBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := BuildMeta{Team: "main", Pipeline: "one-off", Job: "build", Build: "1"}
-	if first.Meta != want || first.Existed {
+	if !cmp.Equal(first.Meta, want) || first.Existed {
 		t.Errorf("first build %+v (existed %v), want %+v", first.Meta, first.Existed, want)
 	}
 	second, err := b.Run(ctx, taskPlan(), BuildMeta{})

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -48,6 +50,9 @@ func dnsWord(s string) string {
 
 // RunName is the name of a build's PipelineRun: `<pipeline>-<job>-<build>`, readable for
 // tkn, and unique (see objectName).
+//
+// pipeline is the pipeline's Scope: its name alone for team main's pipelines that are not
+// instanced.
 func RunName(pipeline, job, build string) string {
 	return objectName(63, pipeline, job, build)
 }
@@ -55,6 +60,28 @@ func RunName(pipeline, job, build string) string {
 // PipelineName is the name of a job's Pipeline: `<pipeline>-<job>`, unique as RunName.
 func PipelineName(pipeline, job string) string {
 	return objectName(63, pipeline, job)
+}
+
+// Scope is what a pipeline's object names (RunName, PipelineName) are made from: the
+// pipeline's name for a pipeline of team main that is not instanced (`booklit-unit-1`),
+// else the team's name, the pipeline's and its instance vars together, which always gives
+// names with a hash: two teams' pipelines of one name, or two instances of a pipeline,
+// never share a Pipeline or a PipelineRun. Labels and annotations keep the names apart.
+func Scope(team, pipeline string, instanceVars map[string]any) string {
+	if (team == "" || team == "main") && len(instanceVars) == 0 {
+		return pipeline
+	}
+	// JSON: exact (no two triples give one string), and encoding/json sorts map keys, so
+	// one instance has one scope.
+	key := []any{team, pipeline}
+	if len(instanceVars) > 0 {
+		key = append(key, instanceVars)
+	}
+	buf, err := json.Marshal(key)
+	if err != nil {
+		buf = []byte(fmt.Sprintf("%q", key))
+	}
+	return string(buf)
 }
 
 // objectName joins a pipeline's, a job's and maybe a build's names into one object name

@@ -66,3 +66,38 @@ func TestObjectNamesNeverCollide(t *testing.T) {
 		}
 	}
 }
+
+// Two teams' pipelines of one name, and two instances of a pipeline, never share a
+// Pipeline or a PipelineRun; team main's pipeline that is not instanced keeps its plain
+// names.
+func TestScopesKeepTeamsAndInstancesApart(t *testing.T) {
+	type scope struct {
+		team, pipeline string
+		vars           map[string]any
+	}
+	scopes := []scope{
+		{"main", "app", nil}, {"", "app", nil}, {"ops", "app", nil}, {"main", "app", map[string]any{"branch": "main"}},
+		{"main", "app", map[string]any{"branch": "dev"}}, {"ops", "app", map[string]any{"branch": "main"}},
+		{"main", "app", map[string]any{"branch": "main", "v": 1}}, {"ops/app", "x", nil}, {"ops", "app/x", nil},
+	}
+	if got := RunName(Scope("main", "app", nil), "unit", "1"); got != "app-unit-1" {
+		t.Errorf("team main's app/unit #1 is %q, want app-unit-1", got)
+	}
+	if got := RunName(Scope("", "app", nil), "unit", "1"); got != "app-unit-1" {
+		t.Errorf("no team's app/unit #1 is %q, want app-unit-1", got)
+	}
+	runs := map[string]scope{}
+	for _, s := range scopes[1:] {
+		run := RunName(Scope(s.team, s.pipeline, s.vars), "unit", "1")
+		if errs := validation.IsDNS1123Label(run); len(errs) > 0 {
+			t.Errorf("%+v: %q is no DNS-1123 label: %v", s, run, errs)
+		}
+		if prev, ok := runs[run]; ok {
+			t.Errorf("%+v and %+v share the PipelineRun name %q", prev, s, run)
+		}
+		runs[run] = s
+	}
+	if a, b := Scope("main", "app", map[string]any{"a": 1, "b": 2}), Scope("main", "app", map[string]any{"b": 2, "a": 1}); a != b {
+		t.Errorf("one instance, two scopes: %q, %q", a, b)
+	}
+}

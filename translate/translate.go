@@ -63,7 +63,8 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		return nil, c.err
 	}
 
-	name := PipelineName(opts.Pipeline, opts.Job)
+	scope := Scope(opts.Team, opts.Pipeline, opts.InstanceVars)
+	name := PipelineName(scope, opts.Job)
 	labels := map[string]string{
 		runspec.LabelTeam:      runspec.LabelValue(opts.Team),
 		runspec.LabelPipeline:  runspec.LabelValue(opts.Pipeline),
@@ -74,6 +75,13 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		runspec.LabelTeam:     opts.Team,
 		runspec.LabelPipeline: opts.Pipeline,
 		runspec.LabelJob:      opts.Job,
+	}
+	if len(opts.InstanceVars) > 0 {
+		buf, err := json.Marshal(opts.InstanceVars)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the instance vars: %w", err)
+		}
+		annotations[runspec.AnnotationInstanceVars] = string(buf)
 	}
 	pipeline := &v1.Pipeline{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Pipeline"},
@@ -123,7 +131,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	run := &v1.PipelineRun{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "PipelineRun"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        RunName(opts.Pipeline, opts.Job, opts.Build),
+			Name:        RunName(scope, opts.Job, opts.Build),
 			Labels:      runLabels,
 			Annotations: runAnnotations,
 		},

@@ -261,7 +261,7 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, fromVersi
 // CheckRef is what a check build's run is started for: the pipeline's "check-<name>"
 // job (the checked resource, type or prototype), the build's ID its name.
 func CheckRef(b db.Build, check atc.CheckPlan) BuildRef {
-	meta := tektonrun.BuildMeta{Team: b.TeamName(), Pipeline: b.PipelineName(), Job: "check-" + check.Name, Build: fmt.Sprint(b.ID())}
+	meta := tektonrun.BuildMeta{Team: b.TeamName(), Pipeline: b.PipelineName(), Job: "check-" + check.Name, Build: fmt.Sprint(b.ID()), InstanceVars: b.PipelineInstanceVars()}
 	return BuildRef{Meta: meta, ID: b.ID(), Started: b.StartTime()}
 }
 

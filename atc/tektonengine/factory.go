@@ -94,7 +94,7 @@ func isCheck(b db.Build) bool {
 
 // Ref is what a build's run is started for: its names and its identity in the ATC.
 func Ref(b db.Build) BuildRef {
-	meta := tektonrun.BuildMeta{Team: b.TeamName(), Pipeline: b.PipelineName(), Job: b.JobName(), Build: b.Name()}
+	meta := tektonrun.BuildMeta{Team: b.TeamName(), Pipeline: b.PipelineName(), Job: b.JobName(), Build: b.Name(), InstanceVars: b.PipelineInstanceVars()}
 	if b.JobID() == 0 {
 		// A one-off build's name is its ID anyway; say so, whatever it is called.
 		meta.Build = strconv.Itoa(b.ID())

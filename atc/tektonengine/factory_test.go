@@ -330,6 +330,9 @@ func TestBuildOutcomes(t *testing.T) {
 
 func TestBuildRef(t *testing.T) {
 	job := jobBuild(taskPlan)
+	instanced := jobBuild(taskPlan)
+	instanced.TeamNameReturns("ops")
+	instanced.PipelineInstanceVarsReturns(atc.InstanceVars{"branch": "main"})
 	oneOff := new(dbfakes.FakeBuild)
 	oneOff.IDReturns(12)
 	oneOff.NameReturns("12")
@@ -341,6 +344,7 @@ func TestBuildRef(t *testing.T) {
 		want  BuildRef
 	}{
 		{"a job build: its name", job, BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Pipeline: "app", Job: "unit", Build: "3"}, ID: 7, Started: time.Unix(100, 0)}},
+		{"a build of an instanced pipeline: its instance vars", instanced, BuildRef{Meta: tektonrun.BuildMeta{Team: "ops", Pipeline: "app", Job: "unit", Build: "3", InstanceVars: map[string]any{"branch": "main"}}, ID: 7, Started: time.Unix(100, 0)}},
 		{"a one-off build: its ID", oneOff, BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Build: "12"}, ID: 12, Started: time.Unix(100, 0)}},
 	}
 	for _, tt := range tests {
