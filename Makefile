@@ -81,9 +81,16 @@ e2e-teardown-check: ## Fail unless the machine is as it was before the last e2e-
 	$(E2E_CLUSTER) check-clean
 
 # The ATC: Concourse's own web node (atc/, a module of its own; see atc/README.md).
+ATC_NAMESPACE ?= atc
+
 .PHONY: atc-up
-atc-up: ## Build (cached) and start Concourse's web node with Postgres on 127.0.0.1, and log fly in.
-	$(MAKE) -C atc up
+atc-up: ## Build (cached) and start Concourse's web node with Postgres on 127.0.0.1, its builds in namespace ATC_NAMESPACE (atc) of the local cluster (make e2e-up first; or CONCOURSE_TEKTON_KUBECONFIG=... for another), and log fly in.
+	@if [ -z "$${CONCOURSE_TEKTON_KUBECONFIG:-}" ]; then \
+	  $(E2E_CLUSTER) status || { echo "the local cluster is not up: make e2e-up first (or set CONCOURSE_TEKTON_KUBECONFIG and CONCOURSE_TEKTON_NAMESPACE)" >&2; exit 1; }; \
+	  $(E2E_CLUSTER) kubectl get namespace $(ATC_NAMESPACE) >/dev/null 2>&1 || $(E2E_CLUSTER) kubectl create namespace $(ATC_NAMESPACE) >/dev/null; \
+	  export CONCOURSE_TEKTON_KUBECONFIG=$$($(E2E_CLUSTER) kubeconfig) CONCOURSE_TEKTON_NAMESPACE=$(ATC_NAMESPACE) \
+	    CONCOURSE_TEKTON_RESOURCE_IMAGE=mock=e2e.invalid/mock-resource:v1,git=e2e.invalid/git-resource:v1; \
+	fi; $(MAKE) -C atc up
 
 .PHONY: atc-down
 atc-down: ## Stop the web node and Postgres started by atc-up.

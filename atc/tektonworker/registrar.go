@@ -38,14 +38,17 @@ var _ Checker = (*tektonrun.Target)(nil)
 // DefaultInterval is how often the target is checked and the worker heartbeated.
 const DefaultInterval = 30 * time.Second
 
-// Worker is the worker a target is shown as: its base resource types are those of
+// Worker is the worker a target is shown as, named name: its base resource types are those of
 // resourceImages (type to image), each at the version of its image, so that a new image
 // is a new version of the type for the ATC's caches.
 func Worker(name string, resourceImages map[string]string) atc.Worker {
 	w := atc.Worker{
-		Name:     name,
-		Platform: "linux",
-		Version:  concourse.WorkerVersion,
+		Name: name,
+		// Workers' addresses are unique in the database, the empty one too: a target's
+		// is its name's, which no one dials (its builds go through its stepper).
+		GardenAddr: "tekton:" + name,
+		Platform:   "linux",
+		Version:    concourse.WorkerVersion,
 	}
 	for _, typ := range slices.Sorted(maps.Keys(resourceImages)) {
 		img := resourceImages[typ]

@@ -34,9 +34,10 @@ var (
 func TestWorker(t *testing.T) {
 	got := Worker("tekton-ci", map[string]string{"registry-image": "concourse/registry-image-resource", "git": "e2e.invalid/git-resource:v1"})
 	want := atc.Worker{
-		Name:     "tekton-ci",
-		Platform: "linux",
-		Version:  "2.5",
+		Name:       "tekton-ci",
+		GardenAddr: "tekton:tekton-ci",
+		Platform:   "linux",
+		Version:    "2.5",
 		ResourceTypes: []atc.WorkerResourceType{
 			{Type: "git", Image: "e2e.invalid/git-resource:v1", Version: "e2e.invalid/git-resource:v1"},
 			{Type: "registry-image", Image: "concourse/registry-image-resource", Version: "concourse/registry-image-resource"},

@@ -6,6 +6,7 @@
 #   cluster.sh status       exit 0 if the cluster is up and healthy
 #   cluster.sh check-clean  fail unless the host is as it was before up
 #   cluster.sh kubeconfig   print the kubeconfig path the tests use
+#   cluster.sh kubectl ARGS kubectl, as the cluster's admin
 #   cluster.sh build        only build (binaries and images)
 #   cluster.sh load         import bin/images/*.tar into the running cluster
 #   cluster.sh restart-apiserver   stop and start the running cluster's kube-apiserver
@@ -151,6 +152,7 @@ down) need_root && cluster_down ;;
 status) cluster_healthy ;;
 check-clean) check_clean ;;
 kubeconfig) echo "$E2E_KUBECONFIG_PATH" ;;
+kubectl) shift && KUBECTL "$@" ;;
 build) cluster_build ;;
 load) load_images ;;
 restart-apiserver) need_root && cluster_healthy && restart_apiserver ;;
