@@ -77,13 +77,16 @@ cluster_up() {
 	echo "$E2E_KUBECONFIG_PATH"
 }
 
-# load_images imports the project's images (bin/images/*.tar, from make runner-image) into
-# the running cluster, so that a cluster left up runs the code of this checkout.
+# load_images imports the project's images (bin/images/*.tar, from make runner-image) and
+# the harness's own (the mock and git resources, rebuilt: a few seconds) into the running
+# cluster, so that a cluster left up runs the code of this checkout.
 load_images() {
 	need_root
 	cluster_healthy || die "the cluster is not up"
+	build_tools
+	build_images
 	local tar
-	for tar in "$REPO_ROOT"/bin/images/*.tar; do
+	for tar in "$E2E_CACHE"/images/*.tar "$REPO_ROOT"/bin/images/*.tar; do
 		[ -f "$tar" ] || continue
 		CTR images import --no-unpack=false "$tar" >/dev/null || die "importing $tar"
 		log "loaded $tar"

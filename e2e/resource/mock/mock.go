@@ -177,6 +177,8 @@ func In(env Env) error {
 	if req.Params.Fail != "" {
 		return fmt.Errorf("intentionally failing to get: %s", req.Params.Fail)
 	}
+	// As concourse/mock-resource says it (testflight waits for this line).
+	fmt.Fprintf(env.Stderr, "fetching version: %s\n", req.Version.Version)
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return fmt.Errorf("creating destination: %w", err)
 	}

@@ -94,10 +94,11 @@ func TestIn(t *testing.T) {
 		wantStderr string
 	}{
 		{
-			name:      "version and privileged files",
-			request:   `{"source":{},"version":{"version":"v1"}}`,
-			wantFiles: map[string]string{"version": "v1\n", "privileged": "false\n"},
-			wantResp:  Response{Version: Version{Version: "v1"}, Metadata: []MetadataField{}},
+			name:       "version and privileged files, and what is fetched said",
+			request:    `{"source":{},"version":{"version":"v1"}}`,
+			wantFiles:  map[string]string{"version": "v1\n", "privileged": "false\n"},
+			wantResp:   Response{Version: Version{Version: "v1"}, Metadata: []MetadataField{}},
+			wantStderr: "fetching version: v1",
 		},
 		{
 			name:      "privileged",
