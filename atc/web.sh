@@ -125,7 +125,7 @@ start_web() {
 		--postgres-user concourse --postgres-database atc \
 		--session-signing-key "$state/session_signing_key" \
 		--add-local-user "$user:$user" --main-team-local-user "$user" \
-		--enable-across-step \
+		--enable-across-step --enable-pipeline-instances \
 		"$@" </dev/null >>"$state/web.log" 2>&1 &
 	echo $! >"$state/web.pid"
 

@@ -45,6 +45,17 @@ func (p *Pipeline) Diagnostic(sev Severity, path Path, format string, args ...an
 	return Diagnostic{Severity: sev, File: p.File, Pos: p.Pos(path), Path: path, Message: fmt.Sprintf(format, args...)}
 }
 
+// Document is the pipeline as read, once its static vars are interpolated and its unknown
+// top-level keys dropped, as plain values (maps, lists, scalars) that encode as JSON:
+// what Concourse's set_pipeline step unmarshals into its config. It is the pipeline only
+// when ParsePipeline reported no error.
+func (p *Pipeline) Document() any {
+	if p == nil || p.tree == nil {
+		return nil
+	}
+	return p.tree.toValue()
+}
+
 var oldStyleTemplate = regexp.MustCompile(`\{\{[-\w\pL]+\}\}`)
 
 // ParsePipeline parses a pipeline the way `fly set-pipeline` does: the YAML is read with its

@@ -16,11 +16,12 @@
 //   - get, put, check: the resource protocol. /opt/resource/{in,out,check} with the
 //     request on stdin, stdout kept as the result (never logged), stderr logged, the
 //     BUILD_* environment, Concourse's null-version and JSON errors. Results: version and
-//     metadata (Tekton results, and state/results/<plan> for version_from). A get
-//     registers its artifact and its metadata as the local var named after the step.
+//     metadata (Tekton results, and state/results/<plan> for version_from), and for a
+//     check every version it printed, the newest that fit in Tekton's results (versions).
+//     A get registers its artifact and its metadata as the local var named after the step.
 //   - load_var, set_pipeline, resolve: read `artifact/path` files; load_var sets a local
-//     var (redacted unless reveal); set_pipeline validates the child pipeline and leaves
-//     it in state/pipelines/<plan>.json for the backend; resolve reads a file task's
+//     var (redacted unless reveal); set_pipeline validates the child pipeline and hands
+//     it to the backend in one frame on stdout (runspec.PipelineToSet); resolve reads a file task's
 //     config ahead of the task and publishes its image.
 //   - join and verdict: the Concourse outcome of a composite step, or of the whole build,
 //     from the leaves' recorded outcomes (package eval).
@@ -32,10 +33,11 @@
 // fired fail-fast group or a passed deadline stop it before it starts; while it runs it
 // polls the markers and stops its process on them (SIGTERM to the process group, a grace
 // period, SIGKILL). ((vars)) left in the spec are resolved at run time from local vars
-// and from the mounted Kubernetes Secrets; secret values are redacted in every line the
+// and from the mounted Kubernetes Secrets (or the build's own Secret of credentials its
+// starter supplied, Spec.SuppliedCredentials); secret values are redacted in every line the
 // runner writes, the process's output included.
 //
 // Everything the runner says goes to its own stdout and stderr, which Tekton keeps as the
-// step's log: a task's output and load_var's and set_pipeline's messages on stdout, a
+// step's log: a task's output, load_var's messages and set_pipeline's frame on stdout, a
 // resource script's stderr and the runner's own errors on stderr.
 package runner

@@ -132,16 +132,10 @@ func runLoadVar(_ context.Context, s *step) (bool, error) {
 	return true, nil
 }
 
-// PipelineToSet is what a set_pipeline step leaves in the state directory
-// (state/pipelines/<plan>.json): there is no ATC in the pod, so the backend that runs the
-// build applies it.
-type PipelineToSet struct {
-	Team         string           `json:"team,omitempty"`
-	Pipeline     string           `json:"pipeline"`
-	InstanceVars map[string]any   `json:"instance_vars,omitempty"`
-	Config       concourse.Config `json:"config"`
-}
-
+// runSetPipeline reads and validates the child pipeline as Concourse's set_pipeline step
+// does, and hands it to the backend in one frame on stdout (runspec.PipelineToSet): no
+// ATC runs in the pod to set it. Its validation errors fail the step; its warnings travel
+// in the frame, so that the frame is the whole output of a step that succeeded.
 func runSetPipeline(_ context.Context, s *step) (bool, error) {
 	sp := s.spec.SetPipeline
 	plan, err := s.interpolate(map[string]any{
@@ -163,14 +157,19 @@ func runSetPipeline(_ context.Context, s *step) (bool, error) {
 		s.logf("invalid pipeline name %q or team %q: '/' is not allowed", name, team)
 		return false, nil
 	}
+	if file == "" {
+		return false, errors.New("file is not specified")
+	}
 	data, err := s.readArtifactFile(file)
 	if err != nil {
 		return false, err
 	}
-	static := vars.Multi{vars.StaticVariables(orEmpty(instanceVars)), vars.StaticVariables(orEmpty(stepVars))}
+	// Concourse's precedence: the step's vars, then each var file (the first that has
+	// the var wins), then the instance vars.
+	static := vars.Multi{vars.StaticVariables(orEmpty(stepVars))}
 	files, _ := p["var_files"].([]any)
-	for i := len(files) - 1; i >= 0; i-- {
-		f, _ := files[i].(string)
+	for _, f := range files {
+		f, _ := f.(string)
 		content, err := s.readArtifactFile(f)
 		if err != nil {
 			return false, err
@@ -182,25 +181,36 @@ func runSetPipeline(_ context.Context, s *step) (bool, error) {
 		}
 		static = append(static, fileVars)
 	}
+	static = append(static, vars.StaticVariables(orEmpty(instanceVars)))
 	pipeline, diags := concourse.ParsePipeline(file, data, static)
-	for _, d := range diags.Warnings() {
-		s.logf("WARNING: %v", d)
-	}
 	if errs := diags.Errors(); len(errs) > 0 || pipeline == nil {
+		for _, d := range diags.Warnings() {
+			s.logf("WARNING: %v", d)
+		}
 		for _, d := range errs {
 			s.logf("%v", d)
 		}
 		return false, nil
 	}
-	out := PipelineToSet{Team: team, Pipeline: name, InstanceVars: instanceVars, Config: pipeline.Config}
-	encoded, err := json.MarshalIndent(out, "", "  ")
+	config, err := json.Marshal(pipeline.Document())
 	if err != nil {
 		return false, fmt.Errorf("encoding the pipeline: %w", err)
 	}
-	fmt.Fprintf(s.stdout, "setting pipeline: %s\n", name)
-	fmt.Fprintf(s.stdout, "%s\n", encoded)
-	if _, err := s.state.WritePipeline(s.spec.PlanID, encoded); err != nil {
+	out := runspec.PipelineToSet{Team: team, Pipeline: name, InstanceVars: instanceVars, Config: config}
+	for _, d := range diags.Warnings() {
+		out.Warnings = append(out.Warnings, "WARNING: "+d.Error())
+	}
+	frame, err := out.Frame()
+	if err != nil {
 		return false, err
+	}
+	// Not through the redacting writer: a credential's value could match inside the
+	// base64, and the frame is never shown.
+	if err := s.stdout.Flush(); err != nil {
+		return false, err
+	}
+	if _, err := s.stdout.W.Write(frame); err != nil {
+		return false, fmt.Errorf("handing the pipeline over: %w", err)
 	}
 	return true, nil
 }
@@ -241,7 +251,7 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	image, err := imageReference(cfg)
+	image, err := imageReference(cfg, r.MockImage)
 	if err != nil {
 		return false, err
 	}
@@ -265,9 +275,13 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 }
 
 // imageReference is the image a task's pod runs: a registry-image or docker-image
-// image_resource as repository:tag or repository@digest, or a docker:/// rootfs_uri.
-func imageReference(cfg concourse.TaskConfig) (string, error) {
+// image_resource as repository:tag or repository@digest, a mock image_resource with
+// mirror_self as mockImage (when given), or a docker:/// rootfs_uri.
+func imageReference(cfg concourse.TaskConfig, mockImage string) (string, error) {
 	if ir := cfg.ImageResource; ir != nil {
+		if mirror, _ := ir.Source["mirror_self"].(bool); ir.Type == "mock" && mirror && mockImage != "" {
+			return mockImage, nil
+		}
 		if ir.Type != "registry-image" && ir.Type != "docker-image" {
 			return "", fmt.Errorf("image_resource of type %s is not supported: use registry-image or docker-image", ir.Type)
 		}

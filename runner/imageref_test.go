@@ -1,6 +1,11 @@
 package runner
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+)
 
 func TestImageRef(t *testing.T) {
 	tests := []struct {
@@ -19,5 +24,39 @@ func TestImageRef(t *testing.T) {
 		if got := imageRef(tc.typ, tc.source, tc.version); got != tc.want {
 			t.Errorf("imageRef(%s, %v, %v) = %q, want %q", tc.typ, tc.source, tc.version, got, tc.want)
 		}
+	}
+}
+
+func TestImageReference(t *testing.T) {
+	ir := func(typ string, source map[string]any) concourse.TaskConfig {
+		return concourse.TaskConfig{ImageResource: &concourse.ImageResource{Type: typ, Source: source}}
+	}
+	tests := []struct {
+		name    string
+		cfg     concourse.TaskConfig
+		mock    string
+		want    string
+		wantErr string
+	}{
+		{"registry-image with a tag", ir("registry-image", map[string]any{"repository": "busybox", "tag": 1.35}), "", "busybox:1.35", ""},
+		{"registry-image, latest", ir("registry-image", map[string]any{"repository": "busybox"}), "", "busybox:latest", ""},
+		{"mock with mirror_self: the mock's image", ir("mock", map[string]any{"mirror_self": true}), "e2e.invalid/mock-resource:v1", "e2e.invalid/mock-resource:v1", ""},
+		{"mock with mirror_self, no mock image known", ir("mock", map[string]any{"mirror_self": true}), "", "", "image_resource of type mock is not supported"},
+		{"mock without mirror_self", ir("mock", map[string]any{}), "e2e.invalid/mock-resource:v1", "", "image_resource of type mock is not supported"},
+		{"rootfs_uri", concourse.TaskConfig{RootfsURI: "docker:///busybox#1.35"}, "", "busybox:1.35", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := imageReference(tc.cfg, tc.mock)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("imageReference = %q, %v; want an error containing %q", got, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("imageReference = %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }

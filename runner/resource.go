@@ -148,10 +148,19 @@ func (s *step) interpolateMap(m map[string]any) (map[string]any, error) {
 	return out.(map[string]any), nil
 }
 
-// resultBudget is how many bytes of version and metadata results a step may write:
-// Tekton passes results in the pod's termination message, 4 KiB for all of them, and a
-// step whose results do not fit fails. The state directory keeps everything.
+// resultBudget is how many bytes of version, versions and metadata results a step may
+// write, counted as they stand in the pod's termination message (JSON strings, their
+// quotes escaped: resultSize): Tekton passes results there, 4 KiB for all of them with
+// its own entries, and a step whose results do not fit fails. The state directory keeps
+// everything.
 const resultBudget = 3072
+
+// resultSize is how many bytes a result's value takes in the termination message, where
+// Tekton writes it as a JSON string.
+func resultSize(value []byte) int {
+	encoded, _ := json.Marshal(string(value)) // a string always encodes
+	return len(encoded)
+}
 
 // publish writes a version result to the state directory and as Tekton results, the
 // latter cut to fit resultBudget: the version whole or not at all, then as many metadata
@@ -172,7 +181,7 @@ func resultsWithin(r state.Result, budget int) (version, metadata []byte, err er
 	if err != nil {
 		return nil, nil, fmt.Errorf("encoding the version: %w", err)
 	}
-	if len(version) > budget {
+	if resultSize(version) > budget {
 		version = []byte("{}")
 	}
 	fields := r.Metadata
@@ -184,10 +193,71 @@ func resultsWithin(r state.Result, budget int) (version, metadata []byte, err er
 		if metadata, err = json.Marshal(kept); err != nil {
 			return nil, nil, fmt.Errorf("encoding the metadata: %w", err)
 		}
-		if len(version)+len(metadata) <= budget || n == 0 {
+		if resultSize(version)+resultSize(metadata) <= budget || n == 0 {
 			return version, metadata, nil
 		}
 	}
+}
+
+// publishCheck writes what a check found: the last version to the state directory (for a
+// get's version_from) and as the version result, and the versions, oldest first, as the
+// versions result, both within resultBudget (checkResultsWithin). When the older ones do
+// not fit, the step's log says so.
+func (s *step) publishCheck(versions []map[string]string) error {
+	var latest map[string]string
+	if len(versions) > 0 {
+		latest = versions[len(versions)-1]
+	}
+	if err := s.state.WriteResult(s.spec.PlanID, state.Result{Version: latest}); err != nil {
+		return err
+	}
+	version, list, kept, err := checkResultsWithin(versions, resultBudget)
+	if err != nil {
+		return err
+	}
+	if left := len(versions) - kept; left > 0 {
+		s.logf("the check found %d versions: only the newest %d fit in the step's results (%d bytes, in Tekton's 4 KiB termination message), the %d before them are not saved", len(versions), kept, resultBudget, left)
+	}
+	return errors.Join(s.writeResult(runspec.ResultVersion, version), s.writeResult(runspec.ResultVersions, list))
+}
+
+// checkResultsWithin encodes a check's versions, oldest first, as its version result (the
+// last, JSON; null when there is none) and its versions result (a JSON list), which take
+// at most budget bytes together (resultSize): the list keeps the newest versions that fit
+// and says how many (kept). The last version always fits, or it is an error: a version
+// the results cannot carry would be lost.
+func checkResultsWithin(versions []map[string]string, budget int) (version, list []byte, kept int, err error) {
+	if len(versions) == 0 {
+		return []byte("null"), []byte("[]"), 0, nil
+	}
+	encoded := make([][]byte, len(versions))
+	// A value's size in the termination message is the sum of its parts' (escaping is
+	// per character), each part's without the quotes of its own string.
+	inner := func(b []byte) int { return resultSize(b) - 2 }
+	size := 0 // of the list: its quotes, brackets, commas and the versions kept
+	first := len(versions)
+	for i := len(versions) - 1; i >= 0; i-- {
+		if encoded[i], err = json.Marshal(versions[i]); err != nil {
+			return nil, nil, 0, fmt.Errorf("encoding version %d: %w", i+1, err)
+		}
+		grown := size + inner(encoded[i])
+		if i == len(versions)-1 {
+			version = encoded[i]
+			grown += len(`"[]"`) + resultSize(version)
+		} else {
+			grown++ // the comma
+		}
+		if grown > budget {
+			break
+		}
+		size, first = grown, i
+	}
+	if first == len(versions) {
+		return nil, nil, 0, fmt.Errorf("the check's latest version takes %d bytes in the step's results, twice (as its version and in its versions): more than the %d bytes they can carry (Tekton passes them in the pod's 4 KiB termination message)", resultSize(version), budget)
+	}
+	list = append([]byte("["), bytes.Join(encoded[first:], []byte(","))...)
+	list = append(list, ']')
+	return version, list, len(versions) - first, nil
 }
 
 func runCheck(ctx context.Context, s *step) (bool, error) {
@@ -208,11 +278,7 @@ func runCheck(ctx context.Context, s *step) (bool, error) {
 	if err := json.Unmarshal(stdout, &versions); err != nil {
 		return false, err
 	}
-	var latest map[string]string
-	if len(versions) > 0 {
-		latest = versions[len(versions)-1]
-	}
-	return true, s.publish(state.Result{Version: latest})
+	return true, s.publishCheck(versions)
 }
 
 func runGet(ctx context.Context, s *step) (bool, error) {

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -159,6 +160,43 @@ func TestCheckThenGetVersionFrom(t *testing.T) {
 	w.checkRun(r, "g2", runspec.Errored)
 	if !strings.Contains(r.said(), "no version to fetch") {
 		t.Errorf("stderr = %q", r.stderr)
+	}
+}
+
+func TestCheckPublishesEveryVersion(t *testing.T) {
+	w := newWorld(t)
+	w.script("check", `echo '[{"v":"1"},{"v":"2"},{"v":"3"}]'`)
+	check := w.spec(runspec.ModeCheck, "c", "repo")
+	check.Check = &runspec.Check{Type: "git", FromVersion: map[string]string{"v": "1"}}
+	r := w.run(check)
+	w.checkRun(r, "c", runspec.Succeeded)
+	if got := w.result("c", runspec.ResultVersions); got != `[{"v":"1"},{"v":"2"},{"v":"3"}]` {
+		t.Errorf("versions = %s, want all three, in order", got)
+	}
+	if got := w.result("c", runspec.ResultVersion); got != `{"v":"3"}` {
+		t.Errorf("version = %s, want the last", got)
+	}
+	if strings.Contains(r.stderr, "not saved") {
+		t.Errorf("stderr = %q, want nothing left out", r.stderr)
+	}
+
+	// More than Tekton's results carry: the newest, and a line of the log says so.
+	w.script("check", `i=0; printf '['; while [ $i -lt 1000 ]; do printf '{"v":"%04d"},' $i; i=$((i+1)); done; echo '{"v":"last"}]'`)
+	check.PlanID, check.Paths.Results = "c2", w.resultsDir("c2")
+	r = w.run(check)
+	w.checkRun(r, "c2", runspec.Succeeded)
+	var got []map[string]string
+	if err := json.Unmarshal([]byte(w.result("c2", runspec.ResultVersions)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(got); n < 2 || n > 1000 || got[n-1]["v"] != "last" || got[n-2]["v"] != "0999" {
+		t.Errorf("versions = %v, want the newest ones, ending with 0999 and last", got)
+	}
+	if want := fmt.Sprintf("the check found 1001 versions: only the newest %d fit", len(got)); !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr = %q, want it to say %q", r.stderr, want)
+	}
+	if w.result("c2", runspec.ResultVersion) != `{"v":"last"}` {
+		t.Errorf("version = %s, want the last", w.result("c2", runspec.ResultVersion))
 	}
 }
 

@@ -73,6 +73,7 @@ func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stder
 		state:    s.state,
 		scope:    spec.Scope,
 		creds:    paths.Creds,
+		supplied: spec.SuppliedCredentials,
 		pipeline: spec.Build.PipelineName,
 		sources:  spec.VarSources,
 		across:   spec.AcrossVars,
@@ -164,7 +165,7 @@ func (s *step) execute(ctx context.Context) runspec.Outcome {
 }
 
 // maxErrorResult keeps the error result within Tekton's 4 KiB of results per step, beside
-// the version and metadata (resultBudget).
+// the version, versions and metadata (resultBudget).
 const maxErrorResult = 512
 
 // fail records why the step ended without finishing. The first cause wins.

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,19 +15,23 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runner/state"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // buildVars are a step's run-time vars: local vars ((.:name)) from the state directory,
 // and credentials from the Kubernetes Secrets mounted under creds, looked up the way
 // Concourse's kubernetes credential manager looks them up: Secret <pipeline>.<name>, then
 // <name>; a Secret with a `value` key is that string, otherwise the map of its keys.
-// ((source:name)) looks in the var source's directory creds/<source>/ the same way. Every
-// credential the step resolves, and every local var marked so in the step's scopes (read
-// or not), is added to the secrets to redact.
+// ((source:name)) looks in the var source's directory creds/<source>/ the same way. With
+// supplied credentials (runspec.Spec.SuppliedCredentials), a credential is instead the file
+// of its whole reference in creds, as resolved before the build started. Every credential
+// the step resolves, and every local var marked so in the step's scopes (read or not), is
+// added to the secrets to redact.
 type buildVars struct {
 	state    state.Dir
 	scope    []string
 	creds    string
+	supplied bool
 	pipeline string
 	sources  []string
 	across   map[string]any
@@ -45,6 +51,14 @@ func (b *buildVars) Get(ref vars.Reference) (any, bool, error) {
 			return nil, found, err
 		}
 		value, secret = v.Value, v.Redact
+	case b.supplied:
+		// The value of the whole reference, fields walked already.
+		v, found, err := readSupplied(b.creds, ref)
+		if err != nil || !found {
+			return nil, found, err
+		}
+		b.secrets.Add(v)
+		return v, true, nil
 	case ref.Source == "":
 		v, found, err := b.credential(b.creds, ref.Path)
 		if err != nil || !found {
@@ -153,4 +167,23 @@ func readSecret(dir string) (any, bool, error) {
 		return v, true, nil
 	}
 	return values, true, nil
+}
+
+// readSupplied reads a supplied credential: the file runspec.CredentialKey names, holding
+// its value as JSON (numbers kept as they were written). No file: the var is undefined.
+func readSupplied(dir string, ref vars.Reference) (any, bool, error) {
+	data, err := os.ReadFile(filepath.Join(dir, runspec.CredentialKey(ref.String())))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading credential ((%s)): %w", ref, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, false, fmt.Errorf("reading credential ((%s)): not JSON", ref)
+	}
+	return v, true, nil
 }

@@ -1,7 +1,6 @@
 package runner_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,14 +12,34 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
+// credentialCase is a task reading a var in a param, V, that it echoes.
+type credentialCase struct {
+	name       string
+	ref        string
+	want       runspec.Outcome
+	wantStdout string
+	wantStderr string
+}
+
+// runCredentialCases runs each case in a world of its own that setup gives credentials.
+func runCredentialCases(t *testing.T, tests []credentialCase, setup func(w *world, spec *runspec.Spec)) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			spec := w.taskSpec("1", "t", shConfig(`echo "$V"; echo "$V" | tr 'a-z' 'A-Z' >/dev/null`, map[string]any{"params": map[string]any{"V": tt.ref}}))
+			setup(w, &spec)
+			r := w.run(spec)
+			w.checkRun(r, "1", tt.want)
+			if r.stdout != tt.wantStdout || !strings.Contains(r.said(), tt.wantStderr) {
+				t.Errorf("stdout %q stderr %q; want %q and %q", r.stdout, r.stderr, tt.wantStdout, tt.wantStderr)
+			}
+		})
+	}
+}
+
 func TestCredentials(t *testing.T) {
-	tests := []struct {
-		name       string
-		ref        string
-		want       runspec.Outcome
-		wantStdout string
-		wantStderr string
-	}{
+	tests := []credentialCase{
 		{"pipeline secret first", "((token))", runspec.Succeeded, "((redacted))\n", ""},
 		{"team secret", "((shared))", runspec.Succeeded, "((redacted))\n", ""},
 		{"map secret field", "((db.user))-((db.password))", runspec.Succeeded, "((redacted))-((redacted))\n", ""},
@@ -30,30 +49,51 @@ func TestCredentials(t *testing.T) {
 		{"unknown var source errors", "((other:x))", runspec.Errored, "", "unknown var source 'other'"},
 		{"one-character values are not redacted", "((tiny))", runspec.Succeeded, "x\n", ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := newWorld(t)
-			w.kubeletSecret("app.token", map[string]string{"value": "pipeline-token"})
-			w.secret("token", map[string]string{"value": "team-token"})
-			w.secret("shared", map[string]string{"value": "shared-secret"})
-			w.secret("db", map[string]string{"user": "admin", "password": "hunter22"})
-			w.secret("tiny", map[string]string{"value": "x"})
-			w.secret("vault/api", map[string]string{"value": "vault-api-key"})
-			// Optional Secret volumes of Secrets that do not exist: empty directories.
-			for _, empty := range []string{"app.shared", "app.nope", "nope"} {
-				if err := os.MkdirAll(filepath.Join(w.creds, empty), 0o755); err != nil {
-					t.Fatal(err)
-				}
+	runCredentialCases(t, tests, func(w *world, spec *runspec.Spec) {
+		w.kubeletSecret("app.token", map[string]string{"value": "pipeline-token"})
+		w.secret("token", map[string]string{"value": "team-token"})
+		w.secret("shared", map[string]string{"value": "shared-secret"})
+		w.secret("db", map[string]string{"user": "admin", "password": "hunter22"})
+		w.secret("tiny", map[string]string{"value": "x"})
+		w.secret("vault/api", map[string]string{"value": "vault-api-key"})
+		// Optional Secret volumes of Secrets that do not exist: empty directories.
+		for _, empty := range []string{"app.shared", "app.nope", "nope"} {
+			if err := os.MkdirAll(filepath.Join(w.creds, empty), 0o755); err != nil {
+				w.t.Fatal(err)
 			}
-			spec := w.taskSpec("1", "t", shConfig(`echo "$V"; echo "$V" | tr 'a-z' 'A-Z' >/dev/null`, map[string]any{"params": map[string]any{"V": tt.ref}}))
-			spec.VarSources = []string{"vault"}
-			r := w.run(spec)
-			w.checkRun(r, "1", tt.want)
-			if r.stdout != tt.wantStdout || !strings.Contains(r.said(), tt.wantStderr) {
-				t.Errorf("stdout %q stderr %q; want %q and %q", r.stdout, r.stderr, tt.wantStdout, tt.wantStderr)
-			}
-		})
+		}
+		spec.VarSources = []string{"vault"}
+	})
+}
+
+// TestSuppliedCredentials: with credentials supplied by the build's starter, a var is the
+// JSON file of its whole reference (fields walked already, any var source, a number kept
+// a number), never a Kubernetes Secret's directory, and is redacted.
+func TestSuppliedCredentials(t *testing.T) {
+	tests := []credentialCase{
+		{"plain", "((token))", runspec.Succeeded, "((redacted))\n", ""},
+		{"var source and field", "((dm:db.user))", runspec.Succeeded, "((redacted))\n", ""},
+		{"a path with slashes", "((/concourse/main/key))", runspec.Succeeded, "((redacted))\n", ""},
+		{"a number spliced", "port ((port))", runspec.Succeeded, "port 8080\n", ""},
+		{"a map is not spliced", "x ((dm:db))", runspec.Errored, "", "cannot interpolate non-primitive value (map[string]interface {}) for var: dm:db"},
+		{"not supplied: undefined, whatever the Secrets", "((mounted))", runspec.Errored, "", "undefined vars: mounted\n"},
 	}
+	runCredentialCases(t, tests, func(w *world, spec *runspec.Spec) {
+		files := map[string]string{}
+		for ref, value := range map[string]string{
+			"token":                 `"supplied-token"`,
+			"dm:db.user":            `"db-admin"`,
+			"dm:db":                 `{"user":"db-admin"}`,
+			`"/concourse/main/key"`: `"slashed-key"`,
+			"port":                  `8080`,
+		} {
+			files[runspec.CredentialKey(ref)] = value
+		}
+		write(w.t, w.creds, files)
+		// A Secret of the Kubernetes layout is not read.
+		w.secret("mounted", map[string]string{"value": "from-a-secret"})
+		spec.SuppliedCredentials = true
+	})
 }
 
 func TestRedactionCoversEveryStream(t *testing.T) {
@@ -192,68 +232,6 @@ func TestArtifactFileErrors(t *testing.T) {
 		if !strings.Contains(r.said(), tt.want) {
 			t.Errorf("stderr = %q, want %q", r.stderr, tt.want)
 		}
-	}
-}
-
-const childPipeline = `
-resources:
-- name: repo
-  type: git
-  source: {uri: ((uri)), branch: ((branch))}
-jobs:
-- name: ((job))
-  plan:
-  - get: repo
-  - task: t
-    config:
-      platform: linux
-      run: {path: ((later))}
-`
-
-func TestSetPipeline(t *testing.T) {
-	w := newWorld(t)
-	w.artifact("ci", map[string]string{"pipeline.yml": childPipeline, "vars.yml": "uri: from-file\nbranch: file-branch\njob: file-job\n"})
-	sp := w.spec(runspec.ModeSetPipeline, "1", "child")
-	sp.SetPipeline = &runspec.SetPipeline{File: "ci/pipeline.yml", Team: "main", Vars: map[string]any{"branch": "from-vars"}, VarFiles: []string{"ci/vars.yml"}, InstanceVars: map[string]any{"job": "instance-job"}}
-	r := w.run(sp)
-	w.checkRun(r, "1", runspec.Succeeded)
-	data, err := os.ReadFile(filepath.Join(w.volume, "state", "pipelines", "1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		Team, Pipeline string
-		Config         struct {
-			Resources []struct{ Source map[string]any }
-			Jobs      []struct {
-				Name string
-				Plan []map[string]any
-			}
-		}
-	}
-	if err := json.Unmarshal(data, &got); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(map[string]any{"uri": "from-file", "branch": "from-vars"}, got.Config.Resources[0].Source); diff != "" {
-		t.Errorf("source (-want +got):\n%s", diff)
-	}
-	if got.Config.Jobs[0].Name != "instance-job" || got.Pipeline != "child" || got.Team != "main" {
-		t.Errorf("got %+v", got)
-	}
-	if !strings.Contains(string(data), "((later))") {
-		t.Error("a var left for the child pipeline's run time was resolved")
-	}
-	if !strings.HasPrefix(r.stdout, "setting pipeline: child\n") {
-		t.Errorf("stdout = %q", r.stdout)
-	}
-
-	w.artifact("bad", map[string]string{"p.yml": "jobs: []\nresources: [{name: r}]\n"})
-	bad := w.spec(runspec.ModeSetPipeline, "2", "child")
-	bad.SetPipeline = &runspec.SetPipeline{File: "bad/p.yml"}
-	r = w.run(bad)
-	w.checkRun(r, "2", runspec.Failed)
-	if r.stderr == "" {
-		t.Error("an invalid pipeline said nothing")
 	}
 }
 

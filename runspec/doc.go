@@ -28,11 +28,24 @@
 // state directory (below) before it exits, and exits with Outcome.ExitCode: 0 succeeded,
 // 1 failed, 2 errored, 3 aborted (fly's codes), 4 never-ran. Only a succeeded step exits 0.
 // Other results written to Paths.Results: `version` and `metadata` (get, put, check),
-// `image` and `config` (resolve), `exit-status` (the process of a task, get or put, once it
-// exited) and `error` (why the step did not finish: "interrupted", "timeout exceeded" or a
-// message, redacted; Concourse's error event). The error is a result and not a log line, so
+// `versions` (check: the versions the check script printed, oldest first, as a JSON list;
+// when they do not all fit in the 4 KiB of a pod's termination message that Tekton
+// passes results in, the newest that fit, always the last, and the step's log says how
+// many were left out; `version` is the last of them), `image` and `config` (resolve),
+// `exit-status` (the process of a task, get or put, once it exited) and `error` (why the
+// step did not finish: "interrupted", "timeout exceeded" or a message, redacted;
+// Concourse's error event). The error is a result and not a log line, so
 // that the log is the process's own output. Guards in the Pipeline are `when` expressions over the
 // outcome result; a missing result (the pod never got to write it) fails every guard.
+//
+// # The pipeline a set_pipeline step sets
+//
+// A set_pipeline step cannot set a pipeline from its pod: the runner reads and validates
+// the child pipeline and hands it to the backend in its log, as one line on stdout that is
+// an OSC escape sequence (PipelineToSet.Frame), its only output when it succeeds. A
+// backend honours that line only as the last line of a set_pipeline step that succeeded,
+// and shows it to no one: an ATC sets the pipeline (Concourse's team rules, diff, save),
+// the CLI says "setting pipeline: NAME".
 //
 // # Build volume layout
 //
@@ -59,8 +72,6 @@
 //	  scopes/<scope>/vars/<name>    local vars (load_var, get metadata, across values), JSON
 //	  results/<plan>                the version and metadata a get, put or check produced,
 //	                                read by a get's version_from
-//	  pipelines/<plan>.json         the pipeline a set_pipeline step would set (team, name,
-//	                                instance vars, config), for the backend to apply
 //
 // Scopes: the root scope is "" (escaped as "%"); an across substep combination opens a
 // child scope named after its plan ID. Spec.Scope lists the scopes a step runs in,
@@ -75,7 +86,9 @@
 //     fetched artifacts and task outputs are registered where they are made (otherwise
 //     the runner copies them into volumes/);
 //   - the Kubernetes Secrets the build may read, mounted under Paths.Creds (a directory
-//     per Secret, a file per key; var sources in a subdirectory each);
+//     per Secret, a file per key; var sources in a subdirectory each); with
+//     SuppliedCredentials, the step's keys of the build's own Secret there instead (a
+//     file per var, CredentialKey);
 //   - an emptyDir at /scratch for tasks (Concourse gives every container one);
 //   - for resource steps, the resource type's image with its scripts at /opt/resource;
 //   - the pod's image, resources, privileges and container limits: the runner only

@@ -63,5 +63,4 @@ const (
 	ScopesDir    = "scopes"
 	ResultsDir   = "results"
 	ConfigsDir   = "configs"
-	PipelinesDir = "pipelines"
 )

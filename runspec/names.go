@@ -43,9 +43,11 @@ const (
 	ResultError      = "error"
 	ResultExitStatus = "exit-status"
 	ResultVersion    = "version"
+	ResultVersions   = "versions"
 	ResultMetadata   = "metadata"
 	ResultImage      = "image"
 	ResultConfig     = "config"
+	ResultCount      = "count"
 )
 
 // AnnotationCredentials on a build's PipelineRun lists, as JSON, the ((vars)) its steps

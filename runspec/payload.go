@@ -86,6 +86,10 @@ type Resolve struct {
 	Config any `json:"config,omitempty"`
 	// Vars are the task step's `vars:`.
 	Vars map[string]any `json:"vars,omitempty"`
+	// MockImage is the image of the mock resource type, which an image_resource of type
+	// mock with `mirror_self: true` runs (Concourse's test resource, whose get gives its
+	// own image); empty: such an image_resource is refused.
+	MockImage string `json:"mock_image,omitempty"`
 }
 
 // Join computes a composite step's outcome from the outcomes of its leaves.

@@ -56,6 +56,12 @@ type Spec struct {
 	// VarSources lists the names of the pipeline's var_sources: ((name:var)) is looked up
 	// in the credentials directory under <name>/.
 	VarSources []string `json:"var_sources,omitempty"`
+	// SuppliedCredentials says the build's credentials were resolved before it started,
+	// by whoever started it (an ATC: its credential manager and the pipeline's
+	// var_sources), instead of being looked up in Kubernetes Secrets: each ((var)) the
+	// step may read is the file CredentialKey(var) in Paths.Creds, its value as JSON, and
+	// a var without a file is undefined. VarSources is then unused.
+	SuppliedCredentials bool `json:"supplied_credentials,omitempty"`
 
 	Task        *Task        `json:"task,omitempty"`
 	Get         *Get         `json:"get,omitempty"`
@@ -97,7 +103,8 @@ type Paths struct {
 	// registered where they are, without a copy.
 	Work string `json:"work,omitempty"`
 	// Creds is where the Kubernetes Secrets readable by the build are mounted: one
-	// directory per Secret, one file per key (a projected or secret volume).
+	// directory per Secret, one file per key (a projected or secret volume); with
+	// SuppliedCredentials, the build's own Secret, one file per var.
 	Creds string `json:"creds,omitempty"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
@@ -78,18 +80,41 @@ type Build struct {
 	client   *Client
 }
 
+// RunOption changes how Run starts a build.
+type RunOption func(*runConfig)
+
+type runConfig struct {
+	creds vars.Variables
+}
+
+// WithCredentials has creds supply the build's credentials, as an ATC's credential manager
+// and its pipeline's var_sources supply a Concourse build's, instead of its steps reading
+// them from the namespace's Secrets: before anything of the build is created, every
+// ((var)) of its plan (local vars aside) is looked up in creds, and a var creds does not
+// have fails the build with Concourse's "undefined vars: ..."; the values go to one
+// Secret of the build, which its PipelineRun owns, and each step sees only its own vars.
+// They are redacted in the build's events as credentials are. nil: the namespace's
+// Secrets.
+func WithCredentials(creds vars.Variables) RunOption {
+	return func(c *runConfig) { c.creds = creds }
+}
+
 // RunPlan compiles a build plan (atc.Plan JSON) and starts it. Running a build that exists
 // (same BuildMeta) attaches to it: the call is idempotent.
-func (b *Backend) RunPlan(ctx context.Context, planJSON []byte, meta BuildMeta) (*Build, error) {
+func (b *Backend) RunPlan(ctx context.Context, planJSON []byte, meta BuildMeta, options ...RunOption) (*Build, error) {
 	var plan concourse.Plan
 	if err := json.Unmarshal(planJSON, &plan); err != nil {
 		return nil, fmt.Errorf("decoding the build plan: %w", err)
 	}
-	return b.Run(ctx, plan, meta)
+	return b.Run(ctx, plan, meta, options...)
 }
 
 // Run compiles a build plan and starts it, as RunPlan.
-func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta) (*Build, error) {
+func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, options ...RunOption) (*Build, error) {
+	var cfg runConfig
+	for _, o := range options {
+		o(&cfg)
+	}
 	meta = meta.withDefaults()
 	if meta.Build == "" {
 		n, err := b.client.NextBuild(ctx, meta.Team, meta.Pipeline, meta.Job)
@@ -103,11 +128,12 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta) 
 	if len(meta.InstanceVars) > 0 {
 		opts.InstanceVars = meta.InstanceVars
 	}
+	opts.SuppliedCredentials = cfg.creds != nil
 	r, err := translate.Translate(plan, opts)
 	if err != nil {
 		return nil, fmt.Errorf("compiling build %s: %w", meta.Build, err)
 	}
-	sub, err := b.client.Submit(ctx, r)
+	sub, err := b.client.Submit(ctx, r, cfg.creds)
 	if err != nil {
 		return nil, err
 	}
@@ -142,6 +168,10 @@ type StepResult struct {
 	// found.
 	Version  concourse.Version
 	Metadata concourse.Metadata
+	// Versions are the versions a check found, oldest first, its Version the last: every
+	// one its script printed, or the newest of them when they did not all fit in Tekton's
+	// results (runspec.ResultVersions; the step's log then says how many are left out).
+	Versions []concourse.Version
 	// Error is the step's error event ("interrupted", "timeout exceeded", a message).
 	Error string
 	// Stdout and Stderr are the step's log.
@@ -177,16 +207,20 @@ func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 	res.Status = status
 	res.Stdout, res.Stderr = logs[0].String(), logs[1].String()
 	if res.Version == nil {
-		// A check's versions are no event's: they are its TaskRun's result.
-		if res.Version, err = b.client.checkedVersion(ctx, b.Name); err != nil {
+		// A check's versions are no event's: they are its TaskRun's results.
+		if res.Versions, err = b.client.checkedVersions(ctx, b.Name); err != nil {
 			return nil, err
+		}
+		if n := len(res.Versions); n > 0 {
+			res.Version = res.Versions[n-1]
 		}
 	}
 	return &res, nil
 }
 
-// checkedVersion is the latest version a check step of the build found (nil if none).
-func (c *Client) checkedVersion(ctx context.Context, run string) (concourse.Version, error) {
+// checkedVersions are the versions a check step of the build found, oldest first (none:
+// it found none).
+func (c *Client) checkedVersions(ctx context.Context, run string) ([]concourse.Version, error) {
 	trs, err := c.target.Tekton.TektonV1().TaskRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + run})
 	if err != nil {
 		return nil, fmt.Errorf("reading the results of build %s: %w", run, err)
@@ -194,13 +228,26 @@ func (c *Client) checkedVersion(ctx context.Context, run string) (concourse.Vers
 	for i := range trs.Items {
 		tr := &trs.Items[i]
 		if s, ok := decodeSpec(tr); ok && s.Mode == runspec.ModeCheck {
-			var v concourse.Version
-			if json.Unmarshal([]byte(result(tr, runspec.ResultVersion)), &v) == nil && v != nil {
-				return v, nil
+			if vs := checkResults(result(tr, runspec.ResultVersions), result(tr, runspec.ResultVersion)); len(vs) > 0 {
+				return vs, nil
 			}
 		}
 	}
 	return nil, nil
+}
+
+// checkResults reads a check step's versions from its versions and version results: the
+// list, or, from a runner that wrote only the version, that one.
+func checkResults(versions, version string) []concourse.Version {
+	var list []concourse.Version
+	if json.Unmarshal([]byte(versions), &list) == nil && len(list) > 0 && !slices.ContainsFunc(list, func(v concourse.Version) bool { return v == nil }) {
+		return list
+	}
+	var v concourse.Version
+	if json.Unmarshal([]byte(version), &v) == nil && v != nil {
+		return []concourse.Version{v}
+	}
+	return nil
 }
 
 // The Orchestrator of the k8s-runtime RFC: each operation a one-step build.
@@ -210,7 +257,8 @@ func (b *Backend) RunTask(ctx context.Context, meta BuildMeta, id concourse.Plan
 	return b.Run(ctx, concourse.Plan{ID: id, Task: &task}, meta)
 }
 
-// CheckResource checks a resource for versions; the build's result has the latest.
+// CheckResource checks a resource for versions; the build's result has them (Versions)
+// and the latest (Version).
 func (b *Backend) CheckResource(ctx context.Context, meta BuildMeta, id concourse.PlanID, check concourse.CheckPlan) (*Build, error) {
 	return b.Run(ctx, concourse.Plan{ID: id, Check: &check}, meta)
 }

@@ -248,7 +248,18 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	logOrigin := event.Origin{ID: origin.ID, Source: source}
 	for i := m.after.next(name, PartLog); i < len(o.Log); i++ {
 		l := o.Log[i]
-		m.emit(Key{Step: name, Part: PartLog, N: i}, event.Log{Time: unix(l.Time), Origin: logOrigin, Payload: l.Text})
+		k := Key{Step: name, Part: PartLog, N: i}
+		if spec.Mode == runspec.ModeSetPipeline && runspec.IsPipelineFrame(l.Text) {
+			if !trDone || !o.LogDone {
+				// Whether it is the step's pipeline shows once the step has ended.
+				return false, false
+			}
+			if p, ok := pipelineToSet(outcome, o.Log, i, origin); ok {
+				m.emit(k, p)
+				continue
+			}
+		}
+		m.emit(k, event.Log{Time: unix(l.Time), Origin: logOrigin, Payload: l.Text})
 	}
 	if !trDone || started && !o.LogDone {
 		return false, false

@@ -270,15 +270,7 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 	failFast := tr.DeepCopy()
 	spec, _ := decodeSpec(failFast)
 	spec.Context = append(spec.Context, runspec.Layer{Kind: runspec.LayerFailFast, ID: "p", Child: &runspec.Node{ID: "1", Kind: runspec.KindLeaf}})
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range failFast.Spec.Params {
-		if failFast.Spec.Params[i].Name == runspec.ParamSpec {
-			failFast.Spec.Params[i].Value.StringVal = string(raw)
-		}
-	}
+	setSpec(t, failFast, spec)
 	obs.Steps = map[string]*StepObservation{"check-thing": obs.Steps["check-thing"], "get-thing": obs.Steps["get-thing"], "task-say": {}}
 	obs.Run = obs.Run.DeepCopy()
 	obs.Run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})

@@ -1,8 +1,10 @@
 package tektonrun
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -17,7 +19,8 @@ import (
 
 // buildSecrets reads the value of every credential the build's steps use (the run's
 // AnnotationCredentials), the way the runner looks them up: the first candidate Secret
-// that exists, its key, or its `value`, or every key. Each runner redacts the credentials
+// that exists, its key, or its `value`, or every key; a supplied one in the build's own
+// Secret. Each runner redacts the credentials
 // of its own step; with these the backend redacts every credential of the build in every
 // step's events, as Concourse does. A Secret it cannot read is an error: the events are
 // not shown unredacted.
@@ -49,6 +52,12 @@ func (c *Client) buildSecrets(ctx context.Context, pr *v1.PipelineRun) (*redact.
 			if len(data) == 0 {
 				continue
 			}
+			if cred.Supplied {
+				if err := addSupplied(&secrets, data[cred.Key]); err != nil {
+					return nil, fmt.Errorf("build %s: reading ((%s)) in Secret %s to redact it: %w", pr.Name, cred.Var, name, err)
+				}
+				break
+			}
 			addSecret(&secrets, data, cred.Key)
 			break
 		}
@@ -70,6 +79,22 @@ func addSecret(s *redact.Secrets, data map[string][]byte, key string) {
 			s.Add(string(v))
 		}
 	}
+}
+
+// addSupplied tracks a supplied credential: its value, as JSON (none: the var was not
+// supplied).
+func addSupplied(s *redact.Secrets, data []byte) error {
+	if data == nil {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return errors.New("its value is not JSON")
+	}
+	s.Add(v)
+	return nil
 }
 
 // redactEvent hides the build's credentials in an event's text.

@@ -2,16 +2,19 @@ package tektonrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
@@ -42,19 +45,31 @@ type Submitted struct {
 // updated to this version), its build volume (a clone of the job's last build's, which
 // holds the job's task caches), then its PipelineRun. It is idempotent: the PipelineRun's
 // name is the build's, and submitting a build that exists returns the existing run
-// untouched. Before anything is created, every credential the build reads must be there.
-func (c *Client) Submit(ctx context.Context, r *translate.Result) (*Submitted, error) {
+// untouched. Before anything is created, every credential the build reads must be there:
+// in the namespace's Secrets, or, for a build compiled with SuppliedCredentials, in creds
+// (see WithCredentials), whose values make the build's Secret, created just before the
+// PipelineRun and then owned by it. creds is nil for other builds.
+func (c *Client) Submit(ctx context.Context, r *translate.Result, creds vars.Variables) (*Submitted, error) {
 	ns := c.target.Namespace
 	runs := c.target.Tekton.TektonV1().PipelineRuns(ns)
 	if existing, err := runs.Get(ctx, r.PipelineRun.Name, metav1.GetOptions{}); err == nil {
-		if err := sameBuild(existing, r.PipelineRun); err != nil {
+		if err := sameBuild("PipelineRun", existing, r.PipelineRun); err != nil {
 			return nil, err
 		}
 		return &Submitted{Run: existing, Existed: true}, nil
 	} else if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("looking for build %s: %w", r.PipelineRun.Name, err)
 	}
-	if err := c.checkCredentials(ctx, r.Credentials); err != nil {
+	var secret *corev1.Secret
+	if r.CredentialSecret != nil {
+		if creds == nil {
+			return nil, fmt.Errorf("build %s was compiled for credentials its starter supplies, and none were given", r.PipelineRun.Name)
+		}
+		var err error
+		if secret, err = resolveCredentials(r.CredentialSecret, r.Credentials, creds); err != nil {
+			return nil, err
+		}
+	} else if err := c.checkCredentials(ctx, r.Credentials); err != nil {
 		return nil, err
 	}
 	if err := c.checkUserNamespaces(ctx, r.PipelineRun); err != nil {
@@ -77,12 +92,29 @@ func (c *Client) Submit(ctx context.Context, r *translate.Result) (*Submitted, e
 	if err != nil {
 		return nil, fmt.Errorf("preparing the build volume of %s: %w", pr.Name, err)
 	}
+	if secret != nil {
+		if secret, err = c.createCredentialSecret(ctx, secret); err != nil {
+			return nil, err
+		}
+	}
 	run, err := runs.Create(ctx, pr, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
+	raced := apierrors.IsAlreadyExists(err)
+	if raced {
 		run, err = runs.Get(ctx, pr.Name, metav1.GetOptions{})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating PipelineRun %s: %w", pr.Name, err)
+		err = fmt.Errorf("creating PipelineRun %s: %w", pr.Name, err)
+		if !raced {
+			// A Secret of credentials for no run: it goes.
+			err = errors.Join(err, c.deleteCredentialSecret(ctx, secret))
+		}
+		return nil, err
+	}
+	if secret != nil {
+		if err := c.ownCredentialSecret(ctx, secret.Name, run); err != nil {
+			// The Secret would outlive the run: neither stays.
+			return nil, errors.Join(err, c.deleteRun(ctx, run), c.deleteCredentialSecret(ctx, secret))
+		}
 	}
 	if err := pvc.Own(ctx, c.target.Kube, ns, claim, run); err != nil {
 		return nil, fmt.Errorf("giving the build volume %s to %s: %w", claim, run.Name, err)
@@ -116,13 +148,14 @@ func (c *Client) checkUserNamespaces(ctx context.Context, pr *v1.PipelineRun) er
 	return fmt.Errorf("user namespaces were asked for (--user-namespaces), but none of the %d nodes' container runtimes supports them (status.runtimeHandlers[].features.userNamespaces): the build's pods would never start", len(nodes.Items))
 }
 
-// sameBuild checks that a PipelineRun found under a build's name is that build (the same
-// team, pipeline, job and build, by the exact names in its annotations), so that a build
-// never attaches to another's run.
-func sameBuild(existing, want *v1.PipelineRun) error {
+// sameBuild checks that an object of a kind found under a build's name (its PipelineRun,
+// its Secret of credentials) is that build's (the same team, pipeline, job and build, by
+// the exact names in its annotations), so that a build never attaches to another's run,
+// nor takes another's Secret.
+func sameBuild(kind string, existing, want metav1.Object) error {
 	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild} {
-		if existing.Annotations[k] != want.Annotations[k] {
-			return fmt.Errorf("PipelineRun %s is not this build: its %s is %q, not %q", existing.Name, k, existing.Annotations[k], want.Annotations[k])
+		if existing.GetAnnotations()[k] != want.GetAnnotations()[k] {
+			return fmt.Errorf("%s %s is not this build: its %s is %q, not %q", kind, existing.GetName(), k, existing.GetAnnotations()[k], want.GetAnnotations()[k])
 		}
 	}
 	return nil

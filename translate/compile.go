@@ -235,12 +235,18 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 			JobName:      c.opts.Job,
 			ExternalURL:  c.opts.ExternalURL,
 		},
-		HookStatus: sc.hookStatus,
-		Context:    sc.layers,
-		Scope:      sc.scope,
-		AcrossVars: sc.acrossVars,
-		VarSources: c.opts.VarSources,
+		HookStatus:          sc.hookStatus,
+		Context:             sc.layers,
+		Scope:               sc.scope,
+		AcrossVars:          sc.acrossVars,
+		VarSources:          c.opts.VarSources,
+		SuppliedCredentials: c.opts.SuppliedCredentials,
 	}
+}
+
+// runName is the name of the build's PipelineRun.
+func (c *compiler) runName() string {
+	return RunName(Scope(c.opts.Team, c.opts.Pipeline, c.opts.InstanceVars), c.opts.Job, c.opts.Build)
 }
 
 // compile compiles p to run when e holds, in scope sc.
@@ -287,7 +293,11 @@ func (c *compiler) compile(p *concourse.Plan, e cond, sc scope) *handle {
 func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, tags concourse.Tags, e cond) *handle {
 	kind := strings.ReplaceAll(string(spec.Mode), "_", "-")
 	name := c.taskName(kind + "-" + spec.Name)
-	variant.secrets = c.secretsOf(spec)
+	if c.opts.SuppliedCredentials {
+		variant.credentials = c.suppliedKeys(spec)
+	} else {
+		variant.secrets = c.secretsOf(spec)
+	}
 	c.tasks = append(c.tasks, c.pipelineTask(name, image, variant, &spec, e))
 	c.nodeSelector(name, tags)
 	return &handle{tree: runspec.Node{ID: spec.PlanID, Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kind+"-"), entry: e, tasks: []string{name}, leaf: name}
@@ -296,10 +306,15 @@ func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, ta
 // pipelineTask makes a PipelineTask running spec; its params are filled in by finish.
 func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *runspec.Spec, e cond) v1.PipelineTask {
 	c.specs[name] = spec
+	params := v1.Params{{Name: runspec.ParamImage, Value: *v1.NewStructuredValues(image)}}
+	if len(variant.credentials) > 0 {
+		// The build's Secret is named after its PipelineRun.
+		params = append(params, v1.Param{Name: paramCredentials, Value: *v1.NewStructuredValues("$(context.pipelineRun.name)")})
+	}
 	return v1.PipelineTask{
 		Name:       name,
 		TaskRef:    &v1.TaskRef{Name: c.stepTask(variant)},
-		Params:     v1.Params{{Name: runspec.ParamImage, Value: *v1.NewStructuredValues(image)}},
+		Params:     params,
 		Workspaces: []v1.WorkspacePipelineTaskBinding{{Name: runspec.Workspace, Workspace: runspec.Workspace}},
 		When:       e.when,
 		RunAfter:   e.after,

@@ -38,7 +38,7 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 		if reason == "" {
 			return img, true
 		}
-		if mirror, _ := g.Source["mirror_self"].(bool); g.Type == "mock" && mirror {
+		if mirror, _ := g.Source["mirror_self"].(bool); mirror && runsMock(g.Type, g.TypeImage) {
 			// Concourse's test resource as a type's image: the mock resource's own image.
 			if img, ok := c.opts.ResourceImages["mock"]; ok {
 				return img, true
@@ -56,6 +56,18 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 	}
 	c.fail(p, step, "no image is known for the resource type %q: give one with --resource-image %s=IMAGE", base, base)
 	return "", false
+}
+
+// runsMock tells a resource type whose scripts are the mock resource's: mock itself, or
+// a custom type whose image a get of such a type fetches with mirror_self (the mock
+// resource's own image), however deep the chain.
+func runsMock(typ string, ti concourse.TypeImage) bool {
+	if ti.GetPlan == nil || ti.GetPlan.Get == nil {
+		return typ == "mock"
+	}
+	g := ti.GetPlan.Get
+	mirror, _ := g.Source["mirror_self"].(bool)
+	return mirror && runsMock(g.Type, g.TypeImage)
 }
 
 func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
@@ -212,7 +224,7 @@ func (c *compiler) taskArtifactImage(p *concourse.Plan) (string, bool) {
 func (c *compiler) resolvedTask(p *concourse.Plan, spec runspec.Spec, variant taskVariant, artifactImage string, e cond, sc scope) *handle {
 	t := p.Task
 	resolveSpec := c.spec(runspec.ModeResolve, p.ID+"/resolve", t.Name, sc)
-	resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: spec.Task.Config, Vars: t.Vars}
+	resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: spec.Task.Config, Vars: t.Vars, MockImage: c.opts.ResourceImages["mock"]}
 	if spec.Task.Config == nil {
 		spec.Task.File = t.ConfigPath
 		variant.limits = mergeLimits(nil, t.Limits)

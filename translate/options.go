@@ -32,6 +32,13 @@ type Options struct {
 	// VarSources are the names of the pipeline's var_sources, whose ((source:var)) the
 	// runner reads from Secrets.
 	VarSources []string
+	// SuppliedCredentials has the build's credentials supplied by whoever starts it (an
+	// ATC resolves them through its credential manager and the pipeline's var_sources)
+	// rather than looked up by its steps in the namespace's Secrets: every ((var)) of
+	// the build, with any var source, is listed in Result.Credentials for the starter to
+	// resolve into the build's own Secret (Result.CredentialSecret), and each step mounts
+	// the keys of its own vars. VarSources is then unused.
+	SuppliedCredentials bool
 	// ServiceAccount runs the build's pods; empty means the namespace's default.
 	ServiceAccount string
 	// BuildVolumeSize is the size requested for the build volume; default 1Gi.

@@ -28,7 +28,8 @@ type secretMount struct {
 }
 
 // Credential is one ((var)) a build reads from Kubernetes Secrets: the Secrets it is looked
-// up in, in order (the first that exists is used), and the key it needs there, if any.
+// up in, in order (the first that exists is used), and the key it needs there, if any. A
+// supplied credential (Options.SuppliedCredentials) is in the build's own Secret.
 type Credential struct {
 	// Var is the reference as written between the parentheses.
 	Var string `json:"var"`
@@ -37,10 +38,15 @@ type Credential struct {
 	// Key is the key the var needs in the Secret found: its first field. Empty: any
 	// key will do (a `value` key is the string, otherwise the map of keys).
 	Key string `json:"key,omitempty"`
+	// Supplied says the var's value is supplied by the build's starter: the key Key of
+	// the build's Secret (Result.CredentialSecret) holds the value of the whole reference
+	// as JSON.
+	Supplied bool `json:"supplied,omitempty"`
 }
 
-// secretsOf lists the Secrets a step's ((vars)) may come from.
-func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
+// refsOf lists the references to credentials in a step's spec: its ((vars)) but the local
+// ones, in no particular order.
+func refsOf(spec runspec.Spec) []vars.Reference {
 	buf, err := json.Marshal(spec)
 	if err != nil {
 		return nil
@@ -49,6 +55,33 @@ func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 	if err := json.Unmarshal(buf, &raw); err != nil {
 		return nil
 	}
+	var refs []vars.Reference
+	walkStrings(raw, func(s string) {
+		for _, n := range vars.Names(s) {
+			if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
+				refs = append(refs, ref)
+			}
+		}
+	})
+	return refs
+}
+
+// suppliedKeys lists the keys of the build's Secret a step's ((vars)) read, sorted, when
+// the build's credentials are supplied (Options.SuppliedCredentials): every var with or
+// without a var source, each reference with its fields its own key.
+func (c *compiler) suppliedKeys(spec runspec.Spec) []string {
+	keys := map[string]bool{}
+	for _, ref := range refsOf(spec) {
+		cred := Credential{Var: ref.String(), Secrets: []string{c.runName()}, Supplied: true}
+		cred.Key = runspec.CredentialKey(cred.Var)
+		c.creds[cred.Var] = cred
+		keys[cred.Key] = true
+	}
+	return slices.Sorted(maps.Keys(keys))
+}
+
+// secretsOf lists the Secrets a step's ((vars)) may come from.
+func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 	sources := map[string]bool{}
 	for _, s := range c.opts.VarSources {
 		sources[s] = true
@@ -76,31 +109,25 @@ func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 		}
 		return secret
 	}
-	walkStrings(raw, func(s string) {
-		for _, n := range vars.Names(s) {
-			ref, err := vars.ParseReference(n)
-			if err != nil || ref.Source == "." {
+	for _, ref := range refsOf(spec) {
+		dir := ""
+		if ref.Source != "" {
+			if !sources[ref.Source] {
 				continue
 			}
-			dir := ""
-			if ref.Source != "" {
-				if !sources[ref.Source] {
-					continue
-				}
-				dir = ref.Source
-			}
-			var cred Credential
-			cred.Var = ref.String()
-			if c.opts.Pipeline != "" {
-				cred.Secrets = append(cred.Secrets, add(dir, c.opts.Pipeline+"."+ref.Path, ref.Fields))
-			}
-			cred.Secrets = append(cred.Secrets, add(dir, ref.Path, ref.Fields))
-			if len(ref.Fields) > 0 {
-				cred.Key = ref.Fields[0]
-			}
-			c.creds[cred.Var] = cred
+			dir = ref.Source
 		}
-	})
+		var cred Credential
+		cred.Var = ref.String()
+		if c.opts.Pipeline != "" {
+			cred.Secrets = append(cred.Secrets, add(dir, c.opts.Pipeline+"."+ref.Path, ref.Fields))
+		}
+		cred.Secrets = append(cred.Secrets, add(dir, ref.Path, ref.Fields))
+		if len(ref.Fields) > 0 {
+			cred.Key = ref.Fields[0]
+		}
+		c.creds[cred.Var] = cred
+	}
 	out := make([]secretMount, 0, len(mounts))
 	for p, m := range mounts {
 		if keys[p] != nil {

@@ -23,7 +23,17 @@ type taskVariant struct {
 	asRoot  bool
 	limits  concourse.ContainerLimits
 	secrets []secretMount
+	// credentials are the keys of the build's Secret the step reads (supplied
+	// credentials), sorted. The Secret's name is the Task's param paramCredentials, so
+	// that builds share the Task.
+	credentials []string
+	// count declares the result `count`: an across step's resolver publishes it.
+	count bool
 }
+
+// paramCredentials is the step Task's param naming the build's Secret, when it reads
+// supplied credentials.
+const paramCredentials = "credentials"
 
 // stepTask returns the name of the Task for a variant, defining it on first use. Names are
 // content hashes, so the same Task is the same object in every pipeline.
@@ -51,6 +61,24 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: s.path, ReadOnly: true})
 	}
+	params := v1.ParamSpecs{
+		{Name: runspec.ParamImage, Type: v1.ParamTypeString, Description: "the step's image"},
+		{Name: runspec.ParamMode, Type: v1.ParamTypeString, Description: "the runner's mode"},
+		{Name: runspec.ParamSpec, Type: v1.ParamTypeString, Description: "the runner's spec (JSON)"},
+	}
+	if len(v.credentials) > 0 {
+		params = append(params, v1.ParamSpec{Name: paramCredentials, Type: v1.ParamTypeString, Description: "the build's Secret of credentials"})
+		// Only the keys of the step's own vars, each a file where the runner looks for it.
+		// Optional: were the Secret gone, the runner would say which var is undefined,
+		// where a required volume would keep the pod from starting.
+		optional := true
+		src := &corev1.SecretVolumeSource{SecretName: "$(params." + paramCredentials + ")", Optional: &optional}
+		for _, k := range v.credentials {
+			src.Items = append(src.Items, corev1.KeyToPath{Key: k, Path: k})
+		}
+		volumes = append(volumes, corev1.Volume{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: src}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "credentials", MountPath: runspec.DefaultCreds, ReadOnly: true})
+	}
 	run := v1.Step{
 		Name:         runspec.StepRun,
 		Image:        "$(params." + runspec.ParamImage + ")",
@@ -75,14 +103,11 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	}
 	spec := v1.TaskSpec{
 		Description: "One Concourse step, run by the concourse-tekton step runner.",
-		Params: v1.ParamSpecs{
-			{Name: runspec.ParamImage, Type: v1.ParamTypeString, Description: "the step's image"},
-			{Name: runspec.ParamMode, Type: v1.ParamTypeString, Description: "the runner's mode"},
-			{Name: runspec.ParamSpec, Type: v1.ParamTypeString, Description: "the runner's spec (JSON)"},
-		},
+		Params:      params,
 		Results: []v1.TaskResult{
 			{Name: runspec.ResultOutcome, Type: v1.ResultsTypeString, Description: "succeeded, failed, errored, aborted or never-ran"},
 			{Name: runspec.ResultVersion, Type: v1.ResultsTypeString, Description: "the version a get, put or check produced (JSON)"},
+			{Name: runspec.ResultVersions, Type: v1.ResultsTypeString, Description: "the versions a check found, oldest first (JSON), the newest that fit"},
 			{Name: runspec.ResultMetadata, Type: v1.ResultsTypeString, Description: "the metadata a get or put produced (JSON)"},
 			{Name: runspec.ResultImage, Type: v1.ResultsTypeString, Description: "the image a resolve step found for its task"},
 			{Name: runspec.ResultConfig, Type: v1.ResultsTypeString, Description: "the task config a resolve step read (JSON), when it is small"},
@@ -109,6 +134,9 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 			},
 			run,
 		},
+	}
+	if v.count {
+		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultCount, Type: v1.ResultsTypeString, Description: "how many combinations of values an across step has"})
 	}
 	buf, _ := json.Marshal(spec)
 	return &v1.Task{

@@ -25,8 +25,15 @@ type Result struct {
 	// Secrets are the names of the Secrets the build may read credentials from (each is
 	// optional: a missing one just means the var is looked for elsewhere).
 	Secrets []string
-	// Credentials are the ((vars)) the build reads from those Secrets, sorted by Var.
+	// Credentials are the ((vars)) the build reads from those Secrets, sorted by Var; or,
+	// with Options.SuppliedCredentials, every ((var)) it reads.
 	Credentials []Credential
+	// CredentialSecret is, with Options.SuppliedCredentials and credentials to supply,
+	// the build's Secret of them without its data: named after the PipelineRun, with its
+	// labels and annotations. The starter fills in a key per credential (Credential.Key:
+	// the value as JSON), creates it before the PipelineRun, and gives it to the
+	// PipelineRun to own.
+	CredentialSecret *corev1.Secret
 	// RunnerImage is the step runner's image, which the backend also runs on its own
 	// (to abort a build between steps).
 	RunnerImage string
@@ -150,13 +157,22 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 			TaskRunSpecs: c.privilegedInHost(c.runSpecs),
 		},
 	}
+	var secret *corev1.Secret
+	if opts.SuppliedCredentials && len(c.creds) > 0 {
+		secret = &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Name: run.Name, Labels: runLabels, Annotations: withEntry(annotations, runspec.LabelBuild, opts.Build)},
+			Type:       corev1.SecretTypeOpaque,
+		}
+	}
 	return &Result{
-		Tasks:       sortedTasks(c.taskDefs),
-		Pipeline:    pipeline,
-		PipelineRun: run,
-		Secrets:     slices.Sorted(maps.Keys(c.secrets)),
-		Credentials: credentials(c.creds),
-		RunnerImage: opts.RunnerImage,
+		Tasks:            sortedTasks(c.taskDefs),
+		Pipeline:         pipeline,
+		PipelineRun:      run,
+		Secrets:          slices.Sorted(maps.Keys(c.secrets)),
+		Credentials:      credentials(c.creds),
+		CredentialSecret: secret,
+		RunnerImage:      opts.RunnerImage,
 	}, nil
 }
 

@@ -18,9 +18,16 @@ type resourceVersion struct {
 	Enabled bool              `json:"enabled"`
 }
 
+// versions are the "version" fields of a mock resource's versions, newest first.
 func versions(t *testing.T, resource string) []string {
 	t.Helper()
-	out, code := fly(t, time.Minute, "resource-versions", "-r", resource, "--json")
+	return versionsOf(t, resource, "version")
+}
+
+// versionsOf are one field of a resource's versions, newest first: fly resource-versions.
+func versionsOf(t *testing.T, resource, field string) []string {
+	t.Helper()
+	out, code := fly(t, time.Minute, "resource-versions", "-r", resource, "--count", "1000", "--json")
 	if code != 0 {
 		t.Fatalf("fly resource-versions: exit %d\n%s", code, out)
 	}
@@ -30,7 +37,7 @@ func versions(t *testing.T, resource string) []string {
 	}
 	var vs []string
 	for _, v := range list {
-		vs = append(vs, v.Version["version"])
+		vs = append(vs, v.Version[field])
 	}
 	return vs
 }
@@ -69,11 +76,7 @@ jobs:
       run: {path: sh, args: [-c, 'echo after use: $(cat thing/version)']}
 `, busybox()))
 
-	out, code := fly(t, 5*time.Minute, "check-resource", "-r", "check/thing")
-	t.Logf("fly check-resource -r check/thing: exit %d\n%s", code, out)
-	if code != 0 {
-		t.Fatalf("exit %d, want 0", code)
-	}
+	out := flyOK(t, 5*time.Minute, "check-resource", "-r", "check/thing")
 	inOrder(t, out, "checking check/thing", "succeeded")
 	if vs := versions(t, "check/thing"); len(vs) != 1 || vs[0] != "first" {
 		t.Errorf("fly resource-versions: %q; want [first]", vs)
@@ -82,26 +85,13 @@ jobs:
 	// The first version triggers the job, and the job after it through passed:.
 	waitBuild := func(job, name, want string) {
 		t.Helper()
-		eventually(t, job+" #"+name+" to succeed", 5*time.Minute, func(context.Context) (bool, error) {
-			b, ok := builds(t, "check")[job+"/"+name]
-			if ok && b.Status != "started" && b.Status != "pending" && b.Status != "succeeded" {
-				return false, fmt.Errorf("%s #%s %s", job, name, b.Status)
-			}
-			return ok && b.Status == "succeeded", nil
-		})
-		out, code := fly(t, time.Minute, "watch", "-j", "check/"+job, "-b", name)
-		t.Logf("fly watch -j check/%s -b %s: exit %d\n%s", job, name, code, out)
-		inOrder(t, out, want, "succeeded")
+		inOrder(t, watchBuild(t, "check", job, name), want, "succeeded")
 	}
 	waitBuild("use", "1", "got first")
 	waitBuild("after", "1", "after use: first")
 
 	// A new version, as testflight makes them: a check from it.
-	out, code = fly(t, 5*time.Minute, "check-resource", "-r", "check/thing", "-f", "version:second")
-	t.Logf("fly check-resource -r check/thing -f version:second: exit %d\n%s", code, out)
-	if code != 0 {
-		t.Fatalf("exit %d, want 0", code)
-	}
+	flyOK(t, 5*time.Minute, "check-resource", "-r", "check/thing", "-f", "version:second")
 	if vs := versions(t, "check/thing"); len(vs) != 2 || vs[0] != "second" || vs[1] != "first" {
 		t.Errorf("fly resource-versions: %q; want [second first]", vs)
 	}

@@ -168,6 +168,10 @@ func start() (w *webNode, stop func(), err error) {
 		"CONCOURSE_TEKTON_RUNNER_IMAGE="+runnerImage,
 		"CONCOURSE_TEKTON_RESOURCE_IMAGE=mock="+mockImage,
 		"CONCOURSE_TEKTON_HEARTBEAT_INTERVAL=5s",
+		// Credentials (TestCredentials): a credential manager, and redaction in build
+		// logs, as a Concourse deployment may have them.
+		"CONCOURSE_DUMMY_CREDS_VAR=global_secret="+globalSecret,
+		"CONCOURSE_ENABLE_REDACT_SECRETS=true",
 	)
 	undo = append(undo, func() {
 		if out, err := w.webSh("down"); err != nil {

@@ -27,8 +27,12 @@ import (
 // Concourse's check step does.
 type CheckConfig struct {
 	ResourceConfigFactory db.ResourceConfigFactory
-	RateLimiter           engine.RateLimiter
-	PolicyChecker         policy.Checker
+	// ResourceCacheFactory makes the resource cache of a custom type's image, which the
+	// config of a resource of that type is created by (nil: checks of such resources
+	// error).
+	ResourceCacheFactory db.ResourceCacheFactory
+	RateLimiter          engine.RateLimiter
+	PolicyChecker        policy.Checker
 	// DefaultTimeout is the check's timeout when its plan has none
 	// (--global-resource-check-timeout).
 	DefaultTimeout time.Duration
@@ -39,15 +43,18 @@ type CheckConfig struct {
 	KeepRuns bool
 }
 
-// checkStep runs a check build's plan, a check of a resource (type, prototype) of a base
-// type, as exec.CheckStep does, but with the check itself run as a one-step run on the
-// cluster: the same delegate (engine.NewCheckDelegate) finds the resource config's scope,
-// points the resource at it, decides whether to run and takes the checking lock, records
-// the start and end of the check; the version found is saved with the scope's
-// SaveVersions.
+// checkStep runs a check build's plan, a check of a resource (type, prototype), as
+// exec.CheckStep does, but with the check itself run as a one-step run on the cluster:
+// the same delegate (engine.NewCheckDelegate) finds the resource config's scope, points
+// the resource at it, decides whether to run and takes the checking lock, records the
+// start and end of the check; the versions found are saved, in order, with the scope's
+// SaveVersions. The run gives every version the check script printed, unless there are
+// more than Tekton's results carry: then the newest of them (see runspec.ResultVersions),
+// and the check's log says so.
 //
-// The run gives the latest version the check script emitted, not all of them (the runner
-// publishes only that one as the step's result), so that is the one saved.
+// A check of a resource of a custom type fetches the type's image first, as Concourse's
+// FetchImage does (fetchTypeImage): the type's check runs, and the resource config is
+// created by the resource cache of the type's image at the version it found.
 type checkStep struct {
 	factory *StepperFactory
 	config  *CheckConfig
@@ -91,7 +98,13 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 	if err != nil {
 		return false, fmt.Errorf("resource config creds evaluation: %w", err)
 	}
-	resourceConfig, err := s.config.ResourceConfigFactory.FindOrCreateResourceConfig(plan.Type, source, nil)
+	imageVersion, imageCache, err := s.fetchTypeImage(ctx, state, plan.TypeImage)
+	if err != nil {
+		return false, err
+	}
+	// The check's run pulls the image at the version the cache has.
+	s.plan = pinTypeImage(s.plan, imageVersion)
+	resourceConfig, err := s.config.ResourceConfigFactory.FindOrCreateResourceConfig(plan.Type, source, imageCache)
 	if err != nil {
 		return false, fmt.Errorf("create resource config: %w", err)
 	}
@@ -146,7 +159,7 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 		ctx = lagerctx.NewContext(ctx, logger)
 	}
 
-	versions, succeeded, runErr := s.runCheck(ctx, logger, fromVersion)
+	versions, succeeded, runErr := s.runCheck(ctx, logger, state, fromVersion)
 	if runErr != nil || !succeeded {
 		metric.Metrics.ChecksFinishedWithError.Inc()
 		if _, err := delegate.UpdateScopeLastCheckEndTime(scope, false); err != nil {
@@ -181,7 +194,7 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 // ones the delegate saves (initialize-check, finish, error), and returns the versions it
 // found and whether the script succeeded; an error says it could not run (a timeout:
 // context.DeadlineExceeded).
-func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, fromVersion atc.Version) ([]atc.Version, bool, error) {
+func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exec.RunState, fromVersion atc.Version) ([]atc.Version, bool, error) {
 	plan := s.plan
 	check := *plan.Check
 	check.FromVersion = fromVersion
@@ -197,8 +210,16 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, fromVersi
 	if err != nil {
 		return nil, false, fmt.Errorf("encoding the check plan: %w", err)
 	}
+	// A check of a custom type's image inside lidar's check of a resource runs before the
+	// build has the ID that names the run: Concourse gives it one when a check step
+	// selects a worker (BeforeSelectWorker), and so does this.
+	if s.build.ID() == 0 {
+		if err := s.build.OnCheckBuildStart(); err != nil {
+			return nil, false, fmt.Errorf("starting the check build: %w", err)
+		}
+	}
 	runCtx := context.WithoutCancel(ctx)
-	run, err := s.factory.Runs.Start(runCtx, planJSON, CheckRef(s.build, check))
+	run, err := s.factory.Runs.Start(runCtx, planJSON, CheckRef(s.build, check).WithCredentials(state))
 	if err != nil {
 		return nil, false, err
 	}
@@ -247,13 +268,9 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, fromVersi
 	case status != event.BuildStatusSucceeded:
 		return nil, false, fmt.Errorf("the check's run %s ended %s", run.Name(), status)
 	}
-	version, err := run.CheckedVersion(runCtx)
+	versions, err := checkedVersions(runCtx, run)
 	if err != nil {
 		return nil, false, err
-	}
-	versions := []atc.Version{}
-	if version != nil {
-		versions = append(versions, atc.Version(version))
 	}
 	return versions, true, nil
 }

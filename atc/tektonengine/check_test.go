@@ -2,7 +2,6 @@ package tektonengine
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +30,7 @@ var checkPlan = atc.Plan{ID: "5", Check: &atc.CheckPlan{
 type checkFixture struct {
 	build    *dbfakes.FakeBuild
 	configs  *dbfakes.FakeResourceConfigFactory
+	caches   *dbfakes.FakeResourceCacheFactory
 	config   *dbfakes.FakeResourceConfig
 	scope    *dbfakes.FakeResourceConfigScope
 	pipeline *dbfakes.FakePipeline
@@ -42,6 +42,7 @@ func newCheckFixture(plan atc.Plan) *checkFixture {
 	f := &checkFixture{
 		build:    jobBuild(plan),
 		configs:  new(dbfakes.FakeResourceConfigFactory),
+		caches:   new(dbfakes.FakeResourceCacheFactory),
 		config:   new(dbfakes.FakeResourceConfig),
 		scope:    new(dbfakes.FakeResourceConfigScope),
 		pipeline: new(dbfakes.FakePipeline),
@@ -71,7 +72,7 @@ func newCheckFixture(plan atc.Plan) *checkFixture {
 func (f *checkFixture) factory(runs Runs) *StepperFactory {
 	return &StepperFactory{
 		Runs:   runs,
-		Checks: &CheckConfig{ResourceConfigFactory: f.configs, RateLimiter: f.limiter, DefaultTimeout: time.Hour},
+		Checks: &CheckConfig{ResourceConfigFactory: f.configs, ResourceCacheFactory: f.caches, RateLimiter: f.limiter, DefaultTimeout: time.Hour},
 		Now:    func() time.Time { return time.Unix(300, 0) },
 	}
 }
@@ -112,14 +113,8 @@ func eventTypes(evs []atc.Event) []string {
 
 func TestCheckSavesVersion(t *testing.T) {
 	fx := newCheckFixture(checkPlan)
-	run := newRun(event.BuildStatusSucceeded, checkEvents(event.Finish{Origin: event.Origin{ID: "5"}, Time: 103, Succeeded: true})...)
-	run.version = map[string]string{"v": "2"}
-	runs := &fakeRuns{run: run}
-	runEngine(t, fx.build, fx.factory(runs), nil)
-
-	if got := finished(fx.build); got != db.BuildStatusSucceeded {
-		t.Fatalf("status %q; want succeeded (events %v)", got, eventTypes(savedEventsOf(fx.build)))
-	}
+	runs := checkSucceeds(t, fx, map[string]string{"v": "2"})
+	run := runs.run
 	// The run: the check from the latest version, named after the build.
 	if len(runs.plans) != 1 {
 		t.Fatalf("%d runs started; want 1", len(runs.plans))
@@ -229,20 +224,6 @@ func TestCheckNotDue(t *testing.T) {
 }
 
 func TestCheckErrors(t *testing.T) {
-	t.Run("custom type", func(t *testing.T) {
-		plan := checkPlan
-		ck := *plan.Check
-		ck.Type = "my-type"
-		ck.TypeImage = atc.TypeImage{BaseType: "registry-image", GetPlan: &atc.Plan{ID: "5/image-get"}}
-		plan.Check = &ck
-		fx := newCheckFixture(plan)
-		runs := &fakeRuns{run: newRun(event.BuildStatusSucceeded)}
-		runEngine(t, fx.build, fx.factory(runs), nil)
-		evs := eventTypes(savedEventsOf(fx.build))
-		if finished(fx.build) != db.BuildStatusErrored || len(runs.plans) != 0 || len(evs) != 1 || !strings.Contains(evs[0], "custom resource type (my-type)") {
-			t.Errorf("status %q, %d runs, events %q; want errored, none, why", finished(fx.build), len(runs.plans), evs)
-		}
-	})
 	t.Run("run cannot start", func(t *testing.T) {
 		fx := newCheckFixture(checkPlan)
 		runEngine(t, fx.build, fx.factory(&fakeRuns{err: errors.New("forbidden")}), nil)

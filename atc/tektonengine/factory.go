@@ -44,6 +44,9 @@ type StepperFactory struct {
 	Runs Runs
 	// Checks, when set, runs check builds on the cluster.
 	Checks *CheckConfig
+	// SetPipelines gives set_pipeline steps the ATC's teams and builds (nil: such a
+	// step errors the build).
+	SetPipelines *SetPipelineConfig
 	// Fallback makes the steppers of check builds when Checks is nil: Concourse's own.
 	Fallback engine.StepperFactory
 	// Settle and AbortRetry: see DefaultSettle and DefaultAbortRetry (zero: those).
@@ -67,8 +70,6 @@ func (f *StepperFactory) StepperForBuild(build db.Build) (exec.Stepper, error) {
 			switch {
 			case plan.Check == nil:
 				return errorStep{build: build, plan: plan, now: f.Now, err: errors.New("a check build's plan is not a check")}
-			case plan.Check.TypeImage.GetPlan != nil:
-				return errorStep{build: build, plan: plan, now: f.Now, err: fmt.Errorf("checking %s: checks of resources of a custom resource type (%s) do not run on Tekton yet", plan.Check.Name, plan.Check.Type)}
 			}
 			return &checkStep{factory: f, config: f.Checks, build: build, plan: plan}
 		}, nil
@@ -126,7 +127,7 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("encoding the build plan: %w", err)
 	}
-	run, err := s.factory.Runs.Start(runCtx, planJSON, Ref(s.build))
+	run, err := s.factory.Runs.Start(runCtx, planJSON, Ref(s.build).WithCredentials(state))
 	if err != nil {
 		logger.Error("failed-to-start", err)
 		s.saveError(logger, planID(err, s.plan.ID), err.Error())
@@ -153,6 +154,8 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 	go s.abortOnCancel(ctx, followCtx, run, logger)
 
 	outs := newOutputs(s.build, s.plan, state, s.factory.resourceConfigs())
+	pipelines := newPipelineSetter(s.build, s.plan, state, s.factory.SetPipelines, saved)
+	var stopped *setPipelineStopped
 	// unreadable is an event the ATC cannot store: the same every time, so not retried.
 	var unreadable error
 	status, err := run.Events(followCtx, func(e tektonrun.Event) error {
@@ -160,6 +163,9 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 			// The ATC saves the build's status itself: started when it started the
 			// build, the last one from what Run returns.
 			return nil
+		}
+		if p, ok := e.Event.(tektonrun.PipelineToSet); ok {
+			return pipelines.set(runCtx, logger, p)
 		}
 		ae, err := atcEvent(e.Event)
 		if err != nil {
@@ -174,6 +180,12 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 	})
 	switch {
 	case err == nil:
+	case errors.As(err, &stopped):
+		// The step's end is saved; the steps after it must not go on.
+		if abortErr := run.Abort(runCtx); abortErr != nil {
+			logger.Error("failed-to-abort", abortErr)
+		}
+		return stopped.result()
 	case errors.Is(err, ErrRunGone):
 		s.saveError(logger, s.plan.ID, err.Error())
 		return false, err

@@ -8,12 +8,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/concourse/concourse/vars"
 	"github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	ctvars "github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
@@ -63,6 +65,19 @@ type BuildRef struct {
 	ID int
 	// Started is when the ATC started the build (zero: unknown).
 	Started time.Time
+	// Credentials resolve the build's ((vars)): its RunState, which looks them up in the
+	// ATC's credential manager and the pipeline's var_sources, and tracks them for
+	// redaction, as Concourse's steps do. The values are looked up before the run is
+	// created, and given to its steps in a Secret of the run (tektonrun.WithCredentials).
+	// nil: the steps read them from the namespace's Secrets.
+	Credentials vars.Variables
+}
+
+// WithCredentials is the ref with the build's credentials resolved by creds (see
+// BuildRef.Credentials).
+func (r BuildRef) WithCredentials(creds vars.Variables) BuildRef {
+	r.Credentials = creds
+	return r
 }
 
 // AnnotationBuildID records on a PipelineRun the ID of the ATC build it runs.
@@ -87,7 +102,11 @@ type backendRuns struct {
 var _ Runs = (*backendRuns)(nil)
 
 func (r *backendRuns) Start(ctx context.Context, plan []byte, ref BuildRef) (Run, error) {
-	b, err := r.backend.RunPlan(ctx, plan, ref.Meta)
+	var opts []tektonrun.RunOption
+	if ref.Credentials != nil {
+		opts = append(opts, tektonrun.WithCredentials(atcVars{ref.Credentials}))
+	}
+	b, err := r.backend.RunPlan(ctx, plan, ref.Meta, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +114,16 @@ func (r *backendRuns) Start(ctx context.Context, plan []byte, ref BuildRef) (Run
 		return nil, err
 	}
 	return &backendRun{build: b, tekton: r.tekton}, nil
+}
+
+// atcVars are the ATC's vars as tektonrun looks them up: the same references, in
+// Concourse's own type.
+type atcVars struct{ vars vars.Variables }
+
+var _ ctvars.Variables = atcVars{}
+
+func (v atcVars) Get(ref ctvars.Reference) (any, bool, error) {
+	return v.vars.Get(vars.Reference{Source: ref.Source, Path: ref.Path, Fields: ref.Fields})
 }
 
 // claim records the build's ID on its run, after making sure that a run that existed is

@@ -21,6 +21,12 @@ import (
 
 // newRuns is the Runs of a real backend on fake clientsets.
 func newRuns(t *testing.T) (Runs, *tektonfake.Clientset) {
+	runs, tekton, _ := newRunsWithKube(t)
+	return runs, tekton
+}
+
+// newRunsWithKube is newRuns, with its Kubernetes clientset.
+func newRunsWithKube(t *testing.T) (Runs, *tektonfake.Clientset, *fake.Clientset) {
 	t.Helper()
 	tekton := tektonfake.NewSimpleClientset()
 	// The fake apiserver gives objects no UID; owner references need one.
@@ -30,9 +36,10 @@ func newRuns(t *testing.T) (Runs, *tektonfake.Clientset) {
 		}
 		return false, nil, nil
 	})
-	b := tektonrun.NewBackend(tektonrun.NewTargetFromClients("ci", fake.NewClientset(), tekton), translate.Options{})
+	kube := fake.NewClientset()
+	b := tektonrun.NewBackend(tektonrun.NewTargetFromClients("ci", kube, tekton), translate.Options{})
 	t.Cleanup(b.Close)
-	return NewRuns(b), tekton
+	return NewRuns(b), tekton, kube
 }
 
 func TestStartClaimsTheRun(t *testing.T) {

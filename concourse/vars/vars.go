@@ -127,6 +127,26 @@ func (s StaticVariables) Get(ref Reference) (any, bool, error) {
 	return v, true, nil
 }
 
+// Local are local vars, ((.:name)), given up front: the values of an across substep's
+// combination, with which Concourse interpolates the substep before it runs. They answer
+// references with the source "." only, so that every other var passes through.
+type Local map[string]any
+
+var _ Variables = Local{}
+
+// Get looks up ref.Path and walks ref.Fields into the value.
+func (l Local) Get(ref Reference) (any, bool, error) {
+	if ref.Source != "." {
+		return nil, false, nil
+	}
+	v, ok := l[ref.Path]
+	if !ok {
+		return nil, false, nil
+	}
+	v, err := Traverse(v, ref.String(), ref.Fields)
+	return v, err == nil, err
+}
+
 // Traverse walks fields into a value of nested maps.
 func Traverse(v any, name string, fields []string) (any, error) {
 	for _, f := range fields {

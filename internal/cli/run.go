@@ -168,6 +168,15 @@ func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFla
 	emit := s.emitter(wf)
 	var exit render.Exit
 	status, err := build.Events(ctx, tektonrun.Cursor{}, func(e tektonrun.Event) error {
+		if p, ok := e.Event.(tektonrun.PipelineToSet); ok {
+			// No ATC sets it here: say what a set_pipeline step would set.
+			for _, l := range p.Logs() {
+				if err := emit(l); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		exit.Observe(e.Event)
 		return emit(e.Event)
 	})

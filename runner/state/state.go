@@ -443,13 +443,6 @@ func (d Dir) ReadConfig(taskPlanID string) ([]byte, bool, error) {
 	return read(d.file(runspec.ConfigsDir, taskPlanID))
 }
 
-// WritePipeline records the config a set_pipeline step would set, for the backend to
-// apply; it returns the file's path.
-func (d Dir) WritePipeline(planID string, config []byte) (string, error) {
-	path := d.file(runspec.PipelinesDir, planID) + ".json"
-	return path, write(path, config)
-}
-
 func decodeJSON(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

@@ -25,11 +25,17 @@ func main() {
 	atccmd.NewStepperFactory = func(config atccmd.StepperFactoryConfig) engine.StepperFactory {
 		checks := &tektonengine.CheckConfig{
 			ResourceConfigFactory: config.ResourceConfigFactory,
+			ResourceCacheFactory:  config.ResourceCacheFactory,
 			RateLimiter:           config.RateLimiter,
 			PolicyChecker:         config.PolicyChecker,
 			DefaultTimeout:        config.GlobalResourceCheckTimeout,
 		}
-		return cmd.Web.StepperFactory(config.Logger, config.Default, config.WorkerFactory, config.ExternalURL, checks)
+		pipelines := &tektonengine.SetPipelineConfig{
+			TeamFactory:   config.TeamFactory,
+			BuildFactory:  config.BuildFactory,
+			PolicyChecker: config.PolicyChecker,
+		}
+		return cmd.Web.StepperFactory(config.Logger, config.Default, config.WorkerFactory, config.ExternalURL, checks, pipelines)
 	}
 	cmd.Version = func() {
 		fmt.Println(concourse.Version)

@@ -104,8 +104,9 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 // (fallback) unless the --tekton-* flags say where builds run. Then builds run there, all
 // but check builds, which stay with fallback, and the namespace is registered as a worker
 // through workers while the web node runs. Check builds run there too, saving versions
-// through checks' database, unless checks is nil: then they go to fallback.
-func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.StepperFactory, workers db.WorkerFactory, externalURL string, checks *tektonengine.CheckConfig) engine.StepperFactory {
+// through checks' database, unless checks is nil: then they go to fallback. set_pipeline
+// steps set pipelines through pipelines (nil: they error).
+func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.StepperFactory, workers db.WorkerFactory, externalURL string, checks *tektonengine.CheckConfig, pipelines *tektonengine.SetPipelineConfig) engine.StepperFactory {
 	if cmd.tekton == nil {
 		logger.Info("using-concourse-default")
 		return fallback
@@ -126,7 +127,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		Logger:   logger.Session("worker"),
 	}
 	logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": name})
-	return &tektonengine.StepperFactory{Runs: tektonengine.NewRuns(t.backend), Checks: checks, Fallback: fallback}
+	return &tektonengine.StepperFactory{Runs: tektonengine.NewRuns(t.backend), Checks: checks, SetPipelines: pipelines, Fallback: fallback}
 }
 
 // registrarRunner runs the registrar as a member of the web node's process group.

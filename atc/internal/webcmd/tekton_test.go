@@ -104,7 +104,7 @@ func TestStepperFactory(t *testing.T) {
 	workers := new(dbfakes.FakeWorkerFactory)
 
 	var cmd WebCommand
-	if got := cmd.StepperFactory(logger, fallback, workers, "http://ci", nil); got != fallback {
+	if got := cmd.StepperFactory(logger, fallback, workers, "http://ci", nil, nil); got != fallback {
 		t.Errorf("without --tekton-* flags: %T, want Concourse's own", got)
 	}
 
@@ -119,12 +119,16 @@ func TestStepperFactory(t *testing.T) {
 	}
 	cmd.tekton = tk
 	checks := &tektonengine.CheckConfig{DefaultTimeout: time.Hour}
-	f, ok := cmd.StepperFactory(logger, fallback, workers, "http://ci", checks).(*tektonengine.StepperFactory)
+	pipelines := &tektonengine.SetPipelineConfig{TeamFactory: new(dbfakes.FakeTeamFactory)}
+	f, ok := cmd.StepperFactory(logger, fallback, workers, "http://ci", checks, pipelines).(*tektonengine.StepperFactory)
 	if !ok {
 		t.Fatal("with --tekton-kubeconfig: not the Tekton engine")
 	}
 	if f.Checks != checks || f.Fallback != fallback {
 		t.Error("check builds do not run on Tekton, with Concourse's own engine as the fallback")
+	}
+	if f.SetPipelines != pipelines {
+		t.Error("set_pipeline steps do not get the ATC's teams and builds")
 	}
 	reg := cmd.tekton.registrar
 	if reg == nil || reg.Worker.Name != "tekton-from-context" || reg.Workers != workers || reg.Interval != time.Second {

@@ -1,0 +1,166 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// globalSecret is the value of ((global_secret)) in the web node's own credential
+// manager (Concourse's dummy one, --dummy-creds-var; see start).
+const globalSecret = "g10bal-secret"
+
+// TestCredentials: a job's ((vars)) come from the ATC, as on workers: ((dm:secret)) and
+// ((dm:db.user)) from the pipeline's var source dm (Concourse's dummy type), the plain
+// ((global_secret)) from the web node's credential manager. The task sees the values; fly
+// shows them ((redacted)) (the web node runs with --enable-redact-secrets); none is in a
+// Tekton object but the build's Secret, which its run owns. A var no one has errors the
+// build before anything of it runs, in Concourse's words.
+func TestCredentials(t *testing.T) {
+	dumpOnFailure(t)
+	const (
+		secret = "s3cr3t-from-var-source"
+		user   = "db-admin-user"
+	)
+	setPipeline(t, "creds", fmt.Sprintf(`
+var_sources:
+- name: dm
+  type: dummy
+  config:
+    vars:
+      secret: %[2]s
+      db: {user: %[3]s}
+jobs:
+- name: show
+  plan:
+  - task: show
+    config:
+      platform: linux
+      image_resource: %[1]s
+      params: {SECRET: ((dm:secret)), USER: ((dm:db.user)), GLOBAL: ((global_secret))}
+      run:
+        path: sh
+        args: [-c, 'echo "as is: $SECRET $USER $GLOBAL"; echo "upper case: $SECRET $USER $GLOBAL" | tr a-z A-Z']
+- name: missing
+  plan:
+  - task: missing
+    config:
+      platform: linux
+      image_resource: %[1]s
+      params: {NOPE: ((dm:nope)), TOO: ((not_anywhere))}
+      run: {path: "true"}
+`, busybox(), secret, user))
+
+	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "creds/show", "-w")
+	t.Logf("fly trigger-job -j creds/show -w: exit %d\n%s", code, out)
+	if code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	// The task read the values (upper case, no longer a credential's), and fly shows
+	// none of them.
+	upper := strings.ToUpper(fmt.Sprintf("%s %s %s", secret, user, globalSecret))
+	inOrder(t, out, "as is: ((redacted)) ((redacted)) ((redacted))", "UPPER CASE: "+upper, "succeeded")
+	values := []string{secret, user, globalSecret}
+	for _, v := range values {
+		if strings.Contains(out, v) {
+			t.Errorf("fly's output shows %q", v)
+		}
+	}
+
+	ctx := context.Background()
+	run := buildRun(t, "show")
+	s, err := web.kube.CoreV1().Secrets(web.ns).Get(ctx, run, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the build's Secret: %v", err)
+	}
+	if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "PipelineRun" || o[0].Name != run {
+		t.Errorf("the Secret's owners %+v, want PipelineRun %s", o, run)
+	}
+	if len(s.Data) != 3 {
+		t.Errorf("the Secret has keys %v, want one a var", keys(s.Data))
+	}
+	for _, obj := range tektonObjects(t) {
+		for _, v := range values {
+			if strings.Contains(obj, v) {
+				t.Errorf("a Tekton object holds %q: %.200s", v, obj)
+			}
+		}
+	}
+
+	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "creds/missing", "-w")
+	t.Logf("fly trigger-job -j creds/missing -w: exit %d\n%s", code, out)
+	if code != 2 {
+		t.Errorf("exit %d, want 2 (errored)", code)
+	}
+	inOrder(t, out, "undefined vars: dm:nope, not_anywhere", "errored")
+	sel := labels.SelectorFromSet(labels.Set{runspec.LabelPipeline: "creds", runspec.LabelJob: "missing"}).String()
+	runs, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil || len(runs.Items) != 0 {
+		t.Errorf("runs of the missing job: %v, %v; want none", runs, err)
+	}
+	secrets, err := web.kube.CoreV1().Secrets(web.ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil || len(secrets.Items) != 0 {
+		t.Errorf("Secrets of the missing job: %d, %v; want none", len(secrets.Items), err)
+	}
+}
+
+// buildRun is the name of the PipelineRun of build 1 of a job of pipeline creds.
+func buildRun(t *testing.T, job string) string {
+	t.Helper()
+	sel := labels.SelectorFromSet(labels.Set{runspec.LabelPipeline: "creds", runspec.LabelJob: job, runspec.LabelBuild: "1"}).String()
+	runs, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
+	if err != nil || len(runs.Items) != 1 {
+		t.Fatalf("the run of creds/%s #1: %v, %v", job, runs, err)
+	}
+	return runs.Items[0].Name
+}
+
+// tektonObjects are the namespace's Tekton objects (and their TaskRuns' pods), as JSON.
+func tektonObjects(t *testing.T) []string {
+	t.Helper()
+	ctx := context.Background()
+	tekton := web.tekton.TektonV1()
+	var lists []any
+	for _, list := range []func() (any, error){
+		func() (any, error) { return tekton.Tasks(web.ns).List(ctx, metav1.ListOptions{}) },
+		func() (any, error) { return tekton.Pipelines(web.ns).List(ctx, metav1.ListOptions{}) },
+		func() (any, error) { return tekton.PipelineRuns(web.ns).List(ctx, metav1.ListOptions{}) },
+		func() (any, error) { return tekton.TaskRuns(web.ns).List(ctx, metav1.ListOptions{}) },
+		func() (any, error) { return web.kube.CoreV1().Pods(web.ns).List(ctx, metav1.ListOptions{}) },
+		func() (any, error) { return web.kube.CoreV1().Events(web.ns).List(ctx, metav1.ListOptions{}) },
+	} {
+		l, err := list()
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		lists = append(lists, l)
+	}
+	var out []string
+	for _, l := range lists {
+		buf, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(buf))
+	}
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

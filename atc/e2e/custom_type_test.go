@@ -1,0 +1,273 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// gitResourceImage is the git resource type's image (e2e/resource/git), which the main
+// module's e2e cluster has loaded.
+var gitResourceImage = envOr("E2E_GIT_IMAGE", "e2e.invalid/git-resource:v1")
+
+// TestCustomResourceType: checks of resources of a custom resource type run on the
+// cluster as Concourse runs them: the type's check first, then the resource's in the
+// type's image. So do checks of the type itself, of a type whose type is a custom type,
+// and lidar's own; the versions found trigger a job that gets the resources.
+func TestCustomResourceType(t *testing.T) {
+	dumpOnFailure(t)
+	setPipeline(t, "custom", fmt.Sprintf(`
+resource_types:
+- name: custom-resource-type
+  type: mock
+  source: {mirror_self: true}
+- name: of-custom-type
+  type: custom-resource-type
+  source: {mirror_self: true}
+resources:
+- name: custom-resource
+  type: custom-resource-type
+  check_every: 1h
+  source:
+    force_version: custom-v1
+    create_files: {hello.txt: hi from a custom type}
+- name: chained
+  type: of-custom-type
+  check_every: 10s
+  source: {initial_version: chained-v1}
+jobs:
+- name: use
+  plan:
+  - in_parallel:
+    - {get: custom-resource, trigger: true}
+    - {get: chained, trigger: true}
+  - task: show
+    config:
+      platform: linux
+      image_resource: %s
+      inputs: [{name: custom-resource}, {name: chained}]
+      run:
+        path: sh
+        args: [-c, 'echo got $(cat custom-resource/version): $(cat custom-resource/hello.txt), and $(cat chained/version)']
+`, busybox()))
+	// chained is checked every 10 s: a pod or two each time, while the other tests run.
+	t.Cleanup(func() {
+		if out, code := fly(t, time.Minute, "pause-pipeline", "-p", "custom"); code != 0 {
+			t.Logf("fly pause-pipeline -p custom: exit %d\n%s", code, out)
+		}
+	})
+
+	out := flyOK(t, 5*time.Minute, "check-resource", "-r", "custom/custom-resource")
+	inOrder(t, out, "checking custom/custom-resource", "succeeded")
+	if vs := versions(t, "custom/custom-resource"); !slices.Equal(vs, []string{"custom-v1"}) {
+		t.Errorf("fly resource-versions: %q; want [custom-v1]", vs)
+	}
+
+	// The type itself (of a base type).
+	out = flyOK(t, 5*time.Minute, "check-resource-type", "-r", "custom/custom-resource-type")
+	inOrder(t, out, "checking custom/custom-resource-type", "succeeded")
+
+	// A resource of a type whose type is a custom type, checked by lidar alone (in-memory
+	// check builds, whose type checks run before they have an ID).
+	eventually(t, "lidar to find chained-v1", 3*time.Minute, func(context.Context) (bool, error) {
+		return slices.Equal(versions(t, "custom/chained"), []string{"chained-v1"}), nil
+	})
+	// The job gets both.
+	inOrder(t, watchBuild(t, "custom", "use", "1"), "got custom-v1: hi from a custom type, and chained-v1", "succeeded")
+}
+
+// flyOK runs fly as a user does, logs what it printed, and fails t unless it exits 0.
+func flyOK(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	out, code := fly(t, timeout, args...)
+	t.Logf("fly %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	return out
+}
+
+// watchBuild waits for a job's build to succeed, failing t if it ends otherwise, and
+// returns what fly watch prints of it.
+func watchBuild(t *testing.T, pipeline, job, name string) string {
+	t.Helper()
+	eventually(t, job+" #"+name+" to succeed", 5*time.Minute, func(context.Context) (bool, error) {
+		b, ok := builds(t, pipeline)[job+"/"+name]
+		if ok && b.Status != "started" && b.Status != "pending" && b.Status != "succeeded" {
+			return false, fmt.Errorf("%s #%s %s", job, name, b.Status)
+		}
+		return ok && b.Status == "succeeded", nil
+	})
+	out, code := fly(t, time.Minute, "watch", "-j", pipeline+"/"+job, "-b", name)
+	t.Logf("fly watch -j %s/%s -b %s: exit %d\n%s", pipeline, job, name, code, out)
+	return out
+}
+
+// TestCheckSavesEveryVersion: a check from a version gives that version and every one
+// after it, all saved in order, as Concourse's check step saves them: here the commits of
+// a git repository after the one checked from. More than Tekton's results carry: the
+// newest, and the check's log says how many were left out.
+func TestCheckSavesEveryVersion(t *testing.T) {
+	const commits = 120
+	addr, refs := gitServer(t, commits)
+	useWebNode(t, gitWebNode(t))
+	dumpOnFailure(t) // of this test's web node
+
+	setPipeline(t, "versions", fmt.Sprintf(`
+resources:
+- name: repo
+  type: git
+  check_every: 1h
+  source: {uri: "git://%s/repo.git", branch: main}
+jobs:
+- name: fetch
+  plan: [{get: repo}]
+`, addr))
+	check := func(from string) string {
+		t.Helper()
+		args := []string{"check-resource", "-r", "versions/repo"}
+		if from != "" {
+			args = append(args, "-f", "ref:"+from)
+		}
+		return flyOK(t, 5*time.Minute, args...)
+	}
+	newestFirst := func(refs []string) []string {
+		out := slices.Clone(refs)
+		slices.Reverse(out)
+		return out
+	}
+
+	// The first check: the latest commit only, as resources do.
+	check("")
+	if got := versionsOf(t, "versions/repo", "ref"); !slices.Equal(got, []string{refs[commits-1]}) {
+		t.Errorf("after the first check: %q; want the last commit, %s", got, refs[commits-1])
+	}
+	// From the fourth commit before the last: all four.
+	check(refs[commits-4])
+	if got, want := versionsOf(t, "versions/repo", "ref"), newestFirst(refs[commits-4:]); !slices.Equal(got, want) {
+		t.Errorf("after the check from %s:\n got  %q\n want %q", refs[commits-4], got, want)
+	}
+	// From the first commit: more than fit, the newest of them.
+	out := check(refs[0])
+	m := regexp.MustCompile(`the check found (\d+) versions: only the newest (\d+) fit`).FindStringSubmatch(out)
+	if m == nil || m[1] != strconv.Itoa(commits) {
+		t.Fatalf("the check's output does not say how many versions fit; want a line of %d versions", commits)
+	}
+	kept, _ := strconv.Atoi(m[2])
+	if kept < 4 || kept >= commits {
+		t.Fatalf("kept %d of %d versions", kept, commits)
+	}
+	if got, want := versionsOf(t, "versions/repo", "ref"), newestFirst(refs[commits-kept:]); !slices.Equal(got, want) {
+		t.Errorf("after the check from the first commit:\n got  %q\n want the newest %d, %q", got, kept, want)
+	}
+}
+
+// gitServer serves a repository of n commits on branch main from a git daemon in the web
+// node's namespace, and returns its address and the commits, oldest first.
+func gitServer(t *testing.T, n int) (addr string, refs []string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "git-server"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "main", Image: gitResourceImage, ImagePullPolicy: corev1.PullIfNotPresent,
+			Env: []corev1.EnvVar{
+				{Name: "GIT_AUTHOR_NAME", Value: "e2e"}, {Name: "GIT_AUTHOR_EMAIL", Value: "e2e@e2e.invalid"},
+				{Name: "GIT_COMMITTER_NAME", Value: "e2e"}, {Name: "GIT_COMMITTER_EMAIL", Value: "e2e@e2e.invalid"},
+				{Name: "HOME", Value: "/tmp"},
+			},
+			Command: []string{"sh", "-c", fmt.Sprintf(`set -e
+git init -q -b main /tmp/work && cd /tmp/work
+i=0; while [ $i -lt %d ]; do echo $i > n; git add n; git commit -q -m "commit $i"; i=$((i+1)); done
+mkdir /repos && git clone -q --bare /tmp/work /repos/repo.git
+git rev-list --reverse main
+exec git daemon --reuseaddr --export-all --base-path=/repos /repos`, n)},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9418)}}, PeriodSeconds: 1},
+		}}},
+	}
+	if _, err := web.kube.CoreV1().Pods(web.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := web.kube.CoreV1().Pods(web.ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
+			t.Logf("deleting pod %s: %v", pod.Name, err)
+		}
+	})
+	var ip string
+	eventually(t, "the git server to be ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		p, err := web.kube.CoreV1().Pods(web.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, client(err)
+		}
+		ip = p.Status.PodIP
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady {
+				return c.Status == corev1.ConditionTrue && ip != "", nil
+			}
+		}
+		return false, nil
+	})
+	// The log may lag behind the daemon.
+	eventually(t, "the git server to log its commits", time.Minute, func(ctx context.Context) (bool, error) {
+		log, err := web.kube.CoreV1().Pods(web.ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		refs = strings.Fields(string(log))
+		return len(refs) == n, err
+	})
+	return ip, refs
+}
+
+// gitWebNode starts, for the test, a web node of its own beside the tests' (its database,
+// ports and fly target; the same namespace), whose worker has the git resource type, and
+// stops it when the test ends.
+func gitWebNode(t *testing.T) *webNode {
+	t.Helper()
+	w := *web
+	tmp := t.TempDir()
+	home := filepath.Join(tmp, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	webPort, pgPort, err := freePorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.state = filepath.Join(tmp, "web")
+	w.url = "http://127.0.0.1:" + strconv.Itoa(webPort)
+	// Later variables win: these replace the tests' web node's.
+	w.env = append(slices.Clone(web.env),
+		"HOME="+home,
+		"CONCOURSE_TEKTON_WEB_STATE="+w.state,
+		"CONCOURSE_TEKTON_WEB_PORT="+strconv.Itoa(webPort),
+		"CONCOURSE_TEKTON_PG_PORT="+strconv.Itoa(pgPort),
+		"CONCOURSE_TEKTON_RESOURCE_IMAGE=mock="+mockImage+",git="+gitResourceImage,
+	)
+	t.Cleanup(func() {
+		if out, err := w.webSh("down"); err != nil {
+			t.Logf("web.sh down: %v\n%s", err, out)
+		}
+	})
+	if out, err := w.webSh("up"); err != nil {
+		t.Fatalf("web.sh up: %v\n%s%s", err, out, w.logTail(40))
+	}
+	return &w
+}
+
+// useWebNode makes the helpers (fly, builds, dumpOnFailure) drive w until the test ends.
+func useWebNode(t *testing.T, w *webNode) {
+	tests := web
+	web = w
+	t.Cleanup(func() { web = tests })
+}

@@ -1,0 +1,77 @@
+package tektonrun
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+func TestCheckResults(t *testing.T) {
+	tests := []struct {
+		name              string
+		versions, version string
+		want              []concourse.Version
+	}{
+		{"every version, in order", `[{"v":"1"},{"v":"2"}]`, `{"v":"2"}`, []concourse.Version{{"v": "1"}, {"v": "2"}}},
+		{"none found", `[]`, `null`, nil},
+		{"a runner that wrote only the version", ``, `{"v":"2"}`, []concourse.Version{{"v": "2"}}},
+		{"an unreadable list", `[{"v":`, `{"v":"2"}`, []concourse.Version{{"v": "2"}}},
+		{"a null in the list", `[null]`, `{"v":"2"}`, []concourse.Version{{"v": "2"}}},
+		{"nothing", ``, ``, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, checkResults(tt.versions, tt.version)); diff != "" {
+				t.Errorf("checkResults (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckedVersions(t *testing.T) {
+	c := newMemCluster("ci")
+	taskRun := func(name string, mode runspec.Mode, results map[string]string) *v1.TaskRun {
+		s := runspec.Spec{Mode: mode, PlanID: "1", Name: "thing"}
+		if mode == runspec.ModeCheck {
+			s.Check = &runspec.Check{Type: "git"}
+		}
+		spec, err := s.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := &v1.TaskRun{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci", Labels: map[string]string{labelPipelineRun: "check-1"}},
+			Spec:       v1.TaskRunSpec{Params: v1.Params{{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(spec)}}},
+		}
+		for k, v := range results {
+			tr.Status.Results = append(tr.Status.Results, v1.TaskRunResult{Name: k, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(v)})
+		}
+		return tr
+	}
+	for _, tr := range []*v1.TaskRun{
+		taskRun("check-1-verdict", runspec.ModeVerdict, map[string]string{runspec.ResultOutcome: "succeeded"}),
+		taskRun("check-1-thing", runspec.ModeCheck, map[string]string{
+			runspec.ResultOutcome:  "succeeded",
+			runspec.ResultVersion:  `{"ref":"c"}`,
+			runspec.ResultVersions: `[{"ref":"a"},{"ref":"b"},{"ref":"c"}]`,
+		}),
+	} {
+		if err := c.put(tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.client().checkedVersions(context.Background(), "check-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []concourse.Version{{"ref": "a"}, {"ref": "b"}, {"ref": "c"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("checkedVersions (-want +got):\n%s", diff)
+	}
+}
