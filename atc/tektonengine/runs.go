@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/concourse/concourse/atc/db"
 	"github.com/concourse/concourse/vars"
 	"github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	ctvars "github.com/concourse-tekton/concourse-tekton/concourse/vars"
@@ -89,15 +91,37 @@ const AnnotationBuildID = "concourse-ci.org/atc-build-id"
 const clockSkew = time.Minute
 
 // NewRuns returns the Runs of a backend: each build runs as one PipelineRun of the
-// backend's target.
-func NewRuns(backend *tektonrun.Backend) Runs {
-	return &backendRuns{backend: backend, tekton: backend.Client().Target().Tekton}
+// backend's target. builds, when not nil, is the ATC's database of builds: a run named
+// after a build that belongs to a build the database no longer has (its pipeline was
+// destroyed and set again, so its builds are numbered from 1 again) is deleted, and the
+// build gets a run of its own; without it such a build errors, saying so.
+func NewRuns(backend *tektonrun.Backend, builds Builds) Runs {
+	return &backendRuns{backend: backend, tekton: backend.Client().Target().Tekton, builds: builds, gone: DefaultGoneTimeout}
 }
+
+// Builds finds a build of the ATC by its ID: db.BuildFactory.
+type Builds interface {
+	Build(id int) (db.Build, bool, error)
+}
+
+// DefaultGoneTimeout is how long Start waits for a stale run to be deleted.
+const DefaultGoneTimeout = 2 * time.Minute
 
 type backendRuns struct {
 	backend *tektonrun.Backend
 	tekton  versioned.Interface
+	builds  Builds
+	// gone is how long a stale run may take to be deleted.
+	gone time.Duration
 }
+
+// staleRunError says a run named after a build runs another build of the ATC.
+type staleRunError struct {
+	owner int
+	msg   string
+}
+
+func (e *staleRunError) Error() string { return e.msg }
 
 var _ Runs = (*backendRuns)(nil)
 
@@ -110,10 +134,52 @@ func (r *backendRuns) Start(ctx context.Context, plan []byte, ref BuildRef) (Run
 	if err != nil {
 		return nil, err
 	}
-	if err := r.claim(ctx, b, ref); err != nil {
+	err = r.claim(ctx, b, ref)
+	var stale *staleRunError
+	if errors.As(err, &stale) && r.builds != nil {
+		if gone, findErr := r.ownerGone(stale.owner); findErr != nil {
+			return nil, fmt.Errorf("%w (looking build %d up: %v)", err, stale.owner, findErr)
+		} else if gone {
+			if err := r.replace(ctx, b); err != nil {
+				return nil, err
+			}
+			if b, err = r.backend.RunPlan(ctx, plan, ref.Meta, opts...); err != nil {
+				return nil, err
+			}
+			err = r.claim(ctx, b, ref)
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return &backendRun{build: b, tekton: r.tekton}, nil
+}
+
+// ownerGone tells whether the ATC no longer has build id.
+func (r *backendRuns) ownerGone(id int) (bool, error) {
+	_, found, err := r.builds.Build(id)
+	return !found && err == nil, err
+}
+
+// replace deletes the run of a build the ATC no longer has, with its TaskRuns, pods and
+// volume, and waits until it is gone, so that its name can be used again.
+func (r *backendRuns) replace(ctx context.Context, b *tektonrun.Build) error {
+	runs := r.tekton.TektonV1().PipelineRuns(b.Namespace)
+	policy := metav1.DeletePropagationForeground
+	if err := runs.Delete(ctx, b.Name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting PipelineRun %s/%s of a build the ATC no longer has: %w", b.Namespace, b.Name, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, r.gone, true, func(ctx context.Context) (bool, error) {
+		_, err := runs.Get(ctx, b.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for PipelineRun %s/%s of a build the ATC no longer has to be deleted: %w", b.Namespace, b.Name, err)
+	}
+	return nil
 }
 
 // atcVars are the ATC's vars as tektonrun looks them up: the same references, in
@@ -141,7 +207,11 @@ func (r *backendRuns) claim(ctx context.Context, b *tektonrun.Build, ref BuildRe
 	case owner == id:
 		return nil
 	case owner != "":
-		return fmt.Errorf("PipelineRun %s/%s, named after this build, runs build %s of the ATC, not this build (%d): %s", b.Namespace, b.Name, owner, ref.ID, fix)
+		msg := fmt.Sprintf("PipelineRun %s/%s, named after this build, runs build %s of the ATC, not this build (%d): %s", b.Namespace, b.Name, owner, ref.ID, fix)
+		if n, err := strconv.Atoi(owner); err == nil {
+			return &staleRunError{owner: n, msg: msg}
+		}
+		return errors.New(msg)
 	case b.Existed && !ref.Started.IsZero() && pr.CreationTimestamp.Time.Before(ref.Started.Add(-clockSkew)):
 		return fmt.Errorf("PipelineRun %s/%s, named after this build, was created at %s, before the build started (%s): it is another build's; %s",
 			b.Namespace, b.Name, pr.CreationTimestamp.UTC().Format(time.RFC3339), ref.Started.UTC().Format(time.RFC3339), fix)

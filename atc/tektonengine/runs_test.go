@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/concourse/concourse/atc"
+	"github.com/concourse/concourse/atc/db"
+	"github.com/concourse/concourse/atc/db/dbfakes"
 	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,7 +41,56 @@ func newRunsWithKube(t *testing.T) (Runs, *tektonfake.Clientset, *fake.Clientset
 	kube := fake.NewClientset()
 	b := tektonrun.NewBackend(tektonrun.NewTargetFromClients("ci", kube, tekton), translate.Options{})
 	t.Cleanup(b.Close)
-	return NewRuns(b), tekton, kube
+	return NewRuns(b, nil), tekton, kube
+}
+
+// knownBuilds is the ATC's builds, by ID: those it has.
+type knownBuilds map[int]bool
+
+func (k knownBuilds) Build(id int) (db.Build, bool, error) {
+	if !k[id] {
+		return nil, false, nil
+	}
+	return new(dbfakes.FakeBuild), true, nil
+}
+
+// A run named after a build, of a build the ATC no longer has (its pipeline destroyed and
+// set again, so that its builds are numbered from 1 again), gives way: it is deleted and
+// the new build gets a run of its own. One of a build the ATC has is refused.
+func TestStartReplacesTheRunOfABuildThatIsGone(t *testing.T) {
+	_, tekton, kube := newRunsWithKube(t)
+	b := tektonrun.NewBackend(tektonrun.NewTargetFromClients("ci", kube, tekton), translate.Options{})
+	t.Cleanup(b.Close)
+	builds := knownBuilds{7: true, 9: true}
+	runs := NewRuns(b, builds)
+	ctx := context.Background()
+	plan, err := json.Marshal(taskPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := tektonrun.BuildMeta{Team: "main", Pipeline: "app", Job: "unit", Build: "1"}
+	if _, err := runs.Start(ctx, plan, BuildRef{Meta: meta, ID: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runs.Start(ctx, plan, BuildRef{Meta: meta, ID: 9}); err == nil || !strings.Contains(err.Error(), "runs build 7 of the ATC, not this build (9)") {
+		t.Errorf("the run of build 7, which the ATC has, taken by build 9: %v; want it refused", err)
+	}
+
+	delete(builds, 7)
+	run, err := runs.Start(ctx, plan, BuildRef{Meta: meta, ID: 9})
+	if err != nil {
+		t.Fatalf("the run of build 7, which the ATC no longer has: %v; want it replaced", err)
+	}
+	if run.Attached() {
+		t.Error("build 9 attached to build 7's run")
+	}
+	pr, err := tekton.TektonV1().PipelineRuns("ci").Get(ctx, "app-unit-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Annotations[AnnotationBuildID]; got != "9" {
+		t.Errorf("the run is build %s's, want 9's", got)
+	}
 }
 
 func TestStartClaimsTheRun(t *testing.T) {

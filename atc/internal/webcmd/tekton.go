@@ -127,7 +127,13 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		Logger:   logger.Session("worker"),
 	}
 	logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": name})
-	return &tektonengine.StepperFactory{Runs: tektonengine.NewRuns(t.backend), Checks: checks, SetPipelines: pipelines, Fallback: fallback}
+	// A run of a build the database no longer has (of a pipeline destroyed and set
+	// again) gives way to the new build of that name.
+	var builds tektonengine.Builds
+	if pipelines != nil && pipelines.BuildFactory != nil {
+		builds = pipelines.BuildFactory
+	}
+	return &tektonengine.StepperFactory{Runs: tektonengine.NewRuns(t.backend, builds), Checks: checks, SetPipelines: pipelines, Fallback: fallback}
 }
 
 // registrarRunner runs the registrar as a member of the web node's process group.
