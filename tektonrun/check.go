@@ -75,8 +75,13 @@ var Permissions = []Permission{
 	{"", "pods", "", "delete"},
 	{"", "pods", "log", "get"},
 	{"", "pods", "exec", "create"},
-	// Credentials are read from Secrets.
+	// Credentials are read from Secrets; a build whose credentials its starter supplies
+	// (an ATC's, WithCredentials) has a Secret of its own, made, owned by its run, and
+	// replaced when a start was interrupted.
 	{"", "secrets", "", "get"},
+	{"", "secrets", "", "create"},
+	{"", "secrets", "", "patch"},
+	{"", "secrets", "", "delete"},
 	// Build volumes.
 	{"", "persistentvolumeclaims", "", "get"},
 	{"", "persistentvolumeclaims", "", "list"},
