@@ -221,9 +221,14 @@ if echo '{"source":{"check_failure":"nope"}}' | /opt/resource/check 2>/dev/null;
 `
 	logs := runPod(t, ns, "mock", mockImage, script, nil, nil)
 	lines := strings.Split(strings.TrimSpace(logs), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("log %q, want 4 lines", logs)
+	if len(lines) != 5 {
+		t.Fatalf("log %q, want 5 lines", logs)
 	}
+	// in says what it fetches on stderr, as concourse/mock-resource does.
+	if lines[1] != "fetching version: v2" {
+		t.Errorf("in's stderr %q, want %q", lines[1], "fetching version: v2")
+	}
+	lines = append(lines[:1], lines[2:]...)
 	var check []map[string]string
 	if err := json.Unmarshal([]byte(lines[0]), &check); err != nil {
 		t.Fatalf("check output %q: %v", lines[0], err)
