@@ -50,6 +50,9 @@ type scenario struct {
 	abortAtStart bool
 	// check, when set, looks further at the finished build on the cluster.
 	check func(t *testing.T, ns, pipelineRun string)
+	// timeout is how long the build may take, when not the default 8 minutes (a build of
+	// many steps one after another, on a busy cluster).
+	timeout time.Duration
 }
 
 // fly's exit codes, and the status line `run -w` ends with.
@@ -236,6 +239,33 @@ var conformanceScenarios = []scenario{
 		want: []string{"across a1", "across a2", "across b1", "across b2"},
 	},
 
+	// across over values known only at run time (a load_var): as many slots run as there
+	// are combinations, the others start no pod.
+	{
+		name: "across-runtime/testflight", file: "across_runtime.yml", job: "testflight", wantExit: 0, ordered: true,
+		want: []string{"WARNING: the across step is experimental and subject to change!",
+			"running across static1 dynamic1", "running across static1 dynamic2", "running across static1 dynamic3", "running across static1 4",
+			"running across static2 dynamic1", "running across static2 dynamic2", "running across static2 dynamic3", "running across static2 4",
+			"pushing version: v_dynamic1", "pushing version: v_dynamic2", "pushing version: v_dynamic3", "pushing version: v_4"},
+		// About 25 pods, one after another.
+		check: taskRunCount(8, "task-print"), timeout: 15 * time.Minute,
+	},
+	{
+		name: "across-runtime/max_in_flight-1", file: "across_runtime.yml", job: "serial", wantExit: 0, ordered: true,
+		want:  []string{"start c", "end c", "start b", "end b", "start a", "end a", "after the across"},
+		check: maxConcurrent(1, "task-each"),
+	},
+	{
+		name: "across-runtime/fail_fast", file: "across_runtime.yml", job: "fail-fast", wantExit: 1,
+		want:    []string{"slow sleeping", "failing now", "interrupted", "hook slow on_abort"},
+		notWant: []string{"slow woke up", "hook fails on_abort", "after the across"},
+	},
+	{
+		name: "across-runtime/not-a-list", file: "across_runtime.yml", job: "not-a-list", wantExit: 2,
+		want:    []string{"error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type []interface {}"},
+		notWant: []string{"never runs"},
+	},
+
 	// Artifacts and resources.
 	{
 		name: "put-then-get", file: "put_get.yml", job: "put-get", wantExit: 0,
@@ -358,7 +388,11 @@ func runArgs(ns, file, job string, vars ...string) []string {
 
 func runScenario(t *testing.T, sc scenario) {
 	ns := namespace(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	timeout := 8 * time.Minute
+	if sc.timeout > 0 {
+		timeout = sc.timeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if sc.enforce != "" {
 		enforce(t, ns, sc.enforce)
@@ -564,6 +598,23 @@ func taskRunsOf(t *testing.T, ns, pr string) []pipelinev1.TaskRun {
 
 // maxConcurrent checks that the TaskRuns of the PipelineTasks named with one of the
 // prefixes ran at most n at once, and n at once at some point.
+// taskRunCount checks that the build made n TaskRuns of PipelineTasks named with prefix:
+// the others were skipped, with no pod.
+func taskRunCount(n int, prefix string) func(t *testing.T, ns, pr string) {
+	return func(t *testing.T, ns, pr string) {
+		t.Helper()
+		got := 0
+		for _, tr := range taskRunsOf(t, ns, pr) {
+			if strings.HasPrefix(tr.Labels["tekton.dev/pipelineTask"], prefix) {
+				got++
+			}
+		}
+		if got != n {
+			t.Errorf("%d TaskRuns of %s*, want %d", got, prefix, n)
+		}
+	}
+}
+
 func maxConcurrent(n int, prefixes ...string) func(t *testing.T, ns, pr string) {
 	return func(t *testing.T, ns, pr string) {
 		t.Helper()

@@ -23,8 +23,16 @@
 //     var (redacted unless reveal); set_pipeline validates the child pipeline and hands
 //     it to the backend in one frame on stdout (runspec.PipelineToSet); resolve reads a file task's
 //     config ahead of the task and publishes its image.
+//   - across: an across step's values, when they are known only at run time: each var's
+//     values evaluated strictly (a list, or a ((var)) that must hold one), with
+//     Concourse's warnings (experimental step, a var shadowing a local var) on stderr;
+//     their cartesian product written for the step's slots, its size the result count.
+//     More combinations than the translator made slots errors the step. A step of a slot
+//     (runspec.Spec.AcrossSlots) reads its combination before anything else: its spec is
+//     interpolated with the values, which are also its local vars.
 //   - join and verdict: the Concourse outcome of a composite step, or of the whole build,
-//     from the leaves' recorded outcomes (package eval).
+//     from the leaves' recorded outcomes (package eval), counting only the slots of an
+//     across step that its resolver found combinations for.
 //   - abort (through kubectl exec in any pod of the build) and install (the first step of
 //     every TaskRun copies the runner where the step's own image can run it).
 //

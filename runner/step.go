@@ -55,6 +55,7 @@ var bodies = map[runspec.Mode]body{
 	runspec.ModeLoadVar:     runLoadVar,
 	runspec.ModeSetPipeline: runSetPipeline,
 	runspec.ModeResolve:     runResolve,
+	runspec.ModeAcross:      runAcross,
 }
 
 func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr io.Writer) runspec.Outcome {
@@ -117,6 +118,10 @@ func (s *step) execute(ctx context.Context) runspec.Outcome {
 		o := s.computeOutcome(s.spec.Verdict.Tree)
 		s.logf("build %s", o)
 		return o
+	}
+	if err := s.enterSlots(); err != nil {
+		s.fail(err)
+		return runspec.Errored
 	}
 	g, err := s.start()
 	if err != nil {
@@ -346,13 +351,22 @@ func (s *step) record(o runspec.Outcome) error {
 
 // evaluate computes a tree's outcome from the state directory: final, or so far.
 func (s *step) evaluate(tree runspec.Node, final bool) (runspec.Outcome, bool, error) {
-	var leaves, groups []string
-	collect(tree, &leaves, &groups)
+	var leaves, groups, slotted []string
+	collect(tree, &leaves, &groups, &slotted)
 	outcomes, err := s.state.Outcomes(leaves)
 	if err != nil {
 		return "", false, err
 	}
-	facts := eval.Facts{Outcomes: outcomes, Fired: s.state.FiredGroups(groups)}
+	facts := eval.Facts{Outcomes: outcomes, Fired: s.state.FiredGroups(groups), Present: map[string]int{}}
+	for _, id := range slotted {
+		c, found, err := s.state.ReadCombinations(id)
+		if err != nil {
+			return "", false, err
+		}
+		if found {
+			facts.Present[id] = len(c.Values)
+		}
+	}
 	if final {
 		return eval.Final(tree, facts), true, nil
 	}
@@ -360,19 +374,23 @@ func (s *step) evaluate(tree runspec.Node, final bool) (runspec.Outcome, bool, e
 	return o, done, nil
 }
 
-func collect(n runspec.Node, leaves, groups *[]string) {
+// collect lists a tree's leaves, its fail-fast groups and its slotted across steps.
+func collect(n runspec.Node, leaves, groups, slotted *[]string) {
 	if n.Kind == runspec.KindLeaf {
 		*leaves = append(*leaves, n.ID)
 	}
 	if n.FailFast {
 		*groups = append(*groups, n.ID)
 	}
+	if n.Slotted {
+		*slotted = append(*slotted, n.ID)
+	}
 	for _, c := range n.Steps {
-		collect(c, leaves, groups)
+		collect(c, leaves, groups, slotted)
 	}
 	for _, c := range []*runspec.Node{n.Step, n.Hook} {
 		if c != nil {
-			collect(*c, leaves, groups)
+			collect(*c, leaves, groups, slotted)
 		}
 	}
 }

@@ -32,6 +32,7 @@
 // when they do not all fit in the 4 KiB of a pod's termination message that Tekton
 // passes results in, the newest that fit, always the last, and the step's log says how
 // many were left out; `version` is the last of them), `image` and `config` (resolve),
+// `count` (across: how many combinations of values it found),
 // `exit-status` (the process of a task, get or put, once it exited) and `error` (why the
 // step did not finish: "interrupted", "timeout exceeded" or a message, redacted;
 // Concourse's error event). The error is a result and not a log line, so
@@ -72,12 +73,28 @@
 //	  scopes/<scope>/vars/<name>    local vars (load_var, get metadata, across values), JSON
 //	  results/<plan>                the version and metadata a get, put or check produced,
 //	                                read by a get's version_from
+//	  across/<plan>                 the combinations of values an across step's resolver
+//	                                found (JSON: the vars' names, a list of values each)
 //
 // Scopes: the root scope is "" (escaped as "%"); an across substep combination opens a
 // child scope named after its plan ID. Spec.Scope lists the scopes a step runs in,
 // outermost first, the root implied. Reads fall through from the innermost scope to the
 // root; writes go to the innermost. So artifacts and local vars made inside an across are
 // not visible after it, as in Concourse.
+//
+// # Across over values known only at run time
+//
+// An across step whose values come from a ((var)) or a load_var cannot be unrolled by the
+// translator, and a Pipeline cannot grow when the build runs. The translator makes a
+// resolver step (mode across, the across step's plan ID) and a fixed number of slots,
+// copies of the substep with plan IDs <across>/<i>/<k>, not interpolated. The resolver
+// evaluates the values as Concourse does, writes their combinations to across/<plan> and
+// publishes their count; slot i is guarded by `count` > i, so the slots the build does not
+// use are skipped by Tekton and start no pod. Each step of slot i has Spec.AcrossSlots
+// naming its combination: the runner reads it, interpolates the spec with its values (as
+// Concourse interpolates a substep's template) and adds them to the step's local vars.
+// A Join or Verdict tree marks such an across Node.Slotted: only as many of its steps as
+// the resolver found combinations are its substeps, the others count for nothing.
 //
 // # What the translator provides in the pod
 //

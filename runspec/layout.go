@@ -63,4 +63,5 @@ const (
 	ScopesDir    = "scopes"
 	ResultsDir   = "results"
 	ConfigsDir   = "configs"
+	AcrossDir    = "across"
 )

@@ -92,6 +92,24 @@ type Resolve struct {
 	MockImage string `json:"mock_image,omitempty"`
 }
 
+// Across evaluates the values of an across step when the build runs (Spec.PlanID is the
+// across step's): each var's values, a list or a ((var)) that must hold one, interpolated
+// strictly with the build's vars as Concourse does. It writes their cartesian product
+// (the first var varying slowest) to the state directory (across/<plan>) and
+// publishes its size as the result `count`; the step's slots (Spec.AcrossSlots) are
+// entered when the count exceeds their index. More combinations than Slots errors.
+type Across struct {
+	Vars []AcrossVar `json:"vars"`
+	// Slots is how many slots the translator made (its --across-slots).
+	Slots int `json:"slots"`
+}
+
+// AcrossVar is one var of an across step: its name and its values as the plan has them.
+type AcrossVar struct {
+	Name   string `json:"name"`
+	Values any    `json:"values"`
+}
+
 // Join computes a composite step's outcome from the outcomes of its leaves.
 type Join struct {
 	Tree Node `json:"tree"`

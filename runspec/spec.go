@@ -21,8 +21,11 @@ const (
 	ModeLoadVar     Mode = "load_var"
 	ModeSetPipeline Mode = "set_pipeline"
 	ModeResolve     Mode = "resolve"
-	ModeJoin        Mode = "join"
-	ModeVerdict     Mode = "verdict"
+	// ModeAcross evaluates the values of an across step whose values are known only at
+	// run time and writes their combinations for the step's slots (see the package doc).
+	ModeAcross  Mode = "across"
+	ModeJoin    Mode = "join"
+	ModeVerdict Mode = "verdict"
 	// ModeAbort and ModeInstall take no spec (see the package doc).
 	ModeAbort   Mode = "abort"
 	ModeInstall Mode = "install"
@@ -53,6 +56,12 @@ type Spec struct {
 	// are local vars, ((.:name)), not redacted: only a var set in the substep's own scope
 	// (a load_var inside it) shadows them.
 	AcrossVars map[string]any `json:"across_vars,omitempty"`
+	// AcrossSlots are the slots of the enclosing across steps whose values are known only
+	// at run time, outermost first: the step runs combination Index of the across step
+	// Plan, which that step's resolver wrote to the state directory. Before anything else
+	// the runner interpolates the spec with the combinations' values, as Concourse
+	// interpolates a substep's plan; AcrossVars, which the translator gave, shadow them.
+	AcrossSlots []AcrossSlot `json:"across_slots,omitempty"`
 	// VarSources lists the names of the pipeline's var_sources: ((name:var)) is looked up
 	// in the credentials directory under <name>/.
 	VarSources []string `json:"var_sources,omitempty"`
@@ -70,8 +79,18 @@ type Spec struct {
 	LoadVar     *LoadVar     `json:"load_var,omitempty"`
 	SetPipeline *SetPipeline `json:"set_pipeline,omitempty"`
 	Resolve     *Resolve     `json:"resolve,omitempty"`
+	Across      *Across      `json:"across,omitempty"`
 	Join        *Join        `json:"join,omitempty"`
 	Verdict     *Verdict     `json:"verdict,omitempty"`
+}
+
+// AcrossSlot is one slot of an across step whose values are known only at run time.
+type AcrossSlot struct {
+	// Plan is the across step's plan ID.
+	Plan string `json:"plan"`
+	// Index is the combination the slot runs (0-based); the slot is entered only when
+	// the across step has more combinations than Index.
+	Index int `json:"index"`
 }
 
 // Build is the build's metadata: BUILD_* variables, the job's cache keys and the pipeline

@@ -33,6 +33,10 @@ type Node struct {
 	Hook *Node `json:"hook,omitempty"`
 	// FailFast is set on an in_parallel or across with fail_fast.
 	FailFast bool `json:"fail_fast,omitempty"`
+	// Slotted is set on an across whose values are known only at run time: its Steps
+	// are its slots, and only as many as its resolver wrote combinations are present;
+	// the others never run and count for nothing.
+	Slotted bool `json:"slotted,omitempty"`
 }
 
 // Outcome is how a step ended, Concourse's build statuses plus NeverRan.

@@ -20,6 +20,7 @@ func (s Spec) Validate() error {
 		ModeLoadVar:     s.LoadVar != nil,
 		ModeSetPipeline: s.SetPipeline != nil,
 		ModeResolve:     s.Resolve != nil,
+		ModeAcross:      s.Across != nil,
 		ModeJoin:        s.Join != nil,
 		ModeVerdict:     s.Verdict != nil,
 	}
@@ -46,6 +47,19 @@ func (s Spec) Validate() error {
 		}
 		if l.ID == "" {
 			errs = append(errs, fmt.Errorf("context[%d]: id is empty", i))
+		}
+	}
+	for i, sl := range s.AcrossSlots {
+		if sl.Plan == "" || sl.Index < 0 {
+			errs = append(errs, fmt.Errorf("across_slots[%d]: a slot needs a plan and an index of 0 or more", i))
+		}
+	}
+	if a := s.Across; a != nil {
+		if len(a.Vars) == 0 {
+			errs = append(errs, errors.New("across: no vars"))
+		}
+		if a.Slots < 1 {
+			errs = append(errs, fmt.Errorf("across: %d slots: there must be at least one", a.Slots))
 		}
 	}
 	for _, t := range []*Node{joinTree(s.Join), verdictTree(s.Verdict)} {

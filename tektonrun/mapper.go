@@ -237,7 +237,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		}
 		return false, false
 	}
-	if spec.Mode != runspec.ModeResolve && (started || troubled) {
+	if !internal(spec.Mode) && (started || troubled) {
 		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), started && !processless)
 	}
 	source := event.OriginSourceStderr
@@ -266,6 +266,13 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	}
 	m.end(name, spec, origin, tr, o.Pod, outcome)
 	return true, false
+}
+
+// internal tells the modes of steps Concourse has no step for: a resolve step reads its
+// task's config, an across step's resolver its values. Their logs and errors are shown
+// at their step's origin, with no initialize, start or finish of their own.
+func internal(m runspec.Mode) bool {
+	return m == runspec.ModeResolve || m == runspec.ModeAcross
 }
 
 // head is initialize, selected-worker and start, in the order Concourse sends them for
@@ -320,8 +327,9 @@ func (m *mapper) end(name string, spec runspec.Spec, origin event.Origin, tr *v1
 		evs = []event.Event{event.Error{Message: "errored", Origin: origin, Time: at}}
 	case outcome == runspec.Aborted:
 		evs = []event.Event{event.Error{Message: "interrupted", Origin: origin, Time: at}}
-	case spec.Mode == runspec.ModeResolve:
-		// The task's own events follow from its TaskRun.
+	case internal(spec.Mode):
+		// A resolve step's task has events of its own; an across step's resolver has
+		// only its warnings and errors, at the across step's origin (its plan ID).
 	default:
 		evs = []event.Event{finish(spec, origin, tr, outcome, at)}
 	}

@@ -31,6 +31,17 @@ func asStep(t *testing.T, tr *v1.TaskRun, mode runspec.Mode, outcome runspec.Out
 	return tr
 }
 
+// withStep is obs with the step name observed as so.
+func withStep(obs Observation, name string, so *StepObservation) Observation {
+	steps := map[string]*StepObservation{}
+	for k, v := range obs.Steps {
+		steps[k] = v
+	}
+	steps[name] = so
+	obs.Steps = steps
+	return obs
+}
+
 // setSpec makes spec the TaskRun's runner spec.
 func setSpec(t *testing.T, tr *v1.TaskRun, spec runspec.Spec) {
 	t.Helper()
@@ -76,13 +87,7 @@ func TestMapPipelineToSet(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			obs := base
-			obs.Steps = map[string]*StepObservation{}
-			for k, v := range base.Steps {
-				obs.Steps[k] = v
-			}
-			obs.Steps["task-say"] = &StepObservation{TaskRun: tt.tr, Log: tt.log, LogDone: tt.logDone}
-			events, _ := Map(obs, nil)
+			events, _ := Map(withStep(base, "task-say", &StepObservation{TaskRun: tt.tr, Log: tt.log, LogDone: tt.logDone}), nil)
 			var got []string
 			for _, e := range events {
 				if e.Key.Step != "task-say" || e.Key.Part != PartLog {

@@ -101,6 +101,10 @@ type scope struct {
 	scope      []string
 	// acrossVars are the enclosing across steps' values for this substep.
 	acrossVars map[string]any
+	// slots are the enclosing across steps' slots (values known only at run time), and
+	// runtimeVars their vars' names.
+	slots       []runspec.AcrossSlot
+	runtimeVars []string
 }
 
 func (s scope) with(l runspec.Layer) scope {
@@ -239,6 +243,7 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 		Context:             sc.layers,
 		Scope:               sc.scope,
 		AcrossVars:          sc.acrossVars,
+		AcrossSlots:         sc.slots,
 		VarSources:          c.opts.VarSources,
 		SuppliedCredentials: c.opts.SuppliedCredentials,
 	}
@@ -251,6 +256,9 @@ func (c *compiler) runName() string {
 
 // compile compiles p to run when e holds, in scope sc.
 func (c *compiler) compile(p *concourse.Plan, e cond, sc scope) *handle {
+	if !c.runtimeGuard(p, sc) {
+		return stub(p.ID, runspec.KindLeaf, "unsupported", e)
+	}
 	switch {
 	case p.Get != nil:
 		return c.get(p, e, sc)

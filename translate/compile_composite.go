@@ -48,15 +48,23 @@ type group struct {
 	failFast bool
 	// scope, when set, gives each child's scope (across substeps).
 	scope func(i int) scope
+	// entry, when set, adds to each child's entry condition (the guard of an across slot).
+	entry func(i int) cond
+	// slotted children are an across step's slots, of which only those the build uses
+	// run: the group's success is not the AND of theirs, and is left to a join.
+	slotted bool
 }
 
 // parallel compiles a group of children.
 func (c *compiler) parallel(g group, e cond, sc scope) *handle {
-	h := &handle{tree: runspec.Node{ID: string(g.id), Kind: g.kind, Steps: []runspec.Node{}, FailFast: g.failFast}, name: "parallel", entry: e}
+	h := &handle{tree: runspec.Node{ID: string(g.id), Kind: g.kind, Steps: []runspec.Node{}, FailFast: g.failFast, Slotted: g.slotted}, name: "parallel", entry: e}
 	success := e
 	var children []*handle
 	for i := range g.steps {
 		entry := e
+		if g.entry != nil {
+			entry = entry.and(g.entry(i))
+		}
 		if g.limit > 0 && i >= g.limit {
 			// Concourse starts children in order, at most limit at a time: child i waits for
 			// child i-limit to end.
@@ -74,12 +82,16 @@ func (c *compiler) parallel(g group, e cond, sc scope) *handle {
 		children = append(children, child)
 		h.tree.Steps = append(h.tree.Steps, child.tree)
 		h.tasks = append(h.tasks, child.tasks...)
-		success = success.and(c.test(child, onlySuccess))
+		if !g.slotted {
+			success = success.and(c.test(child, onlySuccess))
+		}
 	}
 	if len(children) > 0 {
 		h.name = children[0].name
 	}
-	h.success = &success
+	if !g.slotted {
+		h.success = &success
+	}
 	return h
 }
 

@@ -50,7 +50,14 @@ type Options struct {
 	// the node, as in Concourse's unprivileged Garden containers. The cluster must
 	// support it (Kubernetes 1.33+, a runtime and file systems with idmap mounts).
 	UserNamespaces bool
+	// AcrossSlots is how many combinations of values an across step whose values are
+	// known only at run time can run: the Pipeline has that many copies of its substep,
+	// and a build with more combinations errors the step. Default DefaultAcrossSlots.
+	AcrossSlots int
 }
+
+// DefaultAcrossSlots is the default of Options.AcrossSlots.
+const DefaultAcrossSlots = 32
 
 // DefaultRunnerImage is the step runner image of this version of the project.
 const DefaultRunnerImage = "ghcr.io/concourse-tekton/runner:dev"
@@ -83,6 +90,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RunnerImage == "" {
 		o.RunnerImage = DefaultRunnerImage
+	}
+	if o.AcrossSlots < 1 {
+		o.AcrossSlots = DefaultAcrossSlots
 	}
 	if o.BuildVolumeSize == "" {
 		o.BuildVolumeSize = "1Gi"

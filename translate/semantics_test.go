@@ -29,6 +29,13 @@ const noResult runspec.Outcome = "no-result"
 // It returns the plan IDs of the leaves that ran and the build's status.
 func simulate(t *testing.T, r *translate.Result, outcomes map[string]runspec.Outcome) ([]string, runspec.Outcome) {
 	t.Helper()
+	return simulateAcross(t, r, outcomes, nil)
+}
+
+// simulateAcross is simulate where the resolver of each across step whose values are
+// known only at run time, when it succeeds, finds counts[its plan ID] combinations.
+func simulateAcross(t *testing.T, r *translate.Result, outcomes map[string]runspec.Outcome, counts map[string]int) ([]string, runspec.Outcome) {
+	t.Helper()
 	type task struct {
 		pt   v1.PipelineTask
 		spec runspec.Spec
@@ -49,7 +56,7 @@ func simulate(t *testing.T, r *translate.Result, outcomes map[string]runspec.Out
 	}
 	results := map[string]map[string]string{} // task → result → value
 	done := map[string]bool{}
-	state := eval.Facts{Outcomes: map[string]runspec.Outcome{}}
+	state := eval.Facts{Outcomes: map[string]runspec.Outcome{}, Present: map[string]int{}}
 	var ran []string
 	status := runspec.Outcome("")
 	refRe := regexp.MustCompile(`\$\(tasks\.([a-z0-9-]+)\.results\.([a-z]+)\)`)
@@ -126,6 +133,11 @@ func simulate(t *testing.T, r *translate.Result, outcomes map[string]runspec.Out
 			}
 			if o != noResult {
 				results[tk.pt.Name] = map[string]string{"outcome": string(o)}
+			}
+			if tk.spec.Mode == runspec.ModeAcross && o == runspec.Succeeded {
+				n := counts[tk.spec.PlanID]
+				results[tk.pt.Name][runspec.ResultCount] = fmt.Sprint(n)
+				state.Present[tk.spec.PlanID] = n
 			}
 		}
 	}

@@ -2,7 +2,10 @@ package translate_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,9 +114,8 @@ func TestGolden(t *testing.T) {
 	for _, file := range dirs {
 		dir := filepath.Dir(file)
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			r, err := translateFile(t, file, "test", translate.Options{
-				NodeSelectors: map[string]map[string]string{"gpu": {"example.com/gpu": "true"}},
-			})
+			opts := goldenOptions(t, dir)
+			r, err := translateFile(t, file, "test", opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,15 +125,31 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden.Check(t, filepath.Join(dir, "expected.yaml"), got, *update)
-			again, _ := translateFile(t, file, "test", translate.Options{
-				NodeSelectors: map[string]map[string]string{"gpu": {"example.com/gpu": "true"}},
-			})
+			again, _ := translateFile(t, file, "test", goldenOptions(t, dir))
 			againYAML, _ := translate.MarshalYAML(again.Objects())
 			if string(againYAML) != string(got) {
 				t.Errorf("the same input gave different bytes")
 			}
 		})
 	}
+}
+
+// goldenOptions are the options of a golden case: a node selector for the tag gpu, and
+// what the case's options.json (translate.Options as JSON) sets.
+func goldenOptions(t *testing.T, dir string) translate.Options {
+	t.Helper()
+	opts := translate.Options{NodeSelectors: map[string]map[string]string{"gpu": {"example.com/gpu": "true"}}}
+	data, err := os.ReadFile(filepath.Join(dir, "options.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return opts
+	}
+	if err == nil {
+		err = json.Unmarshal(data, &opts)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
 }
 
 func TestUnsupported(t *testing.T) {
@@ -144,9 +162,9 @@ func TestUnsupported(t *testing.T) {
 			want: `step "t" (plan 1): the task's image is the artifact "img", which no earlier get of a registry-image or docker-image resource fetches`,
 		},
 		{
-			name: "runtime across values",
-			yaml: "jobs:\n- name: test\n  plan:\n  - across: [{var: v, values: ((vs))}]\n    task: t\n    config: {platform: linux, rootfs_uri: 'docker:///x', run: {path: x}}\n",
-			want: `across var "v" takes its values at run time`,
+			name: "an image that takes a run-time across var",
+			yaml: "jobs:\n- name: test\n  plan:\n  - across: [{var: v, values: ((vs))}]\n    task: t\n    config: {platform: linux, rootfs_uri: 'docker:///((.:v))', run: {path: x}}\n",
+			want: `step "t" (plan 1): the image of task "t" depends on across var "v", whose values are known only at run time`,
 		},
 		{
 			name: "unknown base type",

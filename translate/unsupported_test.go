@@ -33,7 +33,7 @@ func TestUnsupportedPlanID(t *testing.T) {
 			want: "jobs[test].plan[0].do[1].task",
 		},
 		{
-			name: "nested across",
+			name: "a task of a nested across over run-time values",
 			yaml: `jobs:
 - name: test
   plan:
@@ -41,9 +41,10 @@ func TestUnsupportedPlanID(t *testing.T) {
     do:
     - across: [{var: w, values: ((ws))}]
       task: t
+      tags: [((.:w))]
       config: {platform: linux, rootfs_uri: 'docker:///x', run: {path: x}}
 `,
-			want: "jobs[test].plan[0].do[0].across",
+			want: "jobs[test].plan[0].do[0].task",
 		},
 		{
 			name: "a get of an unknown type",

@@ -39,6 +39,7 @@ type convertFlags struct {
 	storageClass    string
 	volumeSize      string
 	userNamespaces  bool
+	acrossSlots     int
 }
 
 func newConvert(s *streams) *cobra.Command {
@@ -90,6 +91,7 @@ func (f *convertFlags) registerCompile(cmd *cobra.Command) {
 	fl.StringVar(&f.storageClass, "storage-class", "", "the storage class of build volumes (default: the cluster's)")
 	fl.StringVar(&f.volumeSize, "build-volume-size", "1Gi", "the size of each build's volume")
 	fl.BoolVar(&f.userNamespaces, "user-namespaces", false, "run every step that is not privileged in a user namespace of its own (hostUsers: false): root in the container, unprivileged on the node")
+	fl.IntVar(&f.acrossSlots, "across-slots", translate.DefaultAcrossSlots, "how many combinations an across step whose values are known only at run time can run (the Pipeline holds that many copies of its substep)")
 }
 
 // convertOptions turns flags into translate options.
@@ -105,6 +107,10 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 		StorageClass:    f.storageClass,
 		BuildVolumeSize: f.volumeSize,
 		UserNamespaces:  f.userNamespaces,
+		AcrossSlots:     f.acrossSlots,
+	}
+	if f.acrossSlots < 1 {
+		return opts, fmt.Errorf("invalid --across-slots %d: it must be at least 1", f.acrossSlots)
 	}
 	if opts.Pipeline == "" {
 		base := filepath.Base(pipelinePath)

@@ -42,7 +42,7 @@ func TestConvertErrorPositions(t *testing.T) {
 			want: `:7:5: jobs[j].ensure.task: the task's image is the artifact "nope"`,
 		},
 		{
-			name: "across values known at run time",
+			name: "an across var known at run time in a task's tags",
 			pipeline: `jobs:
 - name: j
   plan:
@@ -52,9 +52,10 @@ func TestConvertErrorPositions(t *testing.T) {
       steps:
       - task: t
         ` + cfg + `
+        tags: [((.:v))]
         across: [{var: v, values: ((vs))}]
 `,
-			want: `:10:9: jobs[j].plan[1].in_parallel.steps[0].across: across var "v" takes its values at run time`,
+			want: `:8:9: jobs[j].plan[1].in_parallel.steps[0].task: the tags of task "t" depend on across var "v", whose values are known only at run time`,
 		},
 		{
 			name: "a step of an across substep",
@@ -106,4 +107,24 @@ func errorLine(stderr string) string {
 		}
 	}
 	return ""
+}
+
+// TestConvertAcrossSlots: --across-slots sets how many slots an across over values known
+// only at run time gets, and must be at least 1.
+func TestConvertAcrossSlots(t *testing.T) {
+	file := writeFile(t, "p.yml", `jobs:
+- name: j
+  plan:
+  - across: [{var: v, values: ((.:vs))}]
+    task: t
+    config: {platform: linux, rootfs_uri: "docker:///busybox", run: {path: echo, args: [((.:v))]}}
+`)
+	code, stdout, stderr := run(t, "", "convert", file, "--across-slots", "3")
+	if code != 0 || strings.Count(stdout, `"mode":"task"`) != 3 || !strings.Contains(stdout, `"slots":3`) {
+		t.Errorf("code %d, stderr %q; want 3 slots in:\n%s", code, stderr, stdout)
+	}
+	code, _, stderr = run(t, "", "convert", file, "--across-slots", "0")
+	if want := "error: invalid --across-slots 0: it must be at least 1"; code != 1 || !strings.Contains(stderr, want) {
+		t.Errorf("code %d, stderr %q; want %q", code, stderr, want)
+	}
 }

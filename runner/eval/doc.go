@@ -9,4 +9,8 @@
 // pod died without writing one, for example on an image pull failure, which Concourse
 // reports as an error). Leaves past a step that did not let them run are never looked at,
 // so they contribute nothing, as in Concourse.
+//
+// A slotted across (its values known only at run time) has more slots than it may use:
+// only the first Facts.Present[id] are its substeps, and the others are not looked at.
+// With no count recorded, the across is like a leaf with no outcome.
 package eval

@@ -11,6 +11,10 @@ type Facts struct {
 	// Fired holds the plan IDs of the fail-fast groups that fired: the aborts of their
 	// children are their own doing and, as in Concourse, left out of their result.
 	Fired map[string]bool
+	// Present maps the plan IDs of slotted across steps (runspec.Node.Slotted) to how
+	// many combinations their resolvers wrote: their first Present slots ran, the others
+	// are absent.
+	Present map[string]int
 }
 
 // Final is the outcome of the tree once every leaf that was going to run has run: a leaf
@@ -167,10 +171,19 @@ func (e evaluator) retry(attempts []runspec.Node) runspec.Outcome {
 }
 
 func (e evaluator) parallel(n runspec.Node) runspec.Outcome {
+	steps := n.Steps
+	if n.Slotted {
+		// An absent slot is neither a success nor a failure: it is not a step at all.
+		present, ok := e.facts.Present[n.ID]
+		if !ok {
+			return e.absent
+		}
+		steps = steps[:max(0, min(present, len(steps)))]
+	}
 	ownAborts := n.FailFast && e.facts.Fired[n.ID]
-	ran, anyAborted, anyErrored, anyFailed := len(n.Steps) == 0, false, false, false
+	ran, anyAborted, anyErrored, anyFailed := len(steps) == 0, false, false, false
 	isPending, ownAborted := false, false
-	for _, s := range n.Steps {
+	for _, s := range steps {
 		switch e.eval(s) {
 		case pending:
 			isPending = true

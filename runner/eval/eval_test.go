@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,14 +29,29 @@ func failFast(n runspec.Node) runspec.Node {
 	return n
 }
 
-// facts parses "a=s b=f c=e d=a e=n !g" into outcomes (s, f, e, a, n) and fired groups (!g).
+func slotted(n runspec.Node) runspec.Node {
+	n.Slotted = true
+	return n
+}
+
+// facts parses "a=s b=f c=e d=a e=n !g #x=2" into outcomes (s, f, e, a, n), fired groups
+// (!g) and the present slots of slotted across steps (#x=2).
 func facts(t *testing.T, s string) Facts {
 	t.Helper()
 	words := map[string]runspec.Outcome{"s": succeeded, "f": failed, "e": errored, "a": aborted, "n": neverRan}
-	f := Facts{Outcomes: map[string]runspec.Outcome{}, Fired: map[string]bool{}}
+	f := Facts{Outcomes: map[string]runspec.Outcome{}, Fired: map[string]bool{}, Present: map[string]int{}}
 	for _, field := range strings.Fields(s) {
 		if g, ok := strings.CutPrefix(field, "!"); ok {
 			f.Fired[g] = true
+			continue
+		}
+		if x, ok := strings.CutPrefix(field, "#"); ok {
+			id, n, _ := strings.Cut(x, "=")
+			count, err := strconv.Atoi(n)
+			if err != nil {
+				t.Fatalf("bad fact %q", field)
+			}
+			f.Present[id] = count
 			continue
 		}
 		id, w, ok := strings.Cut(field, "=")
@@ -97,6 +113,17 @@ func TestFinal(t *testing.T) {
 		{"fired with only aborts to see", failFast(par), "1=a 2=a 3=a !p", aborted},
 		{"in_parallel that never started", par, "1=n 2=n 3=n", neverRan},
 		{"across is in_parallel", failFast(many(across, "x", leaf("1"), leaf("2"))), "1=s 2=f", failed},
+		{"slotted across: absent slots count for nothing", slotted(many(across, "x", leaf("1"), leaf("2"), leaf("3"))), "1=s #x=1", succeeded},
+		{"slotted across: a present slot failed", slotted(many(across, "x", leaf("1"), leaf("2"), leaf("3"))), "1=s 2=f #x=2", failed},
+		{"slotted across: a present slot's pod died", slotted(many(across, "x", leaf("1"), leaf("2"), leaf("3"))), "1=s #x=2", errored},
+		{"slotted across with no combinations succeeds", slotted(many(across, "x", leaf("1"), leaf("2"))), "#x=0", succeeded},
+		{"slotted across whose count is unknown errored", slotted(many(across, "x", leaf("1"), leaf("2"))), "1=s", errored},
+		{"slotted across: fail_fast", failFast(slotted(many(across, "x", leaf("1"), leaf("2"), leaf("3")))), "1=f 2=a #x=2 !x", failed},
+		{
+			"slotted across after its resolver",
+			many(do, "x/resolved", leaf("x"), slotted(many(across, "x", leaf("1"), leaf("2")))),
+			"x=e", errored,
+		},
 
 		{"retry first attempt succeeds", many(retry, "r", leaf("1"), leaf("2")), "1=s", succeeded},
 		{"retry after failure", many(retry, "r", leaf("1"), leaf("2")), "1=f 2=s", succeeded},
@@ -218,6 +245,9 @@ func TestPartial(t *testing.T) {
 		{"parallel waits for all", many(runspec.KindInParallel, "p", leaf("1"), leaf("2")), "1=f", "", false},
 		{"try of a failure", wrap(runspec.KindTry, "t", leaf("1")), "1=f", succeeded, true},
 		{"retry: next attempt to come", many(runspec.KindRetry, "r", leaf("1"), leaf("2")), "1=f", "", false},
+		{"slotted across waits for its present slots", slotted(many(runspec.KindAcross, "x", leaf("1"), leaf("2"), leaf("3"))), "1=s #x=2", "", false},
+		{"slotted across done with its present slots", slotted(many(runspec.KindAcross, "x", leaf("1"), leaf("2"), leaf("3"))), "1=s 2=s #x=2", succeeded, true},
+		{"slotted across before its count", slotted(many(runspec.KindAcross, "x", leaf("1"))), "", "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

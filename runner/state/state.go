@@ -413,24 +413,36 @@ type MetadataField struct {
 
 // WriteResult records a step's version and metadata for a later version_from.
 func (d Dir) WriteResult(planID string, r Result) error {
-	data, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encoding the result of %s: %w", planID, err)
-	}
-	return write(d.file(runspec.ResultsDir, planID), data)
+	return d.writeJSON(runspec.ResultsDir, planID, "the result of "+planID, r)
 }
 
 // ReadResult reads a step's recorded result.
 func (d Dir) ReadResult(planID string) (Result, bool, error) {
-	data, found, err := read(d.file(runspec.ResultsDir, planID))
-	if err != nil || !found {
-		return Result{}, found, err
-	}
 	var r Result
-	if err := decodeJSON(data, &r); err != nil {
-		return Result{}, false, fmt.Errorf("reading the result of %s: %w", planID, err)
+	found, err := d.readJSON(runspec.ResultsDir, planID, "the result of "+planID, &r)
+	return r, found, err
+}
+
+// writeJSON writes v as the JSON file id of the state's directory sub; what names it in
+// errors.
+func (d Dir) writeJSON(sub, id, what string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", what, err)
 	}
-	return r, true, nil
+	return write(d.file(sub, id), data)
+}
+
+// readJSON reads the JSON file id of the state's directory sub into v.
+func (d Dir) readJSON(sub, id, what string, v any) (bool, error) {
+	data, found, err := read(d.file(sub, id))
+	if err != nil || !found {
+		return found, err
+	}
+	if err := decodeJSON(data, v); err != nil {
+		return false, fmt.Errorf("reading %s: %w", what, err)
+	}
+	return true, nil
 }
 
 // WriteConfig records the task config a resolve step read for a task.
@@ -441,6 +453,37 @@ func (d Dir) WriteConfig(taskPlanID string, config []byte) error {
 // ReadConfig reads the task config recorded for a task.
 func (d Dir) ReadConfig(taskPlanID string) ([]byte, bool, error) {
 	return read(d.file(runspec.ConfigsDir, taskPlanID))
+}
+
+// Combinations are the values an across step's resolver found: the vars' names, and one
+// list of values (in the vars' order) per combination.
+type Combinations struct {
+	Vars   []string `json:"vars"`
+	Values [][]any  `json:"values"`
+}
+
+// Combination is combination i as local vars, name to value.
+func (c Combinations) Combination(i int) (map[string]any, bool) {
+	if i < 0 || i >= len(c.Values) || len(c.Values[i]) != len(c.Vars) {
+		return nil, false
+	}
+	out := make(map[string]any, len(c.Vars))
+	for j, name := range c.Vars {
+		out[name] = c.Values[i][j]
+	}
+	return out, true
+}
+
+// WriteCombinations records an across step's combinations for its slots.
+func (d Dir) WriteCombinations(acrossPlanID string, c Combinations) error {
+	return d.writeJSON(runspec.AcrossDir, acrossPlanID, "the combinations of across "+acrossPlanID, c)
+}
+
+// ReadCombinations reads an across step's recorded combinations.
+func (d Dir) ReadCombinations(acrossPlanID string) (Combinations, bool, error) {
+	var c Combinations
+	found, err := d.readJSON(runspec.AcrossDir, acrossPlanID, "the combinations of across "+acrossPlanID, &c)
+	return c, found, err
 }
 
 func decodeJSON(data []byte, v any) error {

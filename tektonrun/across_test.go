@@ -1,0 +1,92 @@
+package tektonrun
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// TestMapAcrossResolver: an across step's resolver is internal, as a join is: its
+// warnings and its error show at the across step's origin, with no initialize, start
+// or finish of its own.
+func TestMapAcrossResolver(t *testing.T) {
+	base := recorded(t, "testdata/failed-with-ensure")
+	at := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
+	warning := LogLine{Time: at, Text: "\x1b[1;33mWARNING: the across step is experimental and subject to change!\x1b[0m\n"}
+	resolver := func(outcome runspec.Outcome, failure string) *v1.TaskRun {
+		tr := base.Steps["task-say"].TaskRun.DeepCopy()
+		spec, _ := decodeSpec(tr)
+		spec.Mode, spec.PlanID, spec.Name, spec.Task = runspec.ModeAcross, "9", "v", nil
+		spec.Across = &runspec.Across{Vars: []runspec.AcrossVar{{Name: "v", Values: "((.:vs))"}}, Slots: 2}
+		setSpec(t, tr, spec)
+		tr.Status.Results = []v1.TaskRunResult{{Name: runspec.ResultOutcome, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(string(outcome))}}
+		if failure != "" {
+			tr.Status.Results = append(tr.Status.Results, v1.TaskRunResult{Name: runspec.ResultError, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(failure)})
+		}
+		return tr
+	}
+	tests := []struct {
+		name string
+		tr   *v1.TaskRun
+		want []string
+	}{
+		{"succeeded", resolver(runspec.Succeeded, ""), []string{`log {"id":"9","source":"stderr"}`}},
+		{"errored", resolver(runspec.Errored, "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type []interface {}"),
+			[]string{`log {"id":"9","source":"stderr"}`, `error {"id":"9"} error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type []interface {}`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			events, _ := Map(withStep(base, "task-say", &StepObservation{TaskRun: tt.tr, Log: []LogLine{warning}, LogDone: true}), nil)
+			var got []string
+			for _, e := range events {
+				if e.Key.Step != "task-say" {
+					continue
+				}
+				env, err := json.Marshal(e.Event)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ev struct {
+					Origin  json.RawMessage `json:"origin"`
+					Message string          `json:"message"`
+				}
+				_ = json.Unmarshal(env, &ev)
+				line := string(e.Event.EventType()) + " " + string(ev.Origin)
+				if ev.Message != "" {
+					line += " " + ev.Message
+				}
+				got = append(got, line)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("the resolver's events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMapAbsentSlot: a slot the build does not use is a skipped task: it shows nothing,
+// and the build ends without it.
+func TestMapAbsentSlot(t *testing.T) {
+	obs := recorded(t, "testdata/failed-with-ensure")
+	want, final := Map(obs, nil)
+	run := obs.Run.DeepCopy()
+	slot := *run.Status.PipelineSpec.Tasks[len(run.Status.PipelineSpec.Tasks)-1].DeepCopy()
+	slot.Name = "task-slot"
+	run.Status.PipelineSpec.Tasks = append(run.Status.PipelineSpec.Tasks, slot)
+	run.Status.SkippedTasks = append(run.Status.SkippedTasks, v1.SkippedTask{Name: slot.Name, Reason: v1.WhenExpressionsSkip})
+	obs.Run = run
+	got, gotFinal := Map(obs, nil)
+	if gotFinal != final || len(got) != len(want) {
+		t.Fatalf("with an absent slot: %d events (final %t), want %d (final %t)", len(got), gotFinal, len(want), final)
+	}
+	for i := range want {
+		if got[i].Key != want[i].Key {
+			t.Errorf("event %d: %s, want %s", i, got[i].Key, want[i].Key)
+		}
+	}
+}
