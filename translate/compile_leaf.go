@@ -58,6 +58,23 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 	return "", false
 }
 
+// typeRunsMock tells whether the resource type name, among the pipeline's types, runs the
+// mock resource's scripts: the base type mock, or a custom type whose image is a get with
+// mirror_self of such a type (a custom type shadows a base type of its name, as in
+// Concourse). Chains longer than the pipeline's types are cycles: no.
+func typeRunsMock(name string, types []concourse.ResourceType, depth int) bool {
+	if depth > len(types) {
+		return false
+	}
+	for _, rt := range types {
+		if rt.Name == name {
+			mirror, _ := rt.Source["mirror_self"].(bool)
+			return mirror && typeRunsMock(rt.Type, types, depth+1)
+		}
+	}
+	return name == "mock"
+}
+
 // runsMock tells a resource type whose scripts are the mock resource's: mock itself, or
 // a custom type whose image a get of such a type fetches with mirror_self (the mock
 // resource's own image), however deep the chain.
@@ -275,8 +292,9 @@ func imageNeedsVars(cfg *concourse.TaskConfig) bool {
 }
 
 func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.TaskConfig) (string, bool) {
-	if ir := cfg.ImageResource; ir != nil && ir.Type == "mock" {
-		// Concourse's test resource: with mirror_self its image is its own.
+	if ir := cfg.ImageResource; ir != nil && typeRunsMock(ir.Type, p.Task.ResourceTypes, 0) {
+		// Concourse's test resource (or a custom type whose image it is, through
+		// mirror_self): with mirror_self its image is its own.
 		if mirror, _ := ir.Source["mirror_self"].(bool); mirror {
 			if img, ok := c.opts.ResourceImages["mock"]; ok {
 				return img, true

@@ -70,3 +70,42 @@ func TestCustomTypeImages(t *testing.T) {
 		})
 	}
 }
+
+// A task's image_resource of a custom type that runs the mock resource (testflight's
+// custom-resource-type), with mirror_self, runs the mock resource's image, as its get
+// would give it; the same type without mirror_self in the image's source cannot run.
+func TestTaskImageOfACustomMockType(t *testing.T) {
+	const types = `resource_types:
+- {name: custom-resource-type, type: mock, source: {mirror_self: true}}
+- {name: loop-a, type: loop-b, source: {mirror_self: true}}
+- {name: loop-b, type: loop-a, source: {mirror_self: true}}
+`
+	opts := translate.Options{ResourceImages: map[string]string{"mock": "example.com/mock:v1"}}
+	job := func(typ, source string) string {
+		return types + "jobs:\n- name: test\n  plan:\n  - task: t\n    config:\n      platform: linux\n" +
+			"      image_resource: {type: " + typ + ", source: " + source + "}\n      run: {path: true}\n"
+	}
+	_, r, err := translateJob(t, job("custom-resource-type", "{mirror_self: true}"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var image string
+	for _, pt := range r.Pipeline.Spec.Tasks {
+		for _, p := range pt.Params {
+			if p.Name == runspec.ParamImage && strings.HasPrefix(pt.Name, "task-") {
+				image = p.Value.StringVal
+			}
+		}
+	}
+	if image != "example.com/mock:v1" {
+		t.Errorf("the task's image is %q, want the mock resource's", image)
+	}
+	for _, src := range []string{"{}"} {
+		if _, _, err := translateJob(t, job("custom-resource-type", src), opts); err == nil {
+			t.Errorf("image_resource of custom-resource-type with source %s: compiled, want it refused", src)
+		}
+	}
+	if _, _, err := translateJob(t, job("loop-a", "{mirror_self: true}"), opts); err == nil {
+		t.Error("an image_resource of a type in a cycle compiled")
+	}
+}
