@@ -128,6 +128,13 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 		return false, fmt.Errorf("encoding the build plan: %w", err)
 	}
 	run, err := s.factory.Runs.Start(runCtx, planJSON, Ref(s.build).WithCredentials(state))
+	if err != nil && ctx.Err() == nil && Transient(err) {
+		// The cluster could not be reached, or asked to be tried again: the build stays
+		// pending on it, and the engine runs it again later (as a build whose events could
+		// not be followed).
+		logger.Info("cluster-unavailable", lager.Data{"error": err.Error()})
+		return false, exec.Retriable{Cause: err}
+	}
 	if err != nil {
 		logger.Error("failed-to-start", err)
 		s.saveError(logger, planID(err, s.plan.ID), err.Error())

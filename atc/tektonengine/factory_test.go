@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	atcevent "github.com/concourse/concourse/atc/event"
 	"github.com/concourse/concourse/atc/exec"
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
@@ -295,6 +297,11 @@ func TestBuildOutcomes(t *testing.T) {
 			startErr:  errors.New("creating PipelineRun app-unit-3: forbidden"),
 			want:      db.BuildStatusErrored,
 			wantSaved: []atc.Event{atcevent.Error{Message: "creating PipelineRun app-unit-3: forbidden", Origin: atcevent.Origin{ID: "0"}, Time: 1000}},
+		},
+		{
+			name:     "the cluster cannot be reached: left running, to be started again, nothing saved",
+			startErr: fmt.Errorf("looking for build app-unit-3: %w", apierrors.NewServiceUnavailable("the apiserver restarts")),
+			want:     "",
 		},
 		{
 			name: "warnings as the build's log",
