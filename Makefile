@@ -103,3 +103,11 @@ atc-test: ## Vet and test the atc module against the pinned, patched Concourse (
 .PHONY: atc-e2e
 atc-e2e: ## End to end under the ATC: the real fly against the web node whose builds run on the e2e cluster (make e2e-up first).
 	$(MAKE) -C atc e2e
+
+.PHONY: testflight
+testflight: ## Concourse's own acceptance suite (testflight), every file, against the ATC on the e2e cluster (make e2e-up first; TESTFLIGHT_FOCUS="fail do ..." for some files).
+	$(MAKE) -C atc testflight
+
+.PHONY: testflight-ci
+testflight-ci: ## The CI subset of testflight (a few minutes; make e2e-up first).
+	$(MAKE) -C atc testflight-ci
