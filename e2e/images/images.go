@@ -80,11 +80,30 @@ func Tekton(ref, name string, binary []byte) Image {
 // (it dispatches on its name) at /opt/resource, on top of busybox so that `sh` exists.
 func Resource(ref string, resource, busybox []byte, applets []string) Image {
 	files := BusyboxFiles(busybox, applets)
+	files = append(files, shims...)
 	files = append(files, ociimage.File{Path: "/opt/resource/resource", Mode: 0o755, Data: resource})
 	for _, script := range []string{"check", "in", "out"} {
 		files = append(files, ociimage.File{Path: "/opt/resource/" + script, Mode: fs.ModeSymlink | 0o777, Target: "resource"})
 	}
 	return Image{Ref: ref, Files: files, Config: ociimage.Config{Env: []string{Path}, Cmd: []string{"sh"}}}
+}
+
+// shims stand in, in the resource images, for the two programs of a full distribution
+// that Concourse's testflight fixtures run in the mock resource's image (its mirror_self
+// image is a task's image there) and busybox lacks: bash (busybox's sh runs the fixtures'
+// scripts, which use nothing of bash's own) and printenv.
+var shims = []ociimage.File{
+	{Path: "/bin/bash", Mode: 0o755, Data: []byte("#!/bin/sh\n# A stand-in: busybox's sh.\nexec /bin/sh \"$@\"\n")},
+	{Path: "/usr/bin/printenv", Mode: 0o755, Data: []byte(`#!/bin/sh
+# printenv [NAME...]: the environment, or the values of the variables named (exit 1 when
+# one is not set), as coreutils' printenv.
+[ $# -eq 0 ] && exec env
+rc=0
+for name in "$@"; do
+	if eval "[ -n \"\${$name+set}\" ]"; then eval "printf '%s\n' \"\$$name\""; else rc=1; fi
+done
+exit $rc
+`)},
 }
 
 // GitExecPath is where git looks for its helper programs (Debian's build).

@@ -2,6 +2,10 @@ package images
 
 import (
 	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -83,5 +87,35 @@ func TestLddPaths(t *testing.T) {
 	want := []string{"/lib/x86_64-linux-gnu/libz.so.1", "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2"}
 	if diff := cmp.Diff(want, LddPaths(out)); diff != "" {
 		t.Errorf("LddPaths (-want +got):\n%s", diff)
+	}
+}
+
+// The resource images' printenv stand-in prints the variables named, one a line, and
+// fails for one not set; with no name, the environment.
+func TestPrintenvShim(t *testing.T) {
+	var script []byte
+	for _, f := range shims {
+		if f.Path == "/usr/bin/printenv" {
+			script = f.Data
+		}
+	}
+	path := filepath.Join(t.TempDir(), "printenv")
+	if err := os.WriteFile(path, script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command("sh", append([]string{path}, args...)...)
+		cmd.Env = []string{"FOO=a b $x", "EMPTY="}
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	if out, err := run("FOO", "EMPTY"); err != nil || out != "a b $x\n\n" {
+		t.Errorf("printenv FOO EMPTY = %q, %v; want the values, one a line", out, err)
+	}
+	if _, err := run("NOPE"); err == nil {
+		t.Error("printenv NOPE succeeded, want it to fail")
+	}
+	if out, err := run(); err != nil || !strings.Contains(out, "FOO=a b $x") {
+		t.Errorf("printenv = %q, %v; want the environment", out, err)
 	}
 }
