@@ -177,17 +177,20 @@ func In(env Env) error {
 	if req.Params.Fail != "" {
 		return fmt.Errorf("intentionally failing to get: %s", req.Params.Fail)
 	}
-	// As concourse/mock-resource says it (testflight waits for this line).
+	priv, err := env.Privileged()
+	if err != nil {
+		return fmt.Errorf("checking privilege: %w", err)
+	}
+	// As concourse/mock-resource says them (testflight waits for these lines).
+	if priv {
+		fmt.Fprintln(env.Stderr, "fetching in a privileged container")
+	}
 	fmt.Fprintf(env.Stderr, "fetching version: %s\n", req.Version.Version)
 	if err := os.MkdirAll(dest, 0o755); err != nil {
 		return fmt.Errorf("creating destination: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dest, "version"), []byte(req.Version.Version+"\n"), 0o644); err != nil {
 		return fmt.Errorf("writing version file: %w", err)
-	}
-	priv, err := env.Privileged()
-	if err != nil {
-		return fmt.Errorf("checking privilege: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(dest, "privileged"), []byte(strconv.FormatBool(priv)+"\n"), 0o644); err != nil {
 		return fmt.Errorf("writing privileged file: %w", err)
@@ -280,6 +283,9 @@ func createFiles(dest string, files map[string]any) error {
 			}
 			data = b
 		}
+		// As concourse/mock-resource does: a pipeline can hold a ((var)) for a file's
+		// reader (a child pipeline, a task file) as START_VARnameEND_VAR.
+		data = []byte(strings.NewReplacer("START_VAR", "((", "END_VAR", "))").Replace(string(data)))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return fmt.Errorf("creating %s: %w", n, err)
 		}

@@ -101,10 +101,17 @@ func TestIn(t *testing.T) {
 			wantStderr: "fetching version: v1",
 		},
 		{
-			name:      "privileged",
-			request:   `{"source":{},"version":{"version":"v1"}}`,
-			env:       []string{"MOCK_PRIVILEGED=true"},
-			wantFiles: map[string]string{"version": "v1\n", "privileged": "true\n"},
+			name:       "privileged",
+			request:    `{"source":{},"version":{"version":"v1"}}`,
+			env:        []string{"MOCK_PRIVILEGED=true"},
+			wantFiles:  map[string]string{"version": "v1\n", "privileged": "true\n"},
+			wantResp:   Response{Version: Version{Version: "v1"}, Metadata: []MetadataField{}},
+			wantStderr: "fetching in a privileged container\nfetching version: v1",
+		},
+		{
+			name:      "START_VAR and END_VAR in created files are a var's parentheses",
+			request:   `{"source":{"create_files":{"p.yml":"args: [START_VARgreetingsEND_VAR]"}},"version":{"version":"v1"}}`,
+			wantFiles: map[string]string{"version": "v1\n", "privileged": "false\n", "p.yml": "args: [((greetings))]"},
 			wantResp:  Response{Version: Version{Version: "v1"}, Metadata: []MetadataField{}},
 		},
 		{
