@@ -60,3 +60,12 @@ func TestImageReference(t *testing.T) {
 		})
 	}
 }
+
+func TestContainerEnv(t *testing.T) {
+	in := []string{"PATH=/bin", "KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443", "KUBERNETES_SERVICE_PORT_HTTPS=443",
+		"KUBERNETES_PORT=tcp://10.96.0.1:443", "KUBERNETES_PORT_443_TCP_ADDR=10.96.0.1", "KUBERNETES_VERSION=1.30", "HOME=/root"}
+	want := []string{"PATH=/bin", "KUBERNETES_VERSION=1.30", "HOME=/root"}
+	if got := containerEnv(in); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("containerEnv = %q, want %q", got, want)
+	}
+}

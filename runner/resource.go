@@ -76,7 +76,7 @@ func parseVersionResult(stdout []byte, path string, args []string) (versionResul
 // resourceEnv is the environment of a resource script: the container's, and the build's
 // BUILD_* variables, each only when it is set (Concourse's StepMetadata.Env).
 func resourceEnv(b runspec.Build, hookStatus string, createdBy bool) []string {
-	env := os.Environ()
+	env := containerEnv(os.Environ())
 	add := func(k, v string) {
 		if v != "" && v != "0" {
 			env = append(env, k+"="+v)

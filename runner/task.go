@@ -386,7 +386,7 @@ func (s *step) saveCaches(caches []cache) error {
 // taskEnv is the task's environment: the container's (the image's), ATC_EXTERNAL_URL,
 // then the params. No BUILD_* and no TMPDIR of ours.
 func taskEnv(cfg concourse.TaskConfig, externalURL string) []string {
-	env := os.Environ()
+	env := containerEnv(os.Environ())
 	if externalURL != "" {
 		env = setEnv(env, "ATC_EXTERNAL_URL", externalURL)
 	}
@@ -394,6 +394,22 @@ func taskEnv(cfg concourse.TaskConfig, externalURL string) []string {
 		env = setEnv(env, k, cfg.Params[k])
 	}
 	return env
+}
+
+// containerEnv is the container's environment as Concourse's containers have it: the
+// image's and the step's, without the variables the kubelet adds for the cluster's API
+// server (KUBERNETES_SERVICE_HOST, KUBERNETES_PORT_443_TCP, ...), which it adds even to
+// pods without service links: a step knows nothing of the cluster it runs on.
+func containerEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "KUBERNETES_PORT" || strings.HasPrefix(k, "KUBERNETES_PORT_") || strings.HasPrefix(k, "KUBERNETES_SERVICE_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 func setEnv(env []string, k, v string) []string {
