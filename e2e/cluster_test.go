@@ -212,8 +212,8 @@ func TestMockResource(t *testing.T) {
 	ns := namespace(t)
 	script := `set -e
 echo '{"source":{"initial_version":"v1"}}' | /opt/resource/check
-echo '{"source":{"create_files":{"greeting.txt":"hi"}},"version":{"version":"v2"}}' | /opt/resource/in /tmp/get >/tmp/in.json
-cat /tmp/in.json
+echo '{"source":{"create_files":{"greeting.txt":"hi"}},"version":{"version":"v2"}}' | /opt/resource/in /tmp/get >/tmp/in.json 2>/tmp/in.err
+cat /tmp/in.err /tmp/in.json
 echo "files: $(cat /tmp/get/version) $(cat /tmp/get/greeting.txt)"
 mkdir -p /tmp/put && echo v4 > /tmp/put/v
 echo '{"source":{},"params":{"file":"v"}}' | /opt/resource/out /tmp/put 2>/dev/null
@@ -224,7 +224,8 @@ if echo '{"source":{"check_failure":"nope"}}' | /opt/resource/check 2>/dev/null;
 	if len(lines) != 5 {
 		t.Fatalf("log %q, want 5 lines", logs)
 	}
-	// in says what it fetches on stderr, as concourse/mock-resource does.
+	// in says what it fetches on stderr, as concourse/mock-resource does (printed from a
+	// file: a pod's stdout and stderr reach its log in no fixed order).
 	if lines[1] != "fetching version: v2" {
 		t.Errorf("in's stderr %q, want %q", lines[1], "fetching version: v2")
 	}
