@@ -145,15 +145,7 @@ jobs:
 		vs := versions(t, "lidar/ticker")
 		return len(vs) == 1 && vs[0] == "from-lidar", nil
 	})
-	eventually(t, "use #1 to succeed", 5*time.Minute, func(context.Context) (bool, error) {
-		b, ok := builds(t, "lidar")["use/1"]
-		if ok && b.Status != "started" && b.Status != "pending" && b.Status != "succeeded" {
-			return false, fmt.Errorf("use #1 %s", b.Status)
-		}
-		return ok && b.Status == "succeeded", nil
-	})
-	out, code := fly(t, time.Minute, "watch", "-j", "lidar/use", "-b", "1")
-	t.Logf("fly watch -j lidar/use -b 1: exit %d\n%s", code, out)
+	out := watchBuild(t, "lidar", "use", "1")
 	inOrder(t, out, "got from-lidar", "succeeded")
 	for _, line := range strings.Split(web.logTail(5000), "\n") {
 		if strings.Contains(line, "no Host in request URL") {

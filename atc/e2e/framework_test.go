@@ -436,3 +436,30 @@ func jsonUnmarshal(s string, v any) error {
 	}
 	return nil
 }
+
+// flyOK runs fly as a user does, logs what it printed, and fails t unless it exits 0.
+func flyOK(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	out, code := fly(t, timeout, args...)
+	t.Logf("fly %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	return out
+}
+
+// watchBuild waits for a job's build to succeed, failing t if it ends otherwise, and
+// returns what fly watch prints of it.
+func watchBuild(t *testing.T, pipeline, job, name string) string {
+	t.Helper()
+	eventually(t, job+" #"+name+" to succeed", 5*time.Minute, func(context.Context) (bool, error) {
+		b, ok := builds(t, pipeline)[job+"/"+name]
+		if ok && b.Status != "started" && b.Status != "pending" && b.Status != "succeeded" {
+			return false, fmt.Errorf("%s #%s %s", job, name, b.Status)
+		}
+		return ok && b.Status == "succeeded", nil
+	})
+	out, code := fly(t, time.Minute, "watch", "-j", pipeline+"/"+job, "-b", name)
+	t.Logf("fly watch -j %s/%s -b %s: exit %d\n%s", pipeline, job, name, code, out)
+	return out
+}

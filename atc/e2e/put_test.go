@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -39,22 +38,10 @@ jobs:
       run: {path: sh, args: [-c, 'echo after make: $(cat thing/version)']}
 `, busybox()))
 
-	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "put/make", "-w")
-	t.Logf("fly trigger-job -j put/make -w: exit %d\n%s", code, out)
-	if code != 0 {
-		t.Fatalf("exit %d, want 0", code)
-	}
+	flyOK(t, 5*time.Minute, "trigger-job", "-j", "put/make", "-w")
 	if vs := versions(t, "put/thing"); !slices.Contains(vs, "made-by-put") {
 		t.Errorf("fly resource-versions: %q; want made-by-put among them", vs)
 	}
-	eventually(t, "after #1 to succeed", 5*time.Minute, func(context.Context) (bool, error) {
-		b, ok := builds(t, "put")["after/1"]
-		if ok && b.Status != "started" && b.Status != "pending" && b.Status != "succeeded" {
-			return false, fmt.Errorf("after #1 %s", b.Status)
-		}
-		return ok && b.Status == "succeeded", nil
-	})
-	out, code = fly(t, time.Minute, "watch", "-j", "put/after", "-b", "1")
-	t.Logf("fly watch -j put/after -b 1: exit %d\n%s", code, out)
+	out := watchBuild(t, "put", "after", "1")
 	inOrder(t, out, "after make: made-by-put", "succeeded")
 }

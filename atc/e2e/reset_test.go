@@ -26,20 +26,11 @@ jobs:
 `, busybox(), word)
 	}
 	setPipeline(t, "again", config("first-life"))
-	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "again/say", "-w")
-	if code != 0 {
-		t.Fatalf("fly trigger-job: exit %d\n%s", code, out)
-	}
+	out := flyOK(t, 5*time.Minute, "trigger-job", "-j", "again/say", "-w")
 	inOrder(t, out, "started again/say #1", "first-life", "succeeded")
 
-	if out, code := fly(t, time.Minute, "destroy-pipeline", "-n", "-p", "again"); code != 0 {
-		t.Fatalf("fly destroy-pipeline: exit %d\n%s", code, out)
-	}
+	flyOK(t, time.Minute, "destroy-pipeline", "-n", "-p", "again")
 	setPipeline(t, "again", config("second-life"))
-	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "again/say", "-w")
-	t.Logf("fly trigger-job -j again/say -w: exit %d\n%s", code, out)
-	if code != 0 {
-		t.Fatalf("exit %d, want 0", code)
-	}
+	out = flyOK(t, 5*time.Minute, "trigger-job", "-j", "again/say", "-w")
 	inOrder(t, out, "started again/say #1", "second-life", "succeeded")
 }
