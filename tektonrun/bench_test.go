@@ -173,7 +173,7 @@ func synthLog(step string, lines int) []byte {
 // followerLines reads a log the way the log follower does.
 func followerLines(data []byte) ([]LogLine, error) {
 	f := &logFollower{wake: func() {}}
-	err := f.read(bytes.NewReader(data))
+	err := f.read(bytes.NewReader(data), true)
 	lines, _ := f.snapshot()
 	return lines, err
 }

@@ -99,7 +99,7 @@ func (f *logFollower) run(ctx context.Context, src LogSource, namespace, pod str
 		}
 		rc, err := src.Open(ctx, namespace, pod, runspec.StepContainer, p == containerRunning, since)
 		if err == nil {
-			err = f.read(rc)
+			err = f.read(rc, p == containerEnded)
 			rc.Close()
 		}
 		if ctx.Err() != nil {
@@ -132,12 +132,22 @@ func (f *logFollower) run(ctx context.Context, src LogSource, namespace, pod str
 	}
 }
 
-// read keeps the stream's lines that are not kept yet.
-func (f *logFollower) read(rc io.Reader) error {
+// read keeps the stream's lines that are not kept yet. A last line without its newline is
+// kept only when the stream is of an ended container and reached its end: any other
+// stream may have been cut in the middle of the line (an apiserver restart, a dropped
+// connection, a follow stream closed as the container ended), and the next stream,
+// opened from that line's second, brings it whole.
+func (f *logFollower) read(rc io.Reader, ended bool) error {
 	r := bufio.NewReaderSize(rc, 64<<10)
 	skipAtLast := f.atLast
 	for {
 		line, err := r.ReadString('\n')
+		if line != "" && !strings.HasSuffix(line, "\n") && !(ended && errors.Is(err, io.EOF)) {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
 		if line != "" {
 			ts, text := splitTimestamp(line)
 			switch {

@@ -185,6 +185,9 @@ func finalStatus(run *v1.PipelineRun, verdict *v1.TaskRun) (event.BuildStatus, i
 		at = run.Status.CompletionTime.Unix()
 	}
 	if verdict != nil {
+		if t := endTime(verdict, nil); t != 0 {
+			at = t
+		}
 		switch o, _ := runspec.ParseOutcome(result(verdict, runspec.ResultOutcome)); o {
 		case runspec.Succeeded, runspec.Failed, runspec.Errored, runspec.Aborted:
 			return event.BuildStatus(o), at
@@ -306,12 +309,7 @@ func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at in
 // interruption, a message) instead of it; a pod that broke before the runner could say
 // anything gets a diagnostic in its log first.
 func (m *mapper) end(name string, spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, pod *corev1.Pod, outcome runspec.Outcome) {
-	var at int64
-	if tr.Status.CompletionTime != nil {
-		at = tr.Status.CompletionTime.Unix()
-	} else if tr.Status.StartTime != nil {
-		at = tr.Status.StartTime.Unix()
-	}
+	at := endTime(tr, pod)
 	var evs []event.Event
 	failure := result(tr, runspec.ResultError)
 	switch {
@@ -428,6 +426,23 @@ func result(tr *v1.TaskRun, name string) string {
 
 func isDone(c *apis.Condition) bool {
 	return c != nil && c.Status != corev1.ConditionUnknown
+}
+
+// endTime is when a step ended: its runner's container's end, which the kubelet reports
+// once, else the TaskRun's completion. Tekton may write a TaskRun's completion time twice
+// (a status update whose answer an apiserver restart lost is made again, with a new time),
+// and a mapping must not depend on which of the two a process saw.
+func endTime(tr *v1.TaskRun, pod *corev1.Pod) int64 {
+	if s := containerState(tr, pod); s.Terminated != nil && !s.Terminated.FinishedAt.IsZero() {
+		return s.Terminated.FinishedAt.Unix()
+	}
+	if tr.Status.CompletionTime != nil {
+		return tr.Status.CompletionTime.Unix()
+	}
+	if tr.Status.StartTime != nil {
+		return tr.Status.StartTime.Unix()
+	}
+	return 0
 }
 
 // containerState is the runner's container: from the TaskRun's step states, which outlive

@@ -45,7 +45,7 @@ func recorded(t *testing.T, dir string) Observation {
 		}
 		if data, err := os.ReadFile(filepath.Join(dir, "logs", name+".log")); err == nil {
 			f := &logFollower{wake: func() {}}
-			if err := f.read(strings.NewReader(string(data))); err != nil {
+			if err := f.read(strings.NewReader(string(data)), true); err != nil {
 				t.Fatal(err)
 			}
 			so.Log, _ = f.snapshot()
@@ -332,3 +332,29 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		t.Errorf("a task stopped before its process (-want +got):\n%s", diff)
 	}
 }
+
+// TestRecordedCompletionRewritten: Tekton may write a TaskRun's or a PipelineRun's
+// completion time again, later (a status update whose answer an apiserver restart lost is
+// made once more); a process that maps the build after that maps the same events.
+func TestRecordedCompletionRewritten(t *testing.T) {
+	for _, dir := range recordedCases(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			obs := recorded(t, dir)
+			before := encode(t, first(Map(obs, nil)))
+			later := func(tm *metav1.Time) {
+				if tm != nil {
+					*tm = metav1.NewTime(tm.Add(3 * time.Second))
+				}
+			}
+			for _, so := range obs.Steps {
+				later(so.TaskRun.Status.CompletionTime)
+			}
+			later(obs.Run.Status.CompletionTime)
+			if diff := cmp.Diff(string(before), string(encode(t, first(Map(obs, nil))))); diff != "" {
+				t.Errorf("events after completion times were rewritten (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func first[A, B any](a A, _ B) A { return a }
