@@ -299,6 +299,17 @@ var conformanceScenarios = []scenario{
 		name: "task-user/root-to-nonroot", file: "task_user.yml", job: "root-to-nonroot", wantExit: 0,
 		want: []string{"in the end: written by root written by nonroot"},
 	},
+	{
+		name: "task-user/uid-volumes-owned-by-nonroot", file: "task_user.yml", job: "uid-nonroot", wantExit: 0,
+		want: []string{"uid wrote its volumes", "root read: can write to file"},
+	},
+	{
+		// The pod of the task of a numeric non-root user, as Tekton made it, is admitted
+		// under Pod Security "restricted"; a root task's is not.
+		name: "task-user/uid-root-to-nonroot", file: "task_user.yml", job: "uid-root-to-nonroot", wantExit: 0,
+		want:  []string{"in the end: written by root written by nonroot"},
+		check: admittedUnderRestricted(map[string]bool{"task-nonroot": true, "task-root": false}),
+	},
 
 	// A timeout or an abort keeps what the task wrote in its outputs, for the hooks.
 	{
@@ -705,5 +716,42 @@ func TestRunWarnsOfPlainTextCredentials(t *testing.T) {
 	}
 	if strings.Contains(stderr, "plain-e2e-value") {
 		t.Errorf("the warning shows the value:\n%s", stderr)
+	}
+}
+
+// admittedUnderRestricted checks that the pods of a build's steps (by pipeline task) are,
+// or are not, admitted by Pod Security "restricted": each pod, as Tekton made it, is
+// created again (dry run) in a namespace that enforces it.
+func admittedUnderRestricted(want map[string]bool) func(t *testing.T, ns, pipelineRun string) {
+	return func(t *testing.T, ns, pipelineRun string) {
+		ctx := context.Background()
+		restricted := namespace(t)
+		enforce(t, restricted, "restricted")
+		trs, err := testCluster.tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + pipelineRun})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, tr := range trs.Items {
+			task := tr.Labels["tekton.dev/pipelineTask"]
+			wantAdmitted, ok := want[task]
+			if !ok {
+				continue
+			}
+			seen[task] = true
+			pod, err := testCluster.kube.CoreV1().Pods(ns).Get(ctx, tr.Status.PodName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("the pod of %s: %v", task, err)
+			}
+			again := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Labels: pod.Labels}, Spec: *pod.Spec.DeepCopy()}
+			again.Spec.NodeName = ""
+			_, err = testCluster.kube.CoreV1().Pods(restricted).Create(ctx, again, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if admitted := err == nil; admitted != wantAdmitted {
+				t.Errorf("the pod of %s admitted under restricted: %v (%v), want %v", task, admitted, err, wantAdmitted)
+			}
+		}
+		if len(seen) != len(want) {
+			t.Errorf("pods of %v found, want %v", seen, want)
+		}
 	}
 }

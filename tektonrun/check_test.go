@@ -32,6 +32,8 @@ type fakeCluster struct {
 	enforce         string
 	noNamespace     bool
 	forbidNamespace bool // reading namespaces is forbidden
+	// tektonSecurityContext sets Tekton's feature flag set-security-context to true.
+	tektonSecurityContext bool
 }
 
 // fakeTarget is a target in namespace "ci" of a fake cluster. Access reviews about other
@@ -45,6 +47,13 @@ func fakeTarget(t *testing.T, c fakeCluster) *Target {
 			ns.Labels["pod-security.kubernetes.io/enforce"] = c.enforce
 		}
 		if _, err := kube.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.tektonSecurityContext {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "feature-flags", Namespace: "tekton-pipelines"},
+			Data: map[string]string{"set-security-context": "true"}}
+		if _, err := kube.CoreV1().ConfigMaps(cm.Namespace).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,6 +177,13 @@ func TestCheckPodSecurity(t *testing.T) {
 		{name: "privileged", cluster: fakeCluster{enforce: "privileged"}, wantOK: true},
 		{name: "baseline", cluster: fakeCluster{enforce: "baseline"}, want: []string{"privileged steps (privileged: true)"}, wantOK: true},
 		{name: "restricted", cluster: fakeCluster{enforce: "restricted"}, want: []string{
+			"privileged steps (privileged: true)",
+			"steps whose runner switches to run.user (root, then the user)",
+			"other steps (the image's user)",
+			"tasks whose run.user is a number other than 0",
+		}},
+		// Tekton's init containers too pass: tasks of a numeric non-root user can run.
+		{name: "restricted, Tekton sets security contexts", cluster: fakeCluster{enforce: "restricted", tektonSecurityContext: true}, want: []string{
 			"privileged steps (privileged: true)",
 			"steps whose runner switches to run.user (root, then the user)",
 			"other steps (the image's user)",

@@ -3,6 +3,7 @@ package tektonrun
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,19 @@ type PodSecurity struct {
 	// Unknown says why the level could not be read (the namespace is not readable: a
 	// user granted only the namespace's own permissions); then Level is "unknown".
 	Unknown string `json:"unknown,omitempty"`
+	// TektonSecurityContext tells whether Tekton gives its own init containers a security
+	// context "restricted" admits (its feature flag set-security-context); unknown, as
+	// Tekton's default, is false.
+	TektonSecurityContext bool `json:"tektonSecurityContext"`
 }
+
+// Tekton's feature flags: the ConfigMap of its installation, and the flag that gives its
+// init containers Pod Security "restricted" security contexts.
+const (
+	tektonNamespace        = "tekton-pipelines"
+	tektonFeatureFlags     = "feature-flags"
+	flagSetSecurityContext = "set-security-context"
+)
 
 // RejectedSteps is one kind of step pod a namespace forbids, and why.
 type RejectedSteps struct {
@@ -57,12 +70,18 @@ func (t *Target) podSecurity(ctx context.Context) (*PodSecurity, error) {
 		return nil, fmt.Errorf("namespace %s: %s: %w", t.Namespace, psaapi.EnforceVersionLabel, err)
 	}
 	ps := &PodSecurity{Level: string(lv), Version: ver.String(), Rejected: []RejectedSteps{}}
+	// Read when it can be (a ConfigMap of Tekton's own namespace): else Tekton's default.
+	if cm, err := t.Kube.CoreV1().ConfigMaps(tektonNamespace).Get(ctx, tektonFeatureFlags, metav1.GetOptions{}); err == nil {
+		ps.TektonSecurityContext = strings.EqualFold(strings.TrimSpace(cm.Data[flagSetSecurityContext]), "true")
+	} else if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
 	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
 	if err != nil {
 		return nil, err
 	}
 	for _, kind := range translate.StepKinds(translate.DefaultRunnerImage) {
-		spec := translate.PodSpec(kind.Task)
+		spec := translate.PodSpec(kind.Task, ps.TektonSecurityContext)
 		var reasons []string
 		for _, r := range eval.EvaluatePod(psaapi.LevelVersion{Level: lv, Version: ver}, &ns.ObjectMeta, &spec) {
 			if !r.Allowed {

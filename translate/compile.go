@@ -6,6 +6,7 @@ import (
 
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -308,6 +309,15 @@ func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, ta
 	}
 	c.tasks = append(c.tasks, c.pipelineTask(name, image, variant, &spec, e))
 	c.nodeSelector(name, tags)
+	if variant.runAs != 0 {
+		// The build volume is written by every step: the kubelet gives it (its root, and
+		// once all that is in it) to a group of the user's, as Kubernetes does for a pod
+		// that does not run as root.
+		c.podTemplate(name).SecurityContext = &corev1.PodSecurityContext{
+			FSGroup:             ptr(variant.runAs),
+			FSGroupChangePolicy: ptr(corev1.FSGroupChangeOnRootMismatch),
+		}
+	}
 	return &handle{tree: runspec.Node{ID: spec.PlanID, Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kind+"-"), entry: e, tasks: []string{name}, leaf: name}
 }
 
@@ -361,5 +371,16 @@ func (c *compiler) nodeSelector(task string, tags concourse.Tags) {
 	if len(sel) == 0 {
 		return
 	}
-	c.runSpecs = append(c.runSpecs, v1.PipelineTaskRunSpec{PipelineTaskName: task, PodTemplate: &pod.Template{NodeSelector: sel}})
+	c.podTemplate(task).NodeSelector = sel
+}
+
+// podTemplate is the pod template of one PipelineTask's pods, made on first use.
+func (c *compiler) podTemplate(task string) *pod.Template {
+	for i := range c.runSpecs {
+		if c.runSpecs[i].PipelineTaskName == task {
+			return c.runSpecs[i].PodTemplate
+		}
+	}
+	c.runSpecs = append(c.runSpecs, v1.PipelineTaskRunSpec{PipelineTaskName: task, PodTemplate: &pod.Template{}})
+	return c.runSpecs[len(c.runSpecs)-1].PodTemplate
 }

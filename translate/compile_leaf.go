@@ -202,6 +202,9 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 		}
 		spec.Task.Config = raw
 		variant.limits, variant.asRoot = mergeLimits(cfg.Limits, t.Limits), cfg.Run.User != ""
+		if uid := runAsUser(cfg.Run.User); uid != 0 && !variant.privileged {
+			variant.asRoot, variant.runAs = false, uid
+		}
 		if artifactImage != "" {
 			return c.leaf(spec, artifactImage, variant, t.Tags, e)
 		}

@@ -1,12 +1,16 @@
 package translate_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
@@ -19,6 +23,13 @@ jobs:
     config: {platform: linux, rootfs_uri: 'docker:///busybox', run: {path: sh, args: [-c, 'echo ((creds.password)) ((creds.user))']}}
   - task: as-nonroot
     config: {platform: linux, rootfs_uri: 'docker:///busybox', run: {path: id, user: nobody}}
+  - task: as-uid
+    config: {platform: linux, rootfs_uri: 'docker:///busybox', run: {path: id, user: "1000"}}
+  - task: as-uid-0
+    config: {platform: linux, rootfs_uri: 'docker:///busybox', run: {path: id, user: "0"}}
+  - task: as-uid-privileged
+    privileged: true
+    config: {platform: linux, rootfs_uri: 'docker:///busybox', run: {path: id, user: "1000"}}
   - task: privileged
     privileged: true
     config: {platform: linux, rootfs_uri: 'docker:///busybox', run: {path: sh, args: [-c, 'echo ((whole))']}}
@@ -42,13 +53,40 @@ func compileSecurity(t *testing.T, opts translate.Options) (*translate.Result, m
 	return r, byStep
 }
 
-// Every step but the privileged one passes Pod Security "baseline" (validate checks it for
-// every test), the runner's install step "restricted", and only a privileged step may be
-// privileged.
+// Every step but the privileged ones passes Pod Security "baseline" (validate checks it
+// for every test), a task whose run.user is a number other than 0 "restricted" (with
+// Tekton's init container as Tekton makes it with set-security-context), the runner's
+// install step "restricted", and only a privileged step may be privileged.
 func TestPodSecurity(t *testing.T) {
-	_, tasks := compileSecurity(t, translate.Options{})
-	if len(tasks) != 3 {
-		t.Fatalf("%d steps, want 3", len(tasks))
+	r, tasks := compileSecurity(t, translate.Options{})
+	if len(tasks) != 6 {
+		t.Fatalf("%d steps, want 6", len(tasks))
+	}
+	privilegedSteps := map[string]bool{"task-privileged": true, "task-as-uid-privileged": true}
+	rootSteps := map[string]bool{"task-as-nonroot": true, "task-as-uid-0": true}
+	for name, task := range tasks {
+		errs := podSecurity(task, psaapi.LevelRestricted)
+		if restricted := len(errs) == 0; restricted != (name == "task-as-uid") {
+			t.Errorf("%s: passes restricted: %v (%v)", name, restricted, errs)
+		}
+	}
+	// Without Tekton's security context on its init container, no pod passes restricted.
+	spec := translate.PodSpec(tasks["task-as-uid"], false)
+	if got := psaEvaluator.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &metav1.ObjectMeta{}, &spec); allowed(got) {
+		t.Errorf("a pod whose Tekton init container has no security context passes restricted")
+	}
+	// The uid's pod gives the build volume to the user's group, checking only its root.
+	var fsGroups []string
+	for _, s := range r.PipelineRun.Spec.TaskRunSpecs {
+		if sc := s.PodTemplate.SecurityContext; sc != nil && sc.FSGroup != nil {
+			fsGroups = append(fsGroups, fmt.Sprintf("%s %d %s", s.PipelineTaskName, *sc.FSGroup, *sc.FSGroupChangePolicy))
+		}
+	}
+	if diff := cmp.Diff([]string{"task-as-uid 1000 OnRootMismatch"}, fsGroups); diff != "" {
+		t.Errorf("fsGroups (-want +got):\n%s", diff)
+	}
+	if user := tasks["task-as-uid"].Spec.Steps[1].SecurityContext.RunAsUser; user == nil || *user != 1000 {
+		t.Errorf("task-as-uid runs as %v, want 1000", user)
 	}
 	for name, task := range tasks {
 		install, run := task.Spec.Steps[0], task.Spec.Steps[1]
@@ -56,10 +94,10 @@ func TestPodSecurity(t *testing.T) {
 			t.Errorf("%s: the install step fails restricted: %v", name, errs)
 		}
 		privileged := run.SecurityContext.Privileged != nil && *run.SecurityContext.Privileged
-		if privileged != (name == "task-privileged") {
+		if privileged != privilegedSteps[name] {
 			t.Errorf("%s: privileged = %v", name, privileged)
 		}
-		if name == "task-privileged" {
+		if privilegedSteps[name] {
 			if errs := podSecurity(task, psaapi.LevelBaseline); len(errs) == 0 {
 				t.Errorf("%s: a privileged step passes baseline", name)
 			}
@@ -76,7 +114,7 @@ func TestPodSecurity(t *testing.T) {
 			t.Errorf("%s: capabilities dropped (-want +got):\n%s", name, diff)
 		}
 		root := sc.RunAsUser != nil && *sc.RunAsUser == 0
-		if root != (name == "task-as-nonroot") {
+		if root != rootSteps[name] {
 			t.Errorf("%s: runs as root: %v (only a step whose runner switches to run.user should)", name, root)
 		}
 	}
@@ -124,11 +162,21 @@ func TestUserNamespaces(t *testing.T) {
 			inHost = append(inHost, s.PipelineTaskName)
 		}
 	}
-	if diff := cmp.Diff([]string{"task-privileged"}, inHost); diff != "" {
+	if diff := cmp.Diff([]string{"task-as-uid-privileged", "task-privileged"}, inHost); diff != "" {
 		t.Errorf("the steps in the host's user namespace (-want +got):\n%s", diff)
 	}
 	r, _ = compileSecurity(t, translate.Options{})
-	if r.PipelineRun.Spec.TaskRunTemplate.PodTemplate.HostUsers != nil || len(r.PipelineRun.Spec.TaskRunSpecs) != 0 {
+	hostUsersSet := slices.ContainsFunc(r.PipelineRun.Spec.TaskRunSpecs, func(s v1.PipelineTaskRunSpec) bool { return s.PodTemplate.HostUsers != nil })
+	if r.PipelineRun.Spec.TaskRunTemplate.PodTemplate.HostUsers != nil || hostUsersSet {
 		t.Errorf("without UserNamespaces the pods say hostUsers: %v, %v", r.PipelineRun.Spec.TaskRunTemplate.PodTemplate.HostUsers, r.PipelineRun.Spec.TaskRunSpecs)
 	}
+}
+
+func allowed(results []policy.CheckResult) bool {
+	for _, r := range results {
+		if !r.Allowed {
+			return false
+		}
+	}
+	return true
 }

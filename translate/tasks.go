@@ -20,7 +20,11 @@ type taskVariant struct {
 	privileged bool
 	// asRoot runs the step's container as root, so that the runner can switch to the
 	// task's run.user.
-	asRoot  bool
+	asRoot bool
+	// runAs is the task's run.user when it is a number other than 0: the step's container
+	// runs as that user from the start (Pod Security "restricted"), and the runner,
+	// already the user, switches to no one.
+	runAs   int64
 	limits  concourse.ContainerLimits
 	secrets []secretMount
 	// credentials are the keys of the build's Secret the step reads (supplied
@@ -49,6 +53,12 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	volumes := []corev1.Volume{
 		{Name: "runner", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+	}
+	if v.runAs != 0 {
+		// The task's user makes its working directory under /tmp/build, which the image
+		// may not let it write.
+		mounts = append(mounts, corev1.VolumeMount{Name: "tmp-build", MountPath: "/tmp/build"})
+		volumes = append(volumes, corev1.Volume{Name: "tmp-build", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 	}
 	for _, s := range v.secrets {
 		name := "cred-" + runspec.ShortHash(s.secret+"\x00"+s.path)
@@ -159,6 +169,7 @@ func StepKinds(runnerImage string) []StepKind {
 		{Name: "privileged steps (privileged: true)", Task: stepTaskFor(runnerImage, taskVariant{privileged: true})},
 		{Name: "steps whose runner switches to run.user (root, then the user)", Task: stepTaskFor(runnerImage, taskVariant{asRoot: true})},
 		{Name: "other steps (the image's user)", Task: stepTaskFor(runnerImage, taskVariant{})},
+		{Name: "tasks whose run.user is a number other than 0", Task: stepTaskFor(runnerImage, taskVariant{runAs: 1000})},
 	}
 }
 
@@ -169,10 +180,23 @@ type StepKind struct {
 }
 
 // PodSpec is what of a step Task's pod Pod Security admission looks at: its steps'
-// containers ("step-<name>", as Tekton names them) with their security contexts, and its
-// volumes. Tekton's own init containers set nothing admission forbids.
-func PodSpec(task *v1.Task) corev1.PodSpec {
+// containers ("step-<name>", as Tekton names them) with their security contexts, its
+// volumes, and Tekton's own init container, which asks for nothing "baseline" forbids
+// and passes "restricted" only when Tekton sets its security context (tektonSecurity:
+// the feature flag set-security-context).
+func PodSpec(task *v1.Task, tektonSecurity bool) corev1.PodSpec {
 	spec := corev1.PodSpec{Volumes: task.Spec.Volumes}
+	prepare := corev1.Container{Name: "prepare", Image: "tekton/entrypoint"}
+	if tektonSecurity {
+		// Tekton's pod.LinuxSecurityContext, which it gives its init containers.
+		prepare.SecurityContext = &corev1.SecurityContext{
+			AllowPrivilegeEscalation: ptr(false),
+			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+			RunAsNonRoot:             ptr(true),
+			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		}
+	}
+	spec.InitContainers = append(spec.InitContainers, prepare)
 	for _, s := range task.Spec.Steps {
 		spec.Containers = append(spec.Containers, corev1.Container{Name: "step-" + s.Name, Image: s.Image, SecurityContext: s.SecurityContext})
 	}
@@ -210,10 +234,25 @@ func stepSecurity(v taskVariant) *corev1.SecurityContext {
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: rootCapabilities},
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
-	if v.asRoot {
+	switch {
+	case v.runAs != 0:
+		// Nothing a task's own user could do with a capability or a setuid binary.
+		sc.Capabilities.Add = nil
+		sc.RunAsUser, sc.RunAsNonRoot = ptr(v.runAs), ptr(true)
+	case v.asRoot:
 		sc.RunAsUser = ptr(int64(0))
 	}
 	return sc
+}
+
+// runAsUser is the uid a task's run.user names when it is a number other than 0 (a name
+// is known only in the image's /etc/passwd: the runner looks it up as root).
+func runAsUser(user string) int64 {
+	uid, err := strconv.ParseInt(user, 10, 32)
+	if err != nil || uid <= 0 {
+		return 0
+	}
+	return uid
 }
 
 func ptr[T any](v T) *T { return &v }

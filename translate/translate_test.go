@@ -61,7 +61,7 @@ func validate(t testing.TB, r *translate.Result) {
 // podSecurity evaluates the pod a Task's steps make with Kubernetes' own Pod Security
 // Admission checks at a level, and returns what it forbids.
 func podSecurity(task *v1.Task, level psaapi.Level) []string {
-	spec := translate.PodSpec(task)
+	spec := translate.PodSpec(task, true)
 	var forbidden []string
 	for _, r := range psaEvaluator.EvaluatePod(psaapi.LevelVersion{Level: level, Version: psaapi.LatestVersion()}, &metav1.ObjectMeta{}, &spec) {
 		if !r.Allowed {

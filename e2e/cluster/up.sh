@@ -250,6 +250,10 @@ start_tekton() {
 		KUBECTL apply --server-side -f "$f" >/dev/null || die "applying $f"
 	done
 	KUBECTL apply --server-side -f "$cfg/300-crds" >/dev/null || die "applying Tekton's CRDs"
+	# Tekton's init containers with security contexts that Pod Security "restricted"
+	# admits, so that a namespace enforcing it can run tasks of a non-root run.user.
+	KUBECTL patch configmap feature-flags -n tekton-pipelines --type merge \
+		-p '{"data":{"set-security-context":"true"}}' >/dev/null || die "setting Tekton's feature flags"
 	KUBECTL apply -f - >/dev/null <<YAML || die "creating the webhook's Service"
 apiVersion: v1
 kind: Service
@@ -282,7 +286,7 @@ YAML
 		-nop-image="$IMG_PREFIX/tekton/nop:$TEKTON_VERSION" \
 		-workingdirinit-image="$IMG_PREFIX/tekton/workingdirinit:$TEKTON_VERSION" \
 		-sidecarlogresults-image="$IMG_PREFIX/tekton/sidecarlogresults-not-built:$TEKTON_VERSION" \
-		-shell-image="$IMG_BUSYBOX" -shell-image-win=unused.invalid/pwsh:1
+		-shell-image="$IMG_PREFIX/tekton/shell:1.35" -shell-image-win=unused.invalid/pwsh:1
 	wait_for "the Tekton controller" 60 curl -fsS http://127.0.0.1:18080/readiness
 }
 

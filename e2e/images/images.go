@@ -65,15 +65,27 @@ func Busybox(ref string, busybox []byte, applets []string) Image {
 	}
 }
 
+// NonRoot is the user of Tekton's own images (ko's base image's "nonroot").
+const NonRoot = "65532"
+
 // Tekton is one of Tekton's own images: ko puts the binary at /ko-app/<name>, and
-// Tekton's controller names that path in the pods it creates.
+// Tekton's controller names that path in the pods it creates. Like ko's, it runs as
+// NonRoot, which Tekton's init containers must when it sets their security context.
 func Tekton(ref, name string, binary []byte) Image {
 	p := "/ko-app/" + name
 	return Image{
 		Ref:    ref,
 		Files:  []ociimage.File{{Path: p, Mode: 0o755, Data: binary}},
-		Config: ociimage.Config{Entrypoint: []string{p}, Env: []string{Path}},
+		Config: ociimage.Config{Entrypoint: []string{p}, Env: []string{Path}, User: NonRoot},
 	}
+}
+
+// TektonShell is Tekton's shell image (the init container that writes steps' scripts):
+// busybox as NonRoot.
+func TektonShell(ref string, busybox []byte, applets []string) Image {
+	img := Busybox(ref, busybox, applets)
+	img.Config.User = NonRoot
+	return img
 }
 
 // Resource is a Concourse resource type image: one binary serving check, in and out

@@ -115,6 +115,9 @@ func printCheck(w io.Writer, t *tektonrun.Target, r tektonrun.CheckReport) {
 			for _, rj := range ps.Rejected {
 				fmt.Fprintf(w, "    %s: %s\n", rj.Steps, strings.Join(rj.Reasons, "; "))
 			}
+			if ps.Level == "restricted" && !ps.TektonSecurityContext {
+				fmt.Fprintf(w, "    (Tekton's init container \"prepare\" passes \"restricted\" only with set-security-context: \"true\" in its ConfigMap tekton-pipelines/feature-flags)\n")
+			}
 		}
 	}
 	if r.Err != nil {

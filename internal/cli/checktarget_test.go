@@ -177,7 +177,7 @@ func TestCheckTargetJSON(t *testing.T) {
 		"reachable":       true,
 		"tektonInstalled": true,
 		"missing":         []any{map[string]any{"resource": "pods", "subresource": "log", "verb": "get"}},
-		"podSecurity":     map[string]any{"level": "privileged", "version": "latest", "rejected": []any{}},
+		"podSecurity":     map[string]any{"level": "privileged", "version": "latest", "rejected": []any{}, "tektonSecurityContext": false},
 		"ok":              false,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -57,7 +57,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	all = append(all, images.Pause(*prefix+"/pause:3.10", p), images.Busybox(*prefix+"/busybox:1.35", bb, applets))
+	all = append(all, images.Pause(*prefix+"/pause:3.10", p), images.Busybox(*prefix+"/busybox:1.35", bb, applets),
+		images.TektonShell(*prefix+"/tekton/shell:1.35", bb, applets))
 	for _, name := range []string{"entrypoint", "nop", "workingdirinit"} {
 		b, err := read(filepath.Join(*tektonDir, name))
 		if err != nil {
