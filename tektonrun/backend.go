@@ -90,9 +90,10 @@ type runConfig struct {
 // WithCredentials has creds supply the build's credentials, as an ATC's credential manager
 // and its pipeline's var_sources supply a Concourse build's, instead of its steps reading
 // them from the namespace's Secrets: before anything of the build is created, every
-// ((var)) of its plan (local vars aside) is looked up in creds, and a var creds does not
-// have fails the build with Concourse's "undefined vars: ..."; the values go to one
+// ((var)) of its plan (local vars aside) is looked up in creds; the values go to one
 // Secret of the build, which its PipelineRun owns, and each step sees only its own vars.
+// A var creds does not have errors the step that needs it, when it runs, with Concourse's
+// "undefined vars: ..." (Concourse looks a step's vars up as it runs the step).
 // They are redacted in the build's events as credentials are. nil: the namespace's
 // Secrets.
 func WithCredentials(creds vars.Variables) RunOption {

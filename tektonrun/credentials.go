@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -23,14 +22,15 @@ import (
 
 // resolveCredentials fills the build's Secret (translate.Result.CredentialSecret) with the
 // value of each of its credentials, looked up in creds as Concourse looks up a step's
-// vars, each reference with its fields, as JSON. The vars creds does not have are
-// Concourse's UndefinedVarsError, all of them at once; an error of creds (a missing field,
-// an unknown var source, a credential manager that failed) is returned as it is, in
-// Concourse's words. Nothing is created.
+// vars, each reference with its fields, as JSON. A var creds does not have is left out:
+// Concourse looks a step's vars up when the step runs, so only a step that runs and needs
+// it errors, with "undefined vars: ..." (the runner finds no value), and a var of a step
+// that never runs (a hook of a build that succeeded) fails nothing. An error of creds (a
+// missing field, an unknown var source, a credential manager that failed) is returned as
+// it is, in Concourse's words. Nothing is created.
 func resolveCredentials(template *corev1.Secret, creds []translate.Credential, lookup vars.Variables) (*corev1.Secret, error) {
 	s := template.DeepCopy()
 	s.Data = make(map[string][]byte, len(creds))
-	var missing []string
 	for _, cred := range creds {
 		ref, err := vars.ParseReference(cred.Var)
 		if err != nil {
@@ -41,7 +41,6 @@ func resolveCredentials(template *corev1.Secret, creds []translate.Credential, l
 			return nil, err
 		}
 		if !found {
-			missing = append(missing, cred.Var)
 			continue
 		}
 		buf, err := json.Marshal(jsonValue(value))
@@ -50,10 +49,6 @@ func resolveCredentials(template *corev1.Secret, creds []translate.Credential, l
 			return nil, fmt.Errorf("the value of ((%s)) (%T) cannot be given to the build's steps", cred.Var, value)
 		}
 		s.Data[cred.Key] = buf
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		return nil, vars.UndefinedVarsError{Vars: missing}
 	}
 	return s, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,35 +147,34 @@ func TestSuppliedCredentials(t *testing.T) {
 	}
 }
 
-// A var the credential manager does not have, or its error, fails the build before
-// anything is created, in Concourse's words.
+// A var the credential manager does not have fails nothing at the start: the build runs,
+// its Secret without that var, and the step that needs it errors when it runs, as
+// Concourse looks a step's vars up. An error of the credential manager fails the build
+// before anything is created, in Concourse's words.
 func TestSuppliedCredentialsMissing(t *testing.T) {
 	values := allValues()
 	delete(values, "db.user")
 	delete(values, "dm:api")
-	tests := []struct {
-		name   string
-		lookup *credsLookup
-		want   string
-	}{
-		{"undefined", &credsLookup{values: values}, "undefined vars: db.user, dm:api"},
-		{"the credential manager fails", &credsLookup{err: vars.MissingFieldError{Name: "db.user", Field: "user"}}, "missing field 'user' in var: db.user"},
+	b := newBackend(t)
+	build, err := supplied(t, b, &credsLookup{values: values})
+	if err != nil {
+		t.Fatalf("a build with undefined vars: %v", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b := newBackend(t)
-			_, err := supplied(t, b, tt.lookup)
-			if err == nil || err.Error() != tt.want {
-				t.Fatalf("err = %v, want %q", err, tt.want)
-			}
-			if objs := clusterObjects(t, b); len(objs) != 0 {
-				t.Errorf("%d objects created", len(objs))
-			}
-		})
+	s, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(context.Background(), build.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var undefined vars.UndefinedVarsError
-	if _, err := supplied(t, newBackend(t), &credsLookup{values: values}); !errors.As(err, &undefined) {
-		t.Errorf("err = %#v, want an UndefinedVarsError", err)
+	if diff := cmp.Diff([]string{runspec.CredentialKey("token")}, slices.Sorted(maps.Keys(s.Data))); diff != "" {
+		t.Errorf("the Secret's keys (-want +got):\n%s", diff)
+	}
+
+	b = newBackend(t)
+	_, err = supplied(t, b, &credsLookup{err: vars.MissingFieldError{Name: "db.user", Field: "user"}})
+	if want := "missing field 'user' in var: db.user"; err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	if objs := clusterObjects(t, b); len(objs) != 0 {
+		t.Errorf("%d objects created", len(objs))
 	}
 }
 

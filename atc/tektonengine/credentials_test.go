@@ -79,7 +79,8 @@ func TestCheckStepGivesTheRunItsState(t *testing.T) {
 }
 
 // Start resolves the build's vars through its credentials, in Concourse's types, into the
-// run's Secret; a var they do not have fails the start with Concourse's error.
+// run's Secret; a var they do not have is left out (the step that needs it errors when it
+// runs, as in Concourse); an error of the credentials fails the start with Concourse's.
 func TestStartResolvesCredentials(t *testing.T) {
 	plan := taskPlan
 	task := *plan.Task
@@ -102,7 +103,8 @@ func TestStartResolvesCredentials(t *testing.T) {
 		wantErr string
 	}{
 		{"found", creds, map[string][]byte{runspec.CredentialKey("token"): []byte(`"t0k"`), runspec.CredentialKey("dm:api"): []byte(`"api-key"`)}, ""},
-		{"undefined", vars.StaticVariables{}, nil, "undefined vars: dm:api, token"},
+		{"undefined", vars.NewMultiVars([]vars.Variables{vars.NamedVariables{"dm": vars.StaticVariables{}}, vars.StaticVariables{"token": "t0k"}}),
+			map[string][]byte{runspec.CredentialKey("token"): []byte(`"t0k"`)}, ""},
 		{"no such var source", vars.NamedVariables{}, nil, "missing source 'dm' in var: dm:api"},
 	}
 	for _, tt := range tests {
