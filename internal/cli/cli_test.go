@@ -37,6 +37,7 @@ jobs:
   - get: repo
   - task: test
     file: repo/ci/test.yml
+    params: {SHA: ((.:sha))}
 `
 
 func TestValidate(t *testing.T) {
@@ -45,6 +46,7 @@ func TestValidate(t *testing.T) {
 	if code != 0 || stdout != "" {
 		t.Fatalf("code %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+	// ((.:sha)), a local var, is never given: not reported.
 	wantErr := "note: " + file + ":4:34: ((branch)) is not given: it is left for run time\n" +
 		file + ": valid: 1 job, 1 resource\n"
 	if diff := cmp.Diff(wantErr, stderr); diff != "" {
@@ -60,7 +62,7 @@ func TestValidateInvalid(t *testing.T) {
 	}
 	want := `<stdin>:2:3: resources[repo]: resource "repo" is not used by any job: use it in a get or put, or remove it` + "\n" +
 		`<stdin>:8:5: jobs[unit].plan[0].get: unknown resource "rpo" (did you mean "repo"?)` + "\n" +
-		`<stdin>:11:3: jobs[unit].seriall: unknown field "seriall" (did you mean "serial"?)` + "\n" +
+		`<stdin>:12:3: jobs[unit].seriall: unknown field "seriall" (did you mean "serial"?)` + "\n" +
 		"error: <stdin> is not a valid pipeline: 3 errors\n"
 	if diff := cmp.Diff(want, stderr); diff != "" {
 		t.Errorf("stderr (-want +got):\n%s", diff)

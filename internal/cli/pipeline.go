@@ -86,11 +86,13 @@ func (s *streams) loadPipelineVars(path string, flags *varFlags) (*concourse.Pip
 }
 
 // reportUnresolved says which vars stay for run time, once each, at their first use.
+// Local vars (((.:name)), set by load_var, a get or an across step as the build runs)
+// are never given: they are not reported.
 func (s *streams) reportUnresolved(p *concourse.Pipeline) {
 	seen := map[string]bool{}
 	for _, u := range p.Unresolved {
 		name := u.Ref.String()
-		if seen[name] {
+		if seen[name] || u.Ref.Source == "." {
 			continue
 		}
 		seen[name] = true
