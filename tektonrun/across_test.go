@@ -8,12 +8,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
+	"github.com/concourse-tekton/concourse-tekton/runner/eval"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
-// TestMapAcrossResolver: an across step's resolver is internal, as a join is: its
-// warnings and its error show at the across step's origin, with no initialize, start
-// or finish of its own.
+// TestMapAcrossResolver: an across step's resolver is the across step's beginning, at its
+// origin: initialize, its warnings, start, and its error if it could not find the values;
+// no finish of its own (the across step's end comes after its substeps).
 func TestMapAcrossResolver(t *testing.T) {
 	base := recorded(t, "testdata/failed-with-ensure")
 	at := time.Date(2026, 11, 21, 2, 0, 0, 0, time.UTC)
@@ -35,9 +36,9 @@ func TestMapAcrossResolver(t *testing.T) {
 		tr   *v1.TaskRun
 		want []string
 	}{
-		{"succeeded", resolver(runspec.Succeeded, ""), []string{`log {"id":"9","source":"stderr"}`}},
+		{"succeeded", resolver(runspec.Succeeded, ""), []string{`initialize {"id":"9"}`, `log {"id":"9","source":"stderr"}`, `start {"id":"9"}`}},
 		{"errored", resolver(runspec.Errored, "error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type []interface {}"),
-			[]string{`log {"id":"9","source":"stderr"}`, `error {"id":"9"} error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type []interface {}`}},
+			[]string{`initialize {"id":"9"}`, `log {"id":"9","source":"stderr"}`, `start {"id":"9"}`, `error {"id":"9"} error unmarshaling JSON: while decoding JSON: json: cannot unmarshal string into Go value of type []interface {}`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,5 +89,50 @@ func TestMapAbsentSlot(t *testing.T) {
 		if got[i].Key != want[i].Key {
 			t.Errorf("event %d: %s, want %s", i, got[i].Key, want[i].Key)
 		}
+	}
+}
+
+// The errors that come out of an across step's substeps, as Concourse's steps pass them
+// on, and their go-multierror text.
+func TestAcrossPropagatedErrors(t *testing.T) {
+	leaf := func(id string) runspec.Node { return runspec.Node{ID: id, Kind: runspec.KindLeaf} }
+	hooked := func(kind runspec.Kind, step, hook runspec.Node) runspec.Node {
+		return runspec.Node{ID: "h" + step.ID, Kind: kind, Step: &step, Hook: &hook}
+	}
+	leaves := map[string]acrossLeaf{
+		"ok":      {outcome: runspec.Succeeded},
+		"fail":    {outcome: runspec.Failed},
+		"err1":    {outcome: runspec.Errored, err: "boom 1"},
+		"err2":    {outcome: runspec.Errored, err: "boom 2"},
+		"aborted": {outcome: runspec.Aborted, err: "interrupted"},
+	}
+	tests := []struct {
+		name string
+		node runspec.Node
+		want []string
+	}{
+		{"a do stops at its first step that did not succeed", runspec.Node{ID: "d", Kind: runspec.KindDo, Steps: []runspec.Node{leaf("ok"), leaf("fail"), leaf("err1")}}, nil},
+		{"a do passes its errored step's error", runspec.Node{ID: "d", Kind: runspec.KindDo, Steps: []runspec.Node{leaf("ok"), leaf("err1"), leaf("err2")}}, []string{"boom 1"}},
+		{"in_parallel gathers", runspec.Node{ID: "p", Kind: runspec.KindInParallel, Steps: []runspec.Node{leaf("err1"), leaf("ok"), leaf("err2")}}, []string{"boom 1", "boom 2"}},
+		{"try swallows", runspec.Node{ID: "t", Kind: runspec.KindTry, Step: &runspec.Node{ID: "err1", Kind: runspec.KindLeaf}}, nil},
+		{"an abort is no error", runspec.Node{ID: "p", Kind: runspec.KindInParallel, Steps: []runspec.Node{leaf("aborted")}}, nil},
+		{"ensure adds its hook's", hooked(runspec.KindEnsure, leaf("err1"), leaf("err2")), []string{"boom 1", "boom 2"}},
+		{"on_failure's hook runs on a failure", hooked(runspec.KindOnFailure, leaf("fail"), leaf("err2")), []string{"boom 2"}},
+		{"on_error passes the step's", hooked(runspec.KindOnError, leaf("err1"), leaf("err2")), []string{"boom 1"}},
+		{"a retry has its last attempt's", runspec.Node{ID: "r", Kind: runspec.KindRetry, Steps: []runspec.Node{leaf("err1"), leaf("err2")}}, []string{"boom 2"}},
+	}
+	facts := eval.Facts{Outcomes: map[string]runspec.Outcome{}}
+	for id, l := range leaves {
+		facts.Outcomes[id] = l.outcome
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, propagated(tt.node, leaves, facts)); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got, want := multiError([]string{"a", "b"}), "2 errors occurred:\n\t* a\n\t* b\n\n"; got != want {
+		t.Errorf("multiError = %q, want %q", got, want)
 	}
 }

@@ -79,9 +79,10 @@ func Map(o Observation, after *Cursor) (events []Event, final bool) {
 }
 
 type mapper struct {
-	obs    Observation
-	after  *Cursor
-	events []Event
+	obs     Observation
+	after   *Cursor
+	events  []Event
+	skipped map[string]bool
 }
 
 func (m *mapper) emit(k Key, e event.Event) {
@@ -101,15 +102,15 @@ func (m *mapper) run() ([]Event, bool) {
 		return m.events, false
 	}
 	runDone := isDone(run.Status.GetCondition(apis.ConditionSucceeded))
-	skipped := map[string]bool{}
+	m.skipped = map[string]bool{}
 	for _, s := range run.Status.SkippedTasks {
-		skipped[s.Name] = true
+		m.skipped[s.Name] = true
 	}
 	children := map[string]bool{}
 	for _, c := range run.Status.ChildReferences {
 		children[c.PipelineTaskName] = true
 	}
-	tasks := append(append([]v1.PipelineTask{}, spec.Tasks...), spec.Finally...)
+	nodes := walkOrder(spec)
 	done := map[string]bool{}
 	// Each step is mapped once: its events are in m.events, and the cursor does not move
 	// until the caller delivered them.
@@ -119,36 +120,44 @@ func (m *mapper) run() ([]Event, bool) {
 	// fixed point costs little and does not rely on it.
 	for progress := true; progress; {
 		progress = false
-		for _, pt := range tasks {
-			if mapped[pt.Name] || !depsDone(pt, done, spec) {
+		for _, n := range nodes {
+			if mapped[n.name] || !allDone(n.deps, done) {
 				continue
 			}
-			mapped[pt.Name] = true
-			obs := m.obs.Steps[pt.Name]
 			stepDone := false
-			switch {
-			case m.after.ended(pt.Name):
+			switch obs := m.obs.Steps[n.name]; {
+			case m.after.ended(n.name):
 				// Every event of the step was delivered: nothing to map again.
 				stepDone = true
+			case n.across != nil && n.isEnd:
+				m.acrossEnd(n)
+				stepDone = true
+			case n.across != nil:
+				stepDone = m.acrossHead(n, done, runDone)
 			case obs != nil && obs.TaskRun != nil:
 				var isVerdict bool
-				stepDone, isVerdict = m.step(pt.Name, obs)
+				stepDone, isVerdict = m.step(n.name, obs)
 				if isVerdict {
 					verdict = obs.TaskRun
 				}
-			case children[pt.Name] && !m.obs.Settled:
+			case children[n.name] && !m.obs.Settled:
 				// The run names a TaskRun the caches do not hold yet (the watches deliver
 				// kinds in no particular order): wait for it.
 			default:
-				stepDone = skipped[pt.Name] || runDone
+				stepDone = m.skipped[n.name] || runDone
+			}
+			if n.across == nil || stepDone {
+				// A step's events are mapped once per observation; an across step's head
+				// is looked at again as its steps appear.
+				mapped[n.name] = true
 			}
 			if stepDone {
-				done[pt.Name] = true
+				done[n.name] = true
 				progress = true
 			}
 		}
 	}
-	if !runDone || len(done) < len(tasks) {
+	if !runDone || len(done) < len(nodes) {
 		return m.events, false
 	}
 	status, at := finalStatus(run, verdict)
@@ -156,20 +165,8 @@ func (m *mapper) run() ([]Event, bool) {
 	return m.events, true
 }
 
-// depsDone: finally tasks run after every task; others after their runAfter and the tasks
-// whose results they use.
-func depsDone(pt v1.PipelineTask, done map[string]bool, spec *v1.PipelineSpec) bool {
-	for _, f := range spec.Finally {
-		if f.Name == pt.Name {
-			for _, t := range spec.Tasks {
-				if !done[t.Name] {
-					return false
-				}
-			}
-			return true
-		}
-	}
-	for _, d := range pt.Deps() {
+func allDone(deps []string, done map[string]bool) bool {
+	for _, d := range deps {
 		if !done[d] {
 			return false
 		}
@@ -240,7 +237,10 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		}
 		return false, false
 	}
-	if !internal(spec.Mode) && (started || troubled) {
+	switch {
+	case spec.Mode == runspec.ModeAcross && (started || troubled):
+		m.emit(Key{Step: name, Part: PartHead}, event.Initialize{Origin: origin, Time: startTime(tr)})
+	case !internal(spec.Mode) && (started || troubled):
 		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), started && !processless)
 	}
 	source := event.OriginSourceStderr
@@ -311,20 +311,18 @@ func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at in
 func (m *mapper) end(name string, spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, pod *corev1.Pod, outcome runspec.Outcome) {
 	at := endTime(tr, pod)
 	var evs []event.Event
-	failure := result(tr, runspec.ResultError)
+	if spec.Mode == runspec.ModeAcross {
+		// An across step's resolver starts the across step once it wrote its warnings.
+		evs = append(evs, event.Start{Origin: origin, Time: at})
+	}
+	message, isError := endError(tr, pod, outcome)
 	switch {
 	case outcome == "":
-		d := diagnose(tr, pod)
-		evs = []event.Event{
-			event.Log{Time: at, Origin: event.Origin{ID: origin.ID, Source: event.OriginSourceStderr}, Payload: d.block},
-			event.Error{Message: d.message, Origin: origin, Time: at},
-		}
-	case failure != "":
-		evs = []event.Event{event.Error{Message: failure, Origin: origin, Time: at}}
-	case outcome == runspec.Errored:
-		evs = []event.Event{event.Error{Message: "errored", Origin: origin, Time: at}}
-	case outcome == runspec.Aborted:
-		evs = []event.Event{event.Error{Message: "interrupted", Origin: origin, Time: at}}
+		evs = append(evs,
+			event.Log{Time: at, Origin: event.Origin{ID: origin.ID, Source: event.OriginSourceStderr}, Payload: diagnose(tr, pod).block},
+			event.Error{Message: message, Origin: origin, Time: at})
+	case isError:
+		evs = append(evs, event.Error{Message: message, Origin: origin, Time: at})
 	case internal(spec.Mode):
 		// A resolve step's task has events of its own; an across step's resolver has
 		// only its warnings and errors, at the across step's origin (its plan ID).
@@ -334,6 +332,23 @@ func (m *mapper) end(name string, spec runspec.Spec, origin event.Origin, tr *v1
 	for i, e := range evs {
 		m.emit(Key{Step: name, Part: PartEnd, N: i, Last: i == len(evs)-1}, e)
 	}
+}
+
+// endError is the message of the error a step ended with instead of its finish event,
+// if it did: a pod that broke, a message of the runner's, errored, interrupted.
+func endError(tr *v1.TaskRun, pod *corev1.Pod, outcome runspec.Outcome) (string, bool) {
+	failure := result(tr, runspec.ResultError)
+	switch {
+	case outcome == "":
+		return diagnose(tr, pod).message, true
+	case failure != "":
+		return failure, true
+	case outcome == runspec.Errored:
+		return "errored", true
+	case outcome == runspec.Aborted:
+		return "interrupted", true
+	}
+	return "", false
 }
 
 func finish(spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, outcome runspec.Outcome, at int64) event.Event {
