@@ -258,7 +258,8 @@ func (m *mapper) acrossLeaves(a *acrossStep) map[string]acrossLeaf {
 			continue
 		}
 		spec, ok := decodeSpec(o.TaskRun)
-		if !ok {
+		if !ok || spec.Mode == runspec.ModeJoin || spec.Mode == runspec.ModeVerdict {
+			// A join is no step, and has the plan ID of its composite.
 			continue
 		}
 		outcome, _ := runspec.ParseOutcome(result(o.TaskRun, runspec.ResultOutcome))
@@ -277,7 +278,7 @@ func (m *mapper) acrossLeaves(a *acrossStep) map[string]acrossLeaf {
 // began tells whether Concourse started the across step: a step of it ran, or is running.
 func began(leaves map[string]acrossLeaf) bool {
 	for _, l := range leaves {
-		if l.spec.Mode != runspec.ModeJoin && l.outcome != runspec.NeverRan {
+		if l.outcome != runspec.NeverRan {
 			return true
 		}
 	}
@@ -318,6 +319,10 @@ func (m *mapper) acrossEnd(n walkNode) {
 	a := n.across
 	leaves := m.acrossLeaves(a)
 	if !began(leaves) {
+		return
+	}
+	if r, ok := leaves[a.node.ID]; ok && r.spec.Mode == runspec.ModeAcross && r.outcome != runspec.Succeeded {
+		// The resolver could not find the values: its error was the across step's end.
 		return
 	}
 	var at int64
