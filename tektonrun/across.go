@@ -6,8 +6,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -49,11 +51,68 @@ type acrossStep struct {
 // walkNode is one step of the mapper's walk: a PipelineTask, or a part of an across step.
 type walkNode struct {
 	name string
-	task *v1.PipelineTask
 	// across and isEnd say which part of which across step, for a part.
 	across *acrossStep
 	isEnd  bool
 	deps   []string
+}
+
+// walkOrders keeps each run's walk order, which is computed from every step's spec and
+// depends on the run's PipelineSpec alone: Tekton sets that once, and a build is mapped
+// at every change of it and at every line of its logs. Keyed by the run's UID, and
+// checked against the spec's PipelineTasks.
+var walkOrders = struct {
+	sync.Mutex
+	m map[types.UID]cachedWalk
+}{m: map[types.UID]cachedWalk{}}
+
+type cachedWalk struct {
+	tasks []string
+	nodes []walkNode
+}
+
+// maxWalkOrders bounds walkOrders: past it, it starts again empty.
+const maxWalkOrders = 4096
+
+// runWalkOrder is walkOrder(spec) for run, computed once per run.
+func runWalkOrder(run *v1.PipelineRun, spec *v1.PipelineSpec) []walkNode {
+	if run.UID == "" {
+		return walkOrder(spec)
+	}
+	walkOrders.Lock()
+	defer walkOrders.Unlock()
+	if c, ok := walkOrders.m[run.UID]; ok && sameTasks(c.tasks, spec) {
+		return c.nodes
+	}
+	if len(walkOrders.m) >= maxWalkOrders {
+		clear(walkOrders.m)
+	}
+	c := cachedWalk{nodes: walkOrder(spec)}
+	for _, pt := range spec.Tasks {
+		c.tasks = append(c.tasks, pt.Name)
+	}
+	for _, pt := range spec.Finally {
+		c.tasks = append(c.tasks, pt.Name)
+	}
+	walkOrders.m[run.UID] = c
+	return c.nodes
+}
+
+func sameTasks(names []string, spec *v1.PipelineSpec) bool {
+	if len(names) != len(spec.Tasks)+len(spec.Finally) {
+		return false
+	}
+	for i, pt := range spec.Tasks {
+		if names[i] != pt.Name {
+			return false
+		}
+	}
+	for i, pt := range spec.Finally {
+		if names[len(spec.Tasks)+i] != pt.Name {
+			return false
+		}
+	}
+	return true
 }
 
 // walkOrder is the build's PipelineTasks with the parts of its across steps among them,
@@ -85,7 +144,7 @@ func walkOrder(spec *v1.PipelineSpec) []walkNode {
 				deps = append(deps, a.end)
 			}
 		}
-		nodes = append(nodes, walkNode{name: pt.Name, task: pt, deps: deps})
+		nodes = append(nodes, walkNode{name: pt.Name, deps: deps})
 		all = append(all, pt.Name)
 		for j := len(steps) - 1; j >= 0; j-- {
 			a := steps[j]
@@ -96,7 +155,7 @@ func walkOrder(spec *v1.PipelineSpec) []walkNode {
 		}
 	}
 	for i := range spec.Finally {
-		nodes = append(nodes, walkNode{name: spec.Finally[i].Name, task: &spec.Finally[i], deps: all})
+		nodes = append(nodes, walkNode{name: spec.Finally[i].Name, deps: all})
 	}
 	return nodes
 }

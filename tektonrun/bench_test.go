@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 	"sigs.k8s.io/yaml"
@@ -135,7 +136,8 @@ func (b *synthBuild) add(step string, tr *v1.TaskRun, pod *corev1.Pod) *v1.TaskR
 // synthMeta is a recorded object's metadata for an object of the synthetic build run.
 func synthMeta(m metav1.ObjectMeta, name, run, step string) metav1.ObjectMeta {
 	m = *m.DeepCopy()
-	m.Name, m.Namespace, m.UID, m.ResourceVersion, m.OwnerReferences, m.ManagedFields = name, benchNamespace, "", "", nil, nil
+	// A UID of its own, as every object of a cluster has.
+	m.Name, m.Namespace, m.UID, m.ResourceVersion, m.OwnerReferences, m.ManagedFields = name, benchNamespace, types.UID(benchNamespace+"/"+name), "", nil, nil
 	if step != "" {
 		m.Labels[labelPipelineRun], m.Labels[labelPipelineTask] = run, step
 	}

@@ -110,7 +110,7 @@ func (m *mapper) run() ([]Event, bool) {
 	for _, c := range run.Status.ChildReferences {
 		children[c.PipelineTaskName] = true
 	}
-	nodes := walkOrder(spec)
+	nodes := runWalkOrder(run, spec)
 	done := map[string]bool{}
 	// Each step is mapped once: its events are in m.events, and the cursor does not move
 	// until the caller delivered them.
