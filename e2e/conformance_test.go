@@ -692,6 +692,9 @@ func fromEnvelopes(t *testing.T, out string) (text, status string) {
 		switch e := e.(type) {
 		case event.Log:
 			b.WriteString(e.Payload)
+		case event.StartTask:
+			// fly's line for it: the command, from the config the event holds.
+			b.WriteString("running " + strings.Join(append([]string{e.TaskConfig.Run.Path}, e.TaskConfig.Run.Args...), " ") + "\n")
 		case event.Error:
 			b.WriteString(e.Message + "\n")
 		case event.Status:
