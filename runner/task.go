@@ -144,14 +144,6 @@ func (s *step) taskConfig(raw map[string]any, stepParams map[string]any) (concou
 
 func runTask(ctx context.Context, s *step) (bool, error) {
 	t := s.spec.Task
-	if config, ok := t.Config.(map[string]any); ok && len(s.spec.AcrossSlots) > 0 {
-		// The config with the slot's values, for the task's events (runspec.ConfigFrame).
-		if frame, err := runspec.ConfigFrame(config); err == nil {
-			if _, err := s.stderr.Write(frame); err != nil {
-				return false, err
-			}
-		}
-	}
 	raw, err := s.rawTaskConfig(s.spec.PlanID, t)
 	if err != nil {
 		return false, err

@@ -2,14 +2,12 @@ package tektonrun
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
-	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runner/eval"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -136,50 +134,5 @@ func TestAcrossPropagatedErrors(t *testing.T) {
 	}
 	if got, want := multiError([]string{"a", "b"}), "2 errors occurred:\n\t* a\n\t* b\n\n"; got != want {
 		t.Errorf("multiError = %q, want %q", got, want)
-	}
-}
-
-// TestMapSlotConfig: a task of an across step over run-time values shows the config its
-// runner wrote first, with the slot's values, in initialize-task and start-task, and that
-// line in no log event; the task's own lines are its log from key 0 on.
-func TestMapSlotConfig(t *testing.T) {
-	base := recorded(t, "testdata/failed-with-ensure")
-	tr := base.Steps["task-say"].TaskRun.DeepCopy()
-	spec, _ := decodeSpec(tr)
-	spec.AcrossSlots = []runspec.AcrossSlot{{Plan: "9", Index: 0}}
-	spec.Task.Config = map[string]any{"platform": "linux", "run": map[string]any{"path": "echo", "args": []any{"((.:x))"}}}
-	setSpec(t, tr, spec)
-	frame, err := runspec.ConfigFrame(map[string]any{"platform": "linux", "run": map[string]any{"path": "echo", "args": []any{"a-value"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := tr.Status.StartTime.Add(time.Second)
-	log := []LogLine{{Time: at, Text: string(frame)}, {Time: at, Text: "a-value\n"}}
-	events, _ := Map(withStep(base, "task-say", &StepObservation{TaskRun: tr, Log: log, LogDone: true}), nil)
-	var got []string
-	for _, e := range events {
-		if e.Key.Step != "task-say" {
-			continue
-		}
-		line := e.Key.String() + " " + string(e.Event.EventType())
-		switch ev := e.Event.(type) {
-		case event.InitializeTask:
-			line += " " + ev.TaskConfig.Run.Path + " " + strings.Join(ev.TaskConfig.Run.Args, " ")
-		case event.StartTask:
-			line += " " + ev.TaskConfig.Run.Path + " " + strings.Join(ev.TaskConfig.Run.Args, " ")
-		case event.Log:
-			line += " " + ev.Payload
-		}
-		got = append(got, line)
-	}
-	want := []string{
-		"task-say/head/0 initialize-task echo a-value",
-		"task-say/head/1 selected-worker",
-		"task-say/head/2 start-task echo a-value",
-		"task-say/log/0 log a-value\n",
-		"task-say/end/0 finish-task",
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the slot task's events (-want +got):\n%s", diff)
 	}
 }

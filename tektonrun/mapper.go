@@ -237,24 +237,11 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		}
 		return false, false
 	}
-	cfg, skip := m.taskConfig(spec, tr), 0
-	if slotConfig(spec) {
-		// The runner writes the config with the slot's values first: wait for it (a step
-		// that ended without it shows the template).
-		if len(o.Log) == 0 && !(trDone && o.LogDone) {
-			return false, false
-		}
-		if len(o.Log) > 0 {
-			if c, ok := runspec.ParseConfigFrame(o.Log[0].Text); ok {
-				cfg, skip = eventTaskConfig(c), 1
-			}
-		}
-	}
 	switch {
 	case spec.Mode == runspec.ModeAcross && (started || troubled):
 		m.emit(Key{Step: name, Part: PartHead}, event.Initialize{Origin: origin, Time: startTime(tr)})
 	case !internal(spec.Mode) && (started || troubled):
-		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), cfg, started && !processless)
+		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), started && !processless)
 	}
 	source := event.OriginSourceStderr
 	if spec.Mode == runspec.ModeTask {
@@ -262,9 +249,9 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		source = event.OriginSourceStdout
 	}
 	logOrigin := event.Origin{ID: origin.ID, Source: source}
-	for i := m.after.next(name, PartLog) + skip; i < len(o.Log); i++ {
+	for i := m.after.next(name, PartLog); i < len(o.Log); i++ {
 		l := o.Log[i]
-		k := Key{Step: name, Part: PartLog, N: i - skip}
+		k := Key{Step: name, Part: PartLog, N: i}
 		if spec.Mode == runspec.ModeSetPipeline && runspec.IsPipelineFrame(l.Text) {
 			if !trDone || !o.LogDone {
 				// Whether it is the step's pipeline shows once the step has ended.
@@ -400,23 +387,11 @@ func (m *mapper) taskConfig(spec runspec.Spec, tr *v1.TaskRun) event.TaskConfig 
 			_ = json.Unmarshal([]byte(text), &raw)
 		}
 	}
-	return eventTaskConfig(raw)
-}
-
-// eventTaskConfig is a task config (its JSON) as the task's events show it.
-func eventTaskConfig(raw any) event.TaskConfig {
 	var cfg concourse.TaskConfig
 	if data, err := json.Marshal(raw); err == nil {
 		_ = json.Unmarshal(data, &cfg)
 	}
 	return event.NewTaskConfig(cfg)
-}
-
-// slotConfig tells a task of an across step whose values come at run time, with a config
-// of its own: its runner writes the config with the slot's values as the first line of
-// its log (runspec.ConfigFrame).
-func slotConfig(spec runspec.Spec) bool {
-	return spec.Mode == runspec.ModeTask && len(spec.AcrossSlots) > 0 && spec.Task != nil && spec.Task.Config != nil
 }
 
 func (m *mapper) resolvedConfig(taskPlanID string) string {
