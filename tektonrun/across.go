@@ -289,6 +289,7 @@ func eachNode(n runspec.Node, f func(runspec.Node)) {
 	}
 }
 
+// decodeParams reads the runner spec among a PipelineTask's or a TaskRun's params.
 func decodeParams(params v1.Params) (runspec.Spec, bool) {
 	for _, p := range params {
 		if p.Name == runspec.ParamSpec {
@@ -346,7 +347,7 @@ func began(leaves map[string]acrossLeaf) bool {
 
 // acrossHead maps an across step's head, once one of its steps exists: initialize, the
 // warning, start, at the time the steps it runs after ended.
-func (m *mapper) acrossHead(n walkNode, done map[string]bool, runDone bool) bool {
+func (m *mapper) acrossHead(n walkNode, runDone bool) bool {
 	a := n.across
 	if !began(m.acrossLeaves(a)) {
 		// Not started (yet): if it never will, it has nothing to show.

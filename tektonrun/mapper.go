@@ -133,7 +133,7 @@ func (m *mapper) run() ([]Event, bool) {
 				m.acrossEnd(n)
 				stepDone = true
 			case n.across != nil:
-				stepDone = m.acrossHead(n, done, runDone)
+				stepDone = m.acrossHead(n, runDone)
 			case obs != nil && obs.TaskRun != nil:
 				var isVerdict bool
 				stepDone, isVerdict = m.step(n.name, obs)
@@ -421,13 +421,7 @@ func (c *Cursor) next(step string, p Part) int {
 }
 
 func decodeSpec(tr *v1.TaskRun) (runspec.Spec, bool) {
-	for _, p := range tr.Spec.Params {
-		if p.Name == runspec.ParamSpec {
-			s, err := runspec.Decode(p.Value.StringVal)
-			return s, err == nil
-		}
-	}
-	return runspec.Spec{}, false
+	return decodeParams(tr.Spec.Params)
 }
 
 func result(tr *v1.TaskRun, name string) string {

@@ -130,6 +130,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		}
 		runAnnotations[runspec.AnnotationCredentials] = string(buf)
 	}
+	c.privilegedInHost()
 	noToken, noServiceLinks := false, false
 	var hostUsers *bool
 	if opts.UserNamespaces {
@@ -154,7 +155,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 				// know nothing of the cluster they run on.
 				PodTemplate: &pod.Template{AutomountServiceAccountToken: &noToken, EnableServiceLinks: &noServiceLinks, HostUsers: hostUsers},
 			},
-			TaskRunSpecs: c.privilegedInHost(c.runSpecs),
+			TaskRunSpecs: c.runSpecs,
 		},
 	}
 	var secret *corev1.Secret
@@ -178,22 +179,16 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 
 // privilegedInHost gives the privileged steps the host's user namespace back when the
 // build's pods have their own (UserNamespaces): a privileged container cannot run in one.
-func (c *compiler) privilegedInHost(specs []v1.PipelineTaskRunSpec) []v1.PipelineTaskRunSpec {
+func (c *compiler) privilegedInHost() {
 	if !c.opts.UserNamespaces {
-		return specs
+		return
 	}
 	for _, pt := range c.tasks {
 		if pt.TaskRef == nil || c.taskDefs[pt.TaskRef.Name].Annotations[annotationPrivileged] != "true" {
 			continue
 		}
-		i := slices.IndexFunc(specs, func(s v1.PipelineTaskRunSpec) bool { return s.PipelineTaskName == pt.Name })
-		if i < 0 {
-			specs = append(specs, v1.PipelineTaskRunSpec{PipelineTaskName: pt.Name, PodTemplate: &pod.Template{}})
-			i = len(specs) - 1
-		}
-		specs[i].PodTemplate.HostUsers = ptr(true)
+		c.podTemplate(pt.Name).HostUsers = ptr(true)
 	}
-	return specs
 }
 
 func withEntry(m map[string]string, k, v string) map[string]string {
