@@ -567,7 +567,18 @@ func LoadTaskConfig(file string, data []byte) (TaskConfig, error) {
 	return parseTaskConfig(file, data)
 }
 
+// LoadTaskConfigVars is LoadTaskConfig of a task file given vars, as fly execute reads
+// one: every ((var)) static has is replaced first (a whole-string var keeps its type),
+// and the others are left for run time.
+func LoadTaskConfigVars(file string, data []byte, static vars.Variables) (TaskConfig, error) {
+	return parseTaskConfigVars(file, data, static)
+}
+
 func parseTaskConfig(file string, data []byte) (TaskConfig, error) {
+	return parseTaskConfigVars(file, data, nil)
+}
+
+func parseTaskConfigVars(file string, data []byte, static vars.Variables) (TaskConfig, error) {
 	tree, diags := parseTree(file, data)
 	if tree == nil {
 		return TaskConfig{}, diags.Err()
@@ -575,6 +586,11 @@ func parseTaskConfig(file string, data []byte) (TaskConfig, error) {
 	p := &Pipeline{File: file, tree: tree}
 	if tree.kind != mapNode {
 		return TaskConfig{}, Diagnostics{p.Diagnostic(SeverityError, nil, "a task config must be a map with platform, run and so on")}.Err()
+	}
+	if static != nil {
+		if err := p.interpolate(tree, nil, static).Err(); err != nil {
+			return TaskConfig{}, err
+		}
 	}
 	var cfg TaskConfig
 	diags = append(diags, p.decodeValue(tree, nil, &cfg)...)

@@ -24,6 +24,9 @@
 //     build's outcome (Concourse saves caches whatever a task's exit status).
 //   - Garbage, swept by Collect: every build volume but, per job, the newest cache
 //     source, those of builds still running, and anything that changed within Grace.
+//   - A one-off build's volume (runspec.AnnotationOneOff) is no job's: the verdict keeps
+//     it whole, for its starter to download the build's outputs from, it is never a
+//     cache source, and it is garbage once its run has been over for Grace.
 //
 // The pure functions (ClaimName, Request, BuildClaim, BindBuildVolume, OwnerReference,
 // CacheSource, Garbage) do no I/O; Prepare, Own and Collect are the shell over the

@@ -104,7 +104,7 @@ func BuildClaim(run *v1.PipelineRun, size resource.Quantity, storageClass string
 	}
 	labels[runspec.LabelManagedBy] = runspec.ManagedBy
 	labels[LabelVolume] = VolumeBuild
-	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild, runspec.AnnotationInstanceVars} {
+	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild, runspec.AnnotationInstanceVars, runspec.AnnotationOneOff} {
 		if v, ok := run.Annotations[k]; ok {
 			annotations[k] = v
 		}
@@ -234,7 +234,7 @@ func (b builds) sources(claims []corev1.PersistentVolumeClaim) []source {
 	for i := range claims {
 		c := &claims[i]
 		j, ok := isBuildVolume(c)
-		if !ok || c.Status.Phase != corev1.ClaimBound {
+		if !ok || c.Status.Phase != corev1.ClaimBound || oneOff(c.ObjectMeta) {
 			continue
 		}
 		run, ok := b.run(c)
@@ -287,7 +287,7 @@ func clean(verdict *v1.TaskRun) (time.Time, bool) {
 // runs and taskRuns are the namespace's, or at least the job's.
 func CacheSource(claims []corev1.PersistentVolumeClaim, runs []v1.PipelineRun, taskRuns []v1.TaskRun, next *corev1.PersistentVolumeClaim) (string, bool) {
 	want, ok := jobOf(next.ObjectMeta)
-	if !ok {
+	if !ok || oneOff(next.ObjectMeta) {
 		return "", false
 	}
 	for _, s := range index(runs, taskRuns).sources(claims) {
@@ -335,6 +335,9 @@ func Garbage(claims []corev1.PersistentVolumeClaim, runs []v1.PipelineRun, taskR
 			keep[c.Name] = true
 		case ok && !finished(run):
 			keep[c.Name] = true
+		case ok && oneOff(c.ObjectMeta) && now.Sub(endOf(run)) < Grace:
+			// Its outputs are downloaded from it once it has ended.
+			keep[c.Name] = true
 		}
 		if ds := c.Spec.DataSource; ds != nil && ds.Kind == kindClaim && c.Status.Phase != corev1.ClaimBound {
 			keep[ds.Name] = true
@@ -348,6 +351,19 @@ func Garbage(claims []corev1.PersistentVolumeClaim, runs []v1.PipelineRun, taskR
 	}
 	slices.Sort(out)
 	return out
+}
+
+// oneOff says whether a run or volume is a one-off build's (runspec.AnnotationOneOff).
+func oneOff(m metav1.ObjectMeta) bool {
+	return m.Annotations[runspec.AnnotationOneOff] == "true"
+}
+
+// endOf is when a finished run ended.
+func endOf(run *v1.PipelineRun) time.Time {
+	if t := run.Status.CompletionTime; t != nil {
+		return t.Time
+	}
+	return run.Status.GetCondition(apis.ConditionSucceeded).LastTransitionTime.Inner.Time
 }
 
 func finished(run *v1.PipelineRun) bool {

@@ -153,6 +153,8 @@ type build struct {
 	// running: the run has not finished; noRun: there is no PipelineRun; cancelled:
 	// the run was cancelled; aborted: it has AnnotationAborted.
 	running, noRun, cancelled, aborted bool
+	// oneOff makes it a one-off build (runspec.AnnotationOneOff).
+	oneOff bool
 	// outcome is the verdict's outcome result ("": no verdict TaskRun, "-": a verdict
 	// without one); dirty gives it an error result.
 	outcome string
@@ -167,7 +169,11 @@ func (b build) run() string { return "app-" + b.job + "-" + b.n }
 func (b build) objects() (corev1.PersistentVolumeClaim, []v1.PipelineRun, []v1.TaskRun) {
 	uid := types.UID("uid-" + b.run())
 	labels := map[string]string{runspec.LabelManagedBy: runspec.ManagedBy, runspec.LabelTeam: "main", runspec.LabelPipeline: "app", runspec.LabelJob: b.job, runspec.LabelBuild: b.n}
-	claim := BuildClaim(&v1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: b.run(), Labels: labels}}, resource.MustParse("1Gi"), stdcmp.Or(b.class, "fast"), b.from)
+	var annotations map[string]string
+	if b.oneOff {
+		annotations = map[string]string{runspec.AnnotationOneOff: "true"}
+	}
+	claim := BuildClaim(&v1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: b.run(), Labels: labels, Annotations: annotations}}, resource.MustParse("1Gi"), stdcmp.Or(b.class, "fast"), b.from)
 	claim.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(b.age) * time.Minute))
 	claim.UID = "claim-" + uid
 	claim.Status.Phase = stdcmp.Or(b.phase, corev1.ClaimBound)
@@ -175,10 +181,13 @@ func (b build) objects() (corev1.PersistentVolumeClaim, []v1.PipelineRun, []v1.T
 		return *claim, nil, nil
 	}
 	claim.OwnerReferences = []metav1.OwnerReference{{Kind: "PipelineRun", Name: b.run(), UID: uid}}
-	run := v1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: b.run(), UID: uid, Labels: labels}}
+	run := v1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: b.run(), UID: uid, Labels: labels, Annotations: annotations}}
 	status := corev1.ConditionTrue
 	if b.running {
 		status = corev1.ConditionUnknown
+	} else {
+		ended := metav1.NewTime(t0.Add(time.Duration(b.ended) * time.Minute))
+		run.Status.CompletionTime = &ended
 	}
 	run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: status})
 	if b.cancelled {
@@ -266,6 +275,10 @@ func TestCacheSource(t *testing.T) {
 		{"not a volume whose run is not there", []build{
 			{job: "unit", n: "1", outcome: "succeeded", ended: 10, noRun: true},
 		}, ""},
+		{"not a one-off build's (it is kept whole)", []build{
+			{job: "unit", n: "1", outcome: "succeeded", ended: 10},
+			{job: "unit", n: "2", outcome: "succeeded", ended: 30, oneOff: true},
+		}, "app-unit-1-build"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,6 +289,14 @@ func TestCacheSource(t *testing.T) {
 				t.Errorf("CacheSource = %q, %t; want %q", got, ok, tt.want)
 			}
 		})
+	}
+}
+
+func TestCacheSourceOfOneOff(t *testing.T) {
+	claims, runs, taskRuns := world([]build{{job: "build", n: "1", outcome: "succeeded", ended: 10}})
+	next, _, _ := build{job: "build", n: "2", oneOff: true}.objects()
+	if got, ok := CacheSource(claims, runs, taskRuns, &next); ok {
+		t.Errorf("a one-off build cloned %s", got)
 	}
 }
 
@@ -338,6 +359,11 @@ func TestGarbage(t *testing.T) {
 		{"not a volume made within the grace period for a run not there yet", []build{
 			{job: "unit", n: "1", noRun: true, age: 55},
 		}, nil},
+		{"one-off builds' volumes once their outputs had the grace period to be downloaded", []build{
+			{job: "build", n: "1", outcome: "succeeded", ended: 10, oneOff: true},
+			{job: "build", n: "2", outcome: "failed", ended: 55, oneOff: true},
+			{job: "build", n: "3", running: true, oneOff: true},
+		}, []string{"app-build-1-build"}},
 		{"not the source of a clone not bound yet", []build{
 			{job: "unit", n: "1", outcome: "succeeded", ended: 10},
 			{job: "unit", n: "2", outcome: "succeeded", ended: 20},

@@ -49,23 +49,27 @@ type options struct {
 const exitUsage = 2
 
 // Main runs the runner with the arguments after the program name and returns its exit
-// code. SIGTERM and SIGINT abort the step (Kubernetes stops a pod that way).
-func Main(args []string, stdout, stderr io.Writer) int {
+// code. SIGTERM and SIGINT abort the step (Kubernetes stops a pod that way). Only the
+// receive mode reads stdin.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return run(ctx, args, stdout, stderr)
+	return run(ctx, args, stdin, stdout, stderr)
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "error: usage: concourse-runner <mode> --spec=<json> | install DEST | abort [--volume=DIR]")
+		fmt.Fprintln(stderr, "error: usage: concourse-runner <mode> --spec=<json> | install DEST | abort [--volume=DIR] | hold | receive --dir=DIR --name=NAME | send --name=NAME")
 		return exitUsage
 	}
 	mode := runspec.Mode(args[0])
 	fs := flag.NewFlagSet("concourse-runner "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	specJSON := fs.String(runspec.ParamSpec, "", "the step's runspec.Spec as JSON")
-	volume := fs.String("volume", runspec.DefaultVolume, "abort: where the build volume is mounted")
+	volume := fs.String("volume", runspec.DefaultVolume, "abort, receive, send: where the build volume is mounted")
+	timeout := fs.Duration("timeout", time.Hour, "hold: how long to wait at most")
+	dir := fs.String("dir", "", "receive: the artifact's directory, relative to the build volume")
+	name := fs.String("name", "", "receive, send: the artifact's name")
 	opts := options{clock: systemClock{}}
 	fs.StringVar(&opts.tmpBuild, "x-tmp-build", defaultTmpBuild, "hidden: Concourse's /tmp/build, for tests")
 	fs.StringVar(&opts.resourceDir, "x-resource-dir", defaultResourceDir, "hidden: Concourse's /opt/resource, for tests")
@@ -91,6 +95,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		fmt.Fprintln(stderr, "build aborted")
+		return 0
+	case runspec.ModeHold:
+		return hold(ctx, *timeout)
+	case runspec.ModeReceive, runspec.ModeSend:
+		var err error
+		if mode == runspec.ModeReceive {
+			err = receive(*volume, *dir, *name, stdin)
+		} else {
+			err = send(*volume, *name, stdout)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
 		return 0
 	}
 	if fs.NArg() != 0 {

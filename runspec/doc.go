@@ -22,6 +22,17 @@
 //
 //	concourse-runner abort [--volume=/concourse]
 //
+// A one-off build's artifacts travel through a transfer pod of the runner image that
+// mounts the build volume and waits (hold, for at most --timeout), into which the starter
+// execs receive (an upload, before the PipelineRun exists: the tar stream on stdin goes
+// into the directory --dir of the volume, which is registered as the artifact --name in
+// the root scope) and send (a download, once the build has ended: the artifact --name of
+// the root scope as a tar stream on stdout):
+//
+//	concourse-runner hold [--timeout=1h]
+//	concourse-runner receive --dir=volumes/<plan>/<name> --name=<name> [--volume=/concourse]
+//	concourse-runner send --name=<name> [--volume=/concourse]
+//
 // # Outcomes and exit codes
 //
 // Every runner writes its Outcome to <Paths.Results>/outcome (a Tekton result) and to the

@@ -61,6 +61,11 @@ const AnnotationCredentials = "concourse-ci.org/credentials"
 // job apart from the job of another instance.
 const AnnotationInstanceVars = "concourse-ci.org/instance-vars"
 
+// AnnotationOneOff ("true") on a one-off build's PipelineRun and build volume: the build
+// belongs to no job, and its volume, kept whole for its outputs to be downloaded, is
+// never a job's cache source.
+const AnnotationOneOff = "concourse-ci.org/one-off"
+
 // The labels on every object of a build. A label value is cut and made label-safe
 // (LabelValue); the exact Concourse name is in an annotation of the same key.
 const (

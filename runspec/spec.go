@@ -26,9 +26,14 @@ const (
 	ModeAcross  Mode = "across"
 	ModeJoin    Mode = "join"
 	ModeVerdict Mode = "verdict"
-	// ModeAbort and ModeInstall take no spec (see the package doc).
+	// ModeAbort, ModeInstall and the transfer modes take no spec (see the package doc).
 	ModeAbort   Mode = "abort"
 	ModeInstall Mode = "install"
+	// ModeHold keeps a transfer pod alive; ModeReceive unpacks a tar stream into an
+	// artifact of a one-off build, ModeSend writes one as a tar stream.
+	ModeHold    Mode = "hold"
+	ModeReceive Mode = "receive"
+	ModeSend    Mode = "send"
 )
 
 // Spec is everything one runner invocation needs: which step, in which build, under which

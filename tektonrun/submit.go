@@ -81,8 +81,10 @@ func (c *Client) Submit(ctx context.Context, r *translate.Result, creds vars.Var
 			return nil, fmt.Errorf("creating Task %s: %w", t.Name, err)
 		}
 	}
-	if err := c.applyPipeline(ctx, r.Pipeline); err != nil {
-		return nil, err
+	if r.PipelineRun.Spec.PipelineRef != nil {
+		if err := c.applyPipeline(ctx, r.Pipeline); err != nil {
+			return nil, err
+		}
 	}
 	pr := r.PipelineRun.DeepCopy()
 	if r.RunnerImage != "" {

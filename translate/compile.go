@@ -183,7 +183,10 @@ type compiler struct {
 	// origins map the IDs the compiler makes (an across substep's renumbered nodes, a get's
 	// check) to the ID of the node of the input plan they come from, for errors.
 	origins map[concourse.PlanID]concourse.PlanID
-	err     error
+	// artifactInputs and artifactOutputs are a one-off build's (Result.ArtifactInputs).
+	artifactInputs  []ArtifactInput
+	artifactOutputs []string
+	err             error
 }
 
 // artifactImage is what the compiler knows of an artifact, for tasks that run it as image.
@@ -235,9 +238,9 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 		Build: runspec.Build{
 			Name:         c.opts.Build,
 			TeamName:     c.opts.Team,
-			PipelineName: c.opts.Pipeline,
+			PipelineName: c.jobField(c.opts.Pipeline),
 			InstanceVars: c.opts.InstanceVars,
-			JobName:      c.opts.Job,
+			JobName:      c.jobField(c.opts.Job),
 			ExternalURL:  c.opts.ExternalURL,
 		},
 		HookStatus:          sc.hookStatus,
@@ -291,6 +294,9 @@ func (c *compiler) compile(p *concourse.Plan, e cond, sc scope) *handle {
 	case p.Run != nil:
 		c.fail(p, p.Run.Message, "the run step is experimental in Concourse and not supported here")
 	case p.ArtifactInput != nil, p.ArtifactOutput != nil:
+		if c.opts.OneOff {
+			return c.artifact(p, e, sc)
+		}
 		c.fail(p, "", "artifact inputs and outputs are for one-off builds (execute), not pipelines")
 	default:
 		c.fail(p, "", "empty plan node")

@@ -14,6 +14,12 @@ type Options struct {
 	Job      string
 	// Build names the build; the PipelineRun is <pipeline>-<job>-<build>.
 	Build string
+	// OneOff compiles a one-off build (fly execute): Pipeline and Job then only name its
+	// objects. Its steps see no pipeline or job (no BUILD_PIPELINE_NAME or BUILD_JOB_NAME,
+	// no task caches kept), its volume is kept whole when it ends (its outputs are read
+	// from it), its PipelineRun carries its Pipeline's spec (no other build shares it),
+	// and its plan may hold artifact inputs and outputs (Result.ArtifactInputs).
+	OneOff bool
 	// InstanceVars are the pipeline's instance vars, if it is an instanced pipeline.
 	InstanceVars map[string]any
 	// ExternalURL is the ATC's URL, for the BUILD_URL the resource scripts see.

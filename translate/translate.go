@@ -37,6 +37,21 @@ type Result struct {
 	// RunnerImage is the step runner's image, which the backend also runs on its own
 	// (to abort a build between steps).
 	RunnerImage string
+	// ArtifactInputs are the artifacts a one-off build's starter uploads onto its volume
+	// before its PipelineRun is created, in plan order; ArtifactOutputs the names of the
+	// artifacts it may download from the volume once the build has ended.
+	ArtifactInputs  []ArtifactInput
+	ArtifactOutputs []string
+}
+
+// ArtifactInput is an artifact of a one-off build that its starter uploads (fly execute's
+// -i): the files go into Dir, relative to the build volume's root, and the artifact is
+// registered under Name, in the build's root scope (see runspec), for its steps to find.
+type ArtifactInput struct {
+	PlanID     concourse.PlanID
+	ArtifactID int
+	Name       string
+	Dir        string
 }
 
 // Translate compiles one build's plan into Tekton objects. It is pure and deterministic.
@@ -123,6 +138,9 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	}
 	claim.Labels = runLabels
 	runAnnotations := withEntry(annotations, runspec.LabelBuild, opts.Build)
+	if opts.OneOff {
+		runAnnotations[runspec.AnnotationOneOff] = "true"
+	}
 	if creds := credentials(c.creds); len(creds) > 0 {
 		buf, err := json.Marshal(creds)
 		if err != nil {
@@ -136,6 +154,10 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	if opts.UserNamespaces {
 		hostUsers = ptr(false)
 	}
+	ref, embedded := &v1.PipelineRef{Name: name}, (*v1.PipelineSpec)(nil)
+	if opts.OneOff {
+		ref, embedded = nil, &pipeline.Spec
+	}
 	run := &v1.PipelineRun{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "PipelineRun"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -144,7 +166,8 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 			Annotations: runAnnotations,
 		},
 		Spec: v1.PipelineRunSpec{
-			PipelineRef: &v1.PipelineRef{Name: name},
+			PipelineRef:  ref,
+			PipelineSpec: embedded,
 			// Concourse builds have no timeout unless the pipeline sets one, and the runner
 			// enforces those.
 			Timeouts:   &v1.TimeoutFields{Pipeline: &metav1.Duration{}},
@@ -174,6 +197,8 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		Credentials:      credentials(c.creds),
 		CredentialSecret: secret,
 		RunnerImage:      opts.RunnerImage,
+		ArtifactInputs:   c.artifactInputs,
+		ArtifactOutputs:  c.artifactOutputs,
 	}, nil
 }
 

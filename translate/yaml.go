@@ -8,14 +8,17 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Objects returns the build's objects in the order to apply them: Tasks, the Pipeline,
-// then the PipelineRun.
+// Objects returns the build's objects in the order to apply them: Tasks, the Pipeline
+// (not for a one-off build, whose PipelineRun carries its spec), then the PipelineRun.
 func (r *Result) Objects() []any {
 	out := make([]any, 0, len(r.Tasks)+2)
 	for _, t := range r.Tasks {
 		out = append(out, t)
 	}
-	return append(out, r.Pipeline, r.PipelineRun)
+	if r.PipelineRun.Spec.PipelineRef != nil {
+		out = append(out, r.Pipeline)
+	}
+	return append(out, r.PipelineRun)
 }
 
 // MarshalYAML renders objects as one multi-document YAML stream, the way kubectl apply

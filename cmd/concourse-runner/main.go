@@ -9,5 +9,5 @@ import (
 )
 
 func main() {
-	os.Exit(runner.Main(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(runner.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -1,0 +1,80 @@
+package translate_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/golden"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+const executeTask = `platform: linux
+image_resource: {type: registry-image, source: {repository: busybox}}
+inputs: [{name: src}, {name: ci, optional: true}]
+outputs: [{name: out}]
+caches: [{path: .cache}]
+run: {path: sh, args: [-c, "cp -r src out/"]}
+`
+
+// TestOneOff compiles fly execute's plan of a task with two uploaded inputs and a
+// downloaded output: no pod for the artifacts, the uploads listed for the starter, the
+// Pipeline's spec in the PipelineRun, and steps that see no pipeline or job.
+func TestOneOff(t *testing.T) {
+	cfg, err := concourse.ParseTaskConfig([]byte(executeTask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := planner.PlanOneOff(cfg, planner.OneOff{Inputs: []string{"src", "ci"}, Outputs: []string{"out"}})
+	opts := translate.Options{Pipeline: "one-off", Job: "build", Build: "7", OneOff: true}
+	r, err := translate.Translate(plan, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, r)
+	got, err := translate.MarshalYAML(r.Objects())
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, filepath.Join("testdata", "one-off", "expected.yaml"), got, *update)
+
+	wantInputs := []translate.ArtifactInput{
+		{PlanID: "2", ArtifactID: 1, Name: "src", Dir: "volumes/2/src"},
+		{PlanID: "3", ArtifactID: 2, Name: "ci", Dir: "volumes/3/ci"},
+	}
+	if diff := cmp.Diff(wantInputs, r.ArtifactInputs); diff != "" {
+		t.Errorf("ArtifactInputs (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"out"}, r.ArtifactOutputs); diff != "" {
+		t.Errorf("ArtifactOutputs (-want +got):\n%s", diff)
+	}
+	if r.PipelineRun.Spec.PipelineRef != nil || r.PipelineRun.Spec.PipelineSpec == nil {
+		t.Errorf("a one-off build's PipelineRun refers to a shared Pipeline: %+v", r.PipelineRun.Spec.PipelineRef)
+	}
+	tasks := r.PipelineRun.Spec.PipelineSpec.Tasks
+	if len(tasks) != 1 || !strings.HasPrefix(tasks[0].Name, "task-one-off") {
+		t.Fatalf("want the task alone, got %d tasks", len(tasks))
+	}
+	spec := stepSpec(t, tasks[0])
+	if spec.Build.PipelineName != "" || spec.Build.JobName != "" || spec.Build.Name != "7" {
+		t.Errorf("the task sees pipeline %q, job %q, build %q; want none, none, 7", spec.Build.PipelineName, spec.Build.JobName, spec.Build.Name)
+	}
+	again, err := translate.Translate(planner.PlanOneOff(cfg, planner.OneOff{Inputs: []string{"src", "ci"}, Outputs: []string{"out"}}), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if againYAML, _ := translate.MarshalYAML(again.Objects()); string(againYAML) != string(got) {
+		t.Errorf("the same input gave different bytes")
+	}
+
+	opts.OneOff = false
+	if _, err := translate.Translate(plan, opts); err == nil || !strings.Contains(err.Error(), "artifact inputs and outputs are for one-off builds") {
+		t.Errorf("a job build with artifact inputs: err = %v", err)
+	}
+	_ = runspec.ModeTask
+}
