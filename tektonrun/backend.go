@@ -84,7 +84,9 @@ type Build struct {
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	creds vars.Variables
+	oneOff  bool
+	uploads ArtifactSource
+	creds   vars.Variables
 }
 
 // WithCredentials has creds supply the build's credentials, as an ATC's credential manager
@@ -98,6 +100,14 @@ type runConfig struct {
 // Secrets.
 func WithCredentials(creds vars.Variables) RunOption {
 	return func(c *runConfig) { c.creds = creds }
+}
+
+// OneOff runs the plan as a one-off build (fly execute; translate.Options.OneOff):
+// source supplies its artifact inputs, which are uploaded onto its volume before its
+// PipelineRun is created (nil: it has none), and Build.Artifacts downloads its outputs
+// once it has ended.
+func OneOff(source ArtifactSource) RunOption {
+	return func(c *runConfig) { c.oneOff, c.uploads = true, source }
 }
 
 // RunPlan compiles a build plan (atc.Plan JSON) and starts it. Running a build that exists
@@ -130,11 +140,12 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 		opts.InstanceVars = meta.InstanceVars
 	}
 	opts.SuppliedCredentials = cfg.creds != nil
+	opts.OneOff = cfg.oneOff
 	r, err := translate.Translate(plan, opts)
 	if err != nil {
 		return nil, fmt.Errorf("compiling build %s: %w", meta.Build, err)
 	}
-	sub, err := b.client.Submit(ctx, r, cfg.creds)
+	sub, err := b.client.submit(ctx, r, cfg.creds, cfg.uploads)
 	if err != nil {
 		return nil, err
 	}

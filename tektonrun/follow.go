@@ -22,6 +22,7 @@ type Client struct {
 	target *Target
 	logs   LogSource
 	exec   Execer
+	stream Streamer
 
 	once     sync.Once
 	watch    *watcher
@@ -34,6 +35,7 @@ func NewClient(t *Target) *Client {
 	c := &Client{target: t, logs: kubeLogs{kube: t.Kube}}
 	if t.Config != nil {
 		c.exec = &spdyExecer{config: t.Config, kube: t.Kube}
+		c.stream = &execStreamer{config: t.Config, kube: t.Kube}
 	}
 	return c
 }

@@ -50,6 +50,13 @@ type Submitted struct {
 // (see WithCredentials), whose values make the build's Secret, created just before the
 // PipelineRun and then owned by it. creds is nil for other builds.
 func (c *Client) Submit(ctx context.Context, r *translate.Result, creds vars.Variables) (*Submitted, error) {
+	return c.submit(ctx, r, creds, nil)
+}
+
+// submit is Submit, uploading a one-off build's artifact inputs from source onto its
+// volume before its PipelineRun is created. If they cannot all be uploaded, the volume
+// goes, and nothing is left of the build.
+func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Variables, source ArtifactSource) (*Submitted, error) {
 	ns := c.target.Namespace
 	runs := c.target.Tekton.TektonV1().PipelineRuns(ns)
 	if existing, err := runs.Get(ctx, r.PipelineRun.Name, metav1.GetOptions{}); err == nil {
@@ -93,6 +100,13 @@ func (c *Client) Submit(ctx context.Context, r *translate.Result, creds vars.Var
 	claim, warnings, err := pvc.Prepare(ctx, c.target.Kube, c.target.Tekton, ns, pr)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the build volume of %s: %w", pr.Name, err)
+	}
+	if err := c.upload(ctx, r, claim, source); err != nil {
+		del := c.target.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(context.WithoutCancel(ctx), claim, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(del) {
+			del = nil
+		}
+		return nil, errors.Join(err, del)
 	}
 	if secret != nil {
 		if secret, err = c.createCredentialSecret(ctx, secret); err != nil {
