@@ -68,6 +68,10 @@ E2E_CLUSTER ?= e2e/cluster/cluster.sh
 e2e: runner-image ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
 	GO=$(GO) $(E2E_CLUSTER) test
 
+.PHONY: bench-e2e
+bench-e2e: ## Benchmarks on the running e2e cluster (make e2e-up first): execute's transfers against tar | kubectl exec.
+	cd e2e && $(GO) test -tags e2e -count=1 -run '^$$' -bench . -benchtime 1x -count 3 -timeout 30m .
+
 .PHONY: e2e-up
 e2e-up: runner-image ## Start the local e2e cluster (root; ~10 GB disk, 10-20 min the first time) and print its kubeconfig path.
 	$(E2E_CLUSTER) up

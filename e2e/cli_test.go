@@ -30,7 +30,7 @@ var (
 // cliBinary builds cmd/concourse-tekton (once) and returns its path. It is built under
 // the repository's bin/e2e and moved into place, so that a test binary running at the
 // same time keeps the binary it started with and nothing is left in /tmp.
-func cliBinary(t *testing.T) string {
+func cliBinary(t testing.TB) string {
 	t.Helper()
 	cliOnce.Do(func() {
 		dir, err := filepath.Abs(filepath.Join("..", "bin", "e2e"))
@@ -66,7 +66,7 @@ func cliBinary(t *testing.T) string {
 
 // cliProc is a running CLI process whose output the test can wait on.
 type cliProc struct {
-	t    *testing.T
+	t    testing.TB
 	cmd  *exec.Cmd
 	args []string
 
@@ -79,7 +79,7 @@ type cliProc struct {
 
 // startCLI starts the CLI with args (from the repository's root, with the test cluster's
 // kubeconfig in the environment). The process is killed when ctx is done.
-func startCLI(t *testing.T, ctx context.Context, args ...string) *cliProc {
+func startCLI(t testing.TB, ctx context.Context, args ...string) *cliProc {
 	t.Helper()
 	p := &cliProc{t: t, args: args, changed: make(chan struct{}), done: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, cliBinary(t), args...)
@@ -193,7 +193,7 @@ func (p *cliProc) wait() (exit int, stdout, stderr string) {
 }
 
 // runCLI runs the CLI to its end.
-func runCLI(t *testing.T, ctx context.Context, args ...string) (exit int, stdout, stderr string) {
+func runCLI(t testing.TB, ctx context.Context, args ...string) (exit int, stdout, stderr string) {
 	t.Helper()
 	return startCLI(t, ctx, args...).wait()
 }

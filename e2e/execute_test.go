@@ -22,7 +22,7 @@ import (
 
 // executeTask is the task the execute tests run: it lists its inputs, checks the big
 // one, copies src into its output with a file of its own, and exits with $CODE.
-func executeTask(t *testing.T, dir string) string {
+func executeTask(t testing.TB, dir string) string {
 	t.Helper()
 	repo, tag, _ := strings.Cut(busyboxImage, ":")
 	task := `platform: linux
@@ -81,7 +81,7 @@ func gitRepo(t *testing.T, dir string) {
 }
 
 // bigFile writes size pseudo-random bytes and returns their SHA-256.
-func bigFile(t *testing.T, path string, size int64) string {
+func bigFile(t testing.TB, path string, size int64) string {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {

@@ -89,7 +89,7 @@ var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 // namespace creates a namespace for the test alone. When the test fails, the logs of
 // its pods and its events are dumped; the namespace is deleted afterwards unless
 // E2E_KEEP_NAMESPACES=1.
-func namespace(t *testing.T) string {
+func namespace(t testing.TB) string {
 	t.Helper()
 	ctx := context.Background()
 	base := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
@@ -124,7 +124,7 @@ func namespace(t *testing.T) string {
 	return name
 }
 
-func dumpNamespace(t *testing.T, ns string) {
+func dumpNamespace(t testing.TB, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	pods, err := testCluster.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
@@ -165,7 +165,7 @@ func podLogs(ctx context.Context, ns, pod, container string) (string, error) {
 	return string(b), nil
 }
 
-func poll(t *testing.T, what string, timeout time.Duration, cond wait.ConditionWithContextFunc) {
+func poll(t testing.TB, what string, timeout time.Duration, cond wait.ConditionWithContextFunc) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

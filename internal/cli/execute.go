@@ -289,7 +289,12 @@ func (s *streams) uploadDir(ctx context.Context, name, dir string, includeIgnore
 	r, w := io.Pipe()
 	p := newProgress(s.err, "uploading", name)
 	go func() {
-		err := tarstream.Write(p.writer(w), dir, files)
+		// Large writes: the exec stream sends what each write gives it as a frame.
+		buf := bufio.NewWriterSize(p.writer(w), 1<<20)
+		err := tarstream.Write(buf, dir, files)
+		if err == nil {
+			err = buf.Flush()
+		}
 		p.done(err)
 		w.CloseWithError(err)
 	}()
