@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -35,8 +36,9 @@ type Written struct {
 	TaskRefs []string
 }
 
-// candidate is the shape of a name FileName makes: a kind, a DNS-1123 name.
-var candidate = regexp.MustCompile(`^[a-z]+-[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.yaml$`)
+// candidate is the shape of a name FileName makes: a kind, a DNS-1123 name. Compiled at
+// its first use: only convert -o needs it.
+var candidate = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]+-[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.yaml$`) })
 
 // maxWritten bounds the size of a file read to tell whether this tool wrote it: far more
 // than any object it writes, which Kubernetes caps at about 1.5 MB.
@@ -54,7 +56,7 @@ func ReadWritten(dir string) ([]Written, error) {
 	}
 	var out []Written
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !candidate.MatchString(e.Name()) {
+		if !e.Type().IsRegular() || !candidate().MatchString(e.Name()) {
 			continue
 		}
 		data, err := readAtMost(filepath.Join(dir, e.Name()), maxWritten)
@@ -87,7 +89,7 @@ func readAtMost(path string, limit int64) ([]byte, error) {
 // file a user wrote is never taken for one, unless it copies the name, the single
 // object and the managed-by label of one.
 func ParseWritten(file string, data []byte) (Written, bool) {
-	if !candidate.MatchString(file) || len(data) == 0 || moreThanOneDocument(data) {
+	if !candidate().MatchString(file) || len(data) == 0 || moreThanOneDocument(data) {
 		return Written{}, false
 	}
 	var doc struct {
