@@ -144,23 +144,24 @@ func moreThanOneDocument(data []byte) bool {
 	return false
 }
 
-// Conversion says what a conversion writes into a directory, for Stale to tell which of
-// the files there it leaves over.
+// Conversion says what a conversion of one or more pipelines of a team writes into a
+// directory, for Stale to tell which of the files there it leaves over.
 type Conversion struct {
-	// Team and Pipeline are the exact Concourse names of the pipeline converted.
-	Team, Pipeline string
+	// Team is the exact Concourse name of the pipelines' team.
+	Team string
+	// Pipelines are the exact Concourse names of the pipelines converted, each with the
+	// jobs it does not convert and whose files it keeps: those `-j` did not select. A
+	// job left out because it cannot be converted, or no longer in the pipeline, is not
+	// kept.
+	Pipelines map[string]map[string]bool
 	// Files are the names of the files it writes.
 	Files map[string]bool
-	// KeepJobs are the jobs of the pipeline it does not convert and whose files it
-	// keeps: those `-j` did not select. A job left out because it cannot be converted,
-	// or no longer in the pipeline, is not kept.
-	KeepJobs map[string]bool
 }
 
 // Stale are the files, among those concourse-tekton wrote (written), that a conversion
-// leaves over: a Pipeline or PipelineRun of the same team and pipeline that it does not
-// write, unless of a job it keeps, and a Task that it does not write and that no
-// Pipeline kept refers to. The files of other pipelines stay, with their Tasks.
+// leaves over: a Pipeline or PipelineRun of the team and a pipeline converted that it
+// does not write, unless of a job it keeps, and a Task that it does not write and that
+// no Pipeline kept refers to. The files of other pipelines stay, with their Tasks.
 func (c Conversion) Stale(written []Written) []string {
 	var stale []string
 	refs := map[string]bool{}
@@ -168,7 +169,7 @@ func (c Conversion) Stale(written []Written) []string {
 		if c.Files[w.File] || w.Pipeline == "" {
 			continue
 		}
-		if w.Team == c.Team && w.Pipeline == c.Pipeline && !c.KeepJobs[w.Job] {
+		if keep, ok := c.Pipelines[w.Pipeline]; ok && w.Team == c.Team && !keep[w.Job] {
 			stale = append(stale, w.File)
 			continue
 		}
