@@ -51,7 +51,7 @@ func newConvert(s *streams) *cobra.Command {
 build of it and the Tasks its steps share. The YAML goes to stdout, or one file per object
 into the directory given with -o. Progress and warnings go to stderr.
 
-Several pipelines are compiled in one process, one PIPELINE may be - for standard input.
+Several pipelines are compiled in one process; one PIPELINE may be - for standard input.
 Their YAML documents follow the order of the arguments, each pipeline's Tasks (those not
 written already) first; every flag but -j and --pipeline, which speak of one pipeline,
 applies to each of them, and no two may have the same name. When any pipeline cannot be
