@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync"
 )
 
 // Config is a pipeline: the document `fly set-pipeline` takes.
@@ -19,7 +20,7 @@ type Config struct {
 }
 
 // topLevelKeys are the keys Concourse keeps; any other top-level key is dropped.
-var topLevelKeys = jsonFieldNames(Config{})
+var topLevelKeys = fieldsOf[Config]()
 
 // GroupConfig is a tab of the pipeline view.
 type GroupConfig struct {
@@ -175,10 +176,18 @@ func (j JobConfig) StepConfig() StepConfig {
 }
 
 var (
-	resourceFields     = jsonFieldNames(ResourceConfig{})
-	resourceTypeFields = jsonFieldNames(ResourceType{})
-	jobFields          = jsonFieldNames(JobConfig{})
+	resourceFields     = fieldsOf[ResourceConfig]()
+	resourceTypeFields = fieldsOf[ResourceType]()
+	jobFields          = fieldsOf[JobConfig]()
 )
+
+// fieldsOf returns jsonFieldNames of T, made at the first call (not at init).
+func fieldsOf[T any]() func() map[string]bool {
+	return sync.OnceValue(func() map[string]bool {
+		var zero T
+		return jsonFieldNames(zero)
+	})
+}
 
 // jsonFieldNames lists the JSON keys of a struct's fields (embedded structs included).
 func jsonFieldNames(v any) map[string]bool {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 )
@@ -56,7 +57,10 @@ func (p *Pipeline) Document() any {
 	return p.tree.toValue()
 }
 
-var oldStyleTemplate = regexp.MustCompile(`\{\{[-\w\pL]+\}\}`)
+// oldStyleTemplate matches a {{param}} of fly's old templates. It, and the other regexps
+// and field tables of this package, are made at their first use, not at init: every
+// command of the binary would pay for them at start-up.
+var oldStyleTemplate = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{[-\w\pL]+\}\}`) })
 
 // ParsePipeline parses a pipeline the way `fly set-pipeline` does: the YAML is read with its
 // positions (a UTF-8 BOM is accepted, anchors and merge keys work, duplicate keys are an
@@ -112,7 +116,7 @@ func decodePipeline(file string, data []byte, static vars.Variables) (p *Pipelin
 
 	kept := tree.entries[:0:0]
 	for _, e := range tree.entries {
-		if !topLevelKeys[e.key] {
+		if !topLevelKeys()[e.key] {
 			diags = append(diags, Diagnostic{Severity: SeverityWarning, File: file, Pos: e.keyPos, Path: Path{Key(e.key)},
 				Message: fmt.Sprintf("unknown top-level key %q is ignored (Concourse drops it; it is fine for YAML anchors)", e.key)})
 			continue
@@ -139,7 +143,7 @@ func (p *Pipeline) checkOldTemplates(n *node, path Path) Diagnostics {
 		}
 	default:
 		if s, ok := n.scalar.(string); ok && strings.Contains(s, "{{") {
-			if m := oldStyleTemplate.FindString(s); m != "" {
+			if m := oldStyleTemplate().FindString(s); m != "" {
 				name := strings.Trim(m, "{}")
 				diags = append(diags, Diagnostic{File: p.File, Pos: n.pos, Path: p.namedPath(path),
 					Message: fmt.Sprintf("old-style template %s is no longer supported: use ((%s)) and pass the value with -v, -y or -l", m, name)})
@@ -206,24 +210,24 @@ func (p *Pipeline) decode() (unknown, failed Diagnostics) {
 		var u, f Diagnostics
 		switch e.key {
 		case "groups":
-			u, f = decodeList(p, e.value, path, groupFields, &p.Config.Groups)
+			u, f = decodeList(p, e.value, path, groupFields(), &p.Config.Groups)
 		case "var_sources":
-			u, f = decodeList(p, e.value, path, varSourceFields, &p.Config.VarSources)
+			u, f = decodeList(p, e.value, path, varSourceFields(), &p.Config.VarSources)
 		case "resources":
-			u, f = decodeList(p, e.value, path, resourceFields, &p.Config.Resources)
+			u, f = decodeList(p, e.value, path, resourceFields(), &p.Config.Resources)
 		case "resource_types":
-			u, f = decodeList(p, e.value, path, resourceTypeFields, &p.Config.ResourceTypes)
+			u, f = decodeList(p, e.value, path, resourceTypeFields(), &p.Config.ResourceTypes)
 		case "prototypes":
-			u, f = decodeList(p, e.value, path, resourceTypeFields, &p.Config.Prototypes)
+			u, f = decodeList(p, e.value, path, resourceTypeFields(), &p.Config.Prototypes)
 		case "jobs":
-			u, f = decodeList(p, e.value, path, jobFields, &p.Config.Jobs)
+			u, f = decodeList(p, e.value, path, jobFields(), &p.Config.Jobs)
 			for i, job := range listItems(e.value) {
 				if r := job.get("build_log_retention"); r != nil {
-					u = append(u, p.strictKeys(r, Path{Key("jobs"), Named(i, nameOf(job)), Key("build_log_retention")}, buildLogRetentionFields)...)
+					u = append(u, p.strictKeys(r, Path{Key("jobs"), Named(i, nameOf(job)), Key("build_log_retention")}, buildLogRetentionFields())...)
 				}
 			}
 		case "display":
-			u = p.strictKeys(e.value, path, displayFields)
+			u = p.strictKeys(e.value, path, displayFields())
 			f = p.decodeValue(e.value, path, &p.Config.Display)
 		case "user_data":
 			p.Config.UserData = e.value.toValue()
@@ -234,10 +238,10 @@ func (p *Pipeline) decode() (unknown, failed Diagnostics) {
 }
 
 var (
-	groupFields             = jsonFieldNames(GroupConfig{})
-	varSourceFields         = jsonFieldNames(VarSourceConfig{})
-	displayFields           = jsonFieldNames(DisplayConfig{})
-	buildLogRetentionFields = jsonFieldNames(BuildLogRetention{})
+	groupFields             = fieldsOf[GroupConfig]()
+	varSourceFields         = fieldsOf[VarSourceConfig]()
+	displayFields           = fieldsOf[DisplayConfig]()
+	buildLogRetentionFields = fieldsOf[BuildLogRetention]()
 )
 
 func listItems(n *node) []*node {

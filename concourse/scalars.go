@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -318,12 +319,12 @@ func (l *CPULimit) UnmarshalJSON(data []byte) error {
 // MemoryLimit is a number of bytes.
 type MemoryLimit uint64
 
-var memoryLimitRegexp = regexp.MustCompile(`(?i)^(\d+)(([KMG])(i)?B?)?$`)
+var memoryLimitRegexp = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^(\d+)(([KMG])(i)?B?)?$`) })
 
 // ParseMemoryLimit parses Concourse's memory limit syntax, where every unit is binary
 // (K = 1024).
 func ParseMemoryLimit(s string) (MemoryLimit, error) {
-	m := memoryLimitRegexp.FindStringSubmatch(strings.TrimSpace(s))
+	m := memoryLimitRegexp().FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
 		return 0, invalidValue(s, "invalid memory limit %q: use a number of bytes or a size such as 512MB or 1G", s)
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
 )
 
 // Step is one step of a job's plan: an envelope around a StepConfig, which is a core step
@@ -89,14 +90,14 @@ var stepPrecedence = []stepDetector{
 }
 
 // stepFields caches the JSON keys of each step type.
-var stepFields = func() map[reflect.Type]map[string]bool {
+var stepFields = sync.OnceValue(func() map[reflect.Type]map[string]bool {
 	m := map[reflect.Type]map[string]bool{}
 	for _, d := range stepPrecedence {
 		s := d.new()
 		m[reflect.TypeOf(s)] = jsonFieldNames(reflect.ValueOf(s).Elem().Interface())
 	}
 	return m
-}()
+})
 
 // stepError is a step that cannot be decoded as a whole: it is not a map, or it has no
 // step type (err is ErrNoStepConfigured or ErrNoCoreStepDeclared). typo is a key of the
@@ -122,7 +123,7 @@ var errNotAStep = errors.New("a step must be a map")
 // typo of a step type, the error names it, at that key.
 func noStep(err error, raw map[string]json.RawMessage) error {
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		if allStepKeys[k] {
+		if allStepKeys()[k] {
 			continue
 		}
 		if best := closest(k, stepTypeKeys); best != "" {
@@ -142,15 +143,15 @@ var stepTypeKeys = func() map[string]bool {
 }()
 
 // allStepKeys are every key any step type knows, for typo suggestions.
-var allStepKeys = func() map[string]bool {
+var allStepKeys = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
-	for _, fields := range stepFields {
+	for _, fields := range stepFields() {
 		for k := range fields {
 			m[k] = true
 		}
 	}
 	return m
-}()
+})
 
 // UnmarshalJSON parses a step the way Concourse does: it walks the step keys in precedence
 // order, each modifier wrapping what is parsed after it, and stops at the first core step.
@@ -190,7 +191,7 @@ func (step *Step) UnmarshalJSON(data []byte) error {
 		if prev != nil {
 			prev.Wrap(cur)
 		}
-		for k := range stepFields[reflect.TypeOf(cur)] {
+		for k := range stepFields()[reflect.TypeOf(cur)] {
 			delete(raw, k)
 		}
 		w, isWrapper := cur.(StepWrapper)

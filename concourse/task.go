@@ -97,7 +97,7 @@ func (c *TaskConfig) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
-	unknown, err := unknownKeys(data, taskConfigFields)
+	unknown, err := unknownKeys(data, taskConfigFields())
 	if err != nil {
 		return err
 	}
@@ -106,14 +106,14 @@ func (c *TaskConfig) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-var taskConfigFields = jsonFieldNames(TaskConfig{})
+var taskConfigFields = fieldsOf[TaskConfig]()
 
 // Validate applies Concourse's task config rules. It returns every problem, each with the
 // field it concerns (relative to the config).
 func (c TaskConfig) Validate() []FieldError {
 	var errs []FieldError
 	for _, k := range slices.Sorted(maps.Keys(c.UnknownFields)) {
-		errs = append(errs, FieldError{Field: []PathElem{Key(k)}, Message: fmt.Sprintf("unknown field %q%s", k, suggest(k, taskConfigFields))})
+		errs = append(errs, FieldError{Field: []PathElem{Key(k)}, Message: fmt.Sprintf("unknown field %q%s", k, suggest(k, taskConfigFields()))})
 	}
 	if c.Platform == "" {
 		errs = append(errs, FieldError{Field: []PathElem{Key("platform")}, Message: "missing 'platform'"})

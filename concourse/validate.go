@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 )
@@ -45,20 +46,35 @@ func (v *validator) warnf(path Path, format string, args ...any) {
 	v.diags = append(v.diags, v.p.Diagnostic(SeverityWarning, path, format, args...))
 }
 
-// identifierRegexp is Concourse's rule for names: a lowercase letter or a digit first, then
-// lowercase letters, digits, '-', '_' and '.'.
-var (
-	identifierRegexp = regexp.MustCompile(`^[\p{Ll}\p{Lt}\p{Lm}\p{Lo}\d][\p{Ll}\p{Lt}\p{Lm}\p{Lo}\d\-_.]*$`)
-	digitsOnly       = regexp.MustCompile(`^\d+$`)
-)
+// isIdentifier is Concourse's rule for names, its regexp
+// ^[\p{Ll}\p{Lt}\p{Lm}\p{Lo}\d][\p{Ll}\p{Lt}\p{Lm}\p{Lo}\d\-_.]*$ spelled out: a lowercase
+// letter or a digit first, then lowercase letters, digits, '-', '_' and '.'. Compiling
+// the regexp (its Unicode classes) cost every start of the command more than a small
+// pipeline's validation.
+func isIdentifier(name string) bool {
+	for i, r := range name {
+		switch {
+		case '0' <= r && r <= '9', unicode.In(r, unicode.Ll, unicode.Lt, unicode.Lm, unicode.Lo):
+		case i > 0 && (r == '-' || r == '_' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return name != ""
+}
+
+// digitsOnly reports whether a name is made of ASCII digits alone.
+func digitsOnly(name string) bool {
+	return name != "" && strings.Trim(name, "0123456789") == ""
+}
 
 func (v *validator) identifier(path Path, kind, name string) {
 	if name == "" || strings.Contains(name, "((") {
 		return
 	}
-	if !identifierRegexp.MatchString(name) {
+	if !isIdentifier(name) {
 		v.warnf(path, "%s %q is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'", kind, name)
-	} else if digitsOnly.MatchString(name) {
+	} else if digitsOnly(name) {
 		v.warnf(path, "%s %q is not a valid identifier: it must not be only digits", kind, name)
 	}
 }
@@ -273,7 +289,7 @@ func (v *validator) jobs() {
 				v.warnf(path.Child(Key("aggregate")), "aggregate was removed in Concourse v7 and is read here as in_parallel: rename it to in_parallel")
 			}
 			for _, k := range slices.Sorted(maps.Keys(step.UnknownFields)) {
-				v.errorf(path.Child(Key(k)), "unknown field %q%s", k, suggest(k, allStepKeys))
+				v.errorf(path.Child(Key(k)), "unknown field %q%s", k, suggest(k, allStepKeys()))
 			}
 		})
 	}

@@ -6,14 +6,15 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
 
 var (
-	yamlLineRegexp      = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
-	unknownAnchorRegexp = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+	yamlLineRegexp      = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`) })
+	unknownAnchorRegexp = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^unknown anchor '(.*)' referenced$`) })
 )
 
 // yamlErrorDiagnostic turns a YAML parser error into a diagnostic at the place to fix.
@@ -25,7 +26,7 @@ var (
 func yamlErrorDiagnostic(file string, data []byte, err error) Diagnostic {
 	msg := err.Error()
 	d := Diagnostic{File: file, Pos: Pos{Line: 1, Col: 1}, Message: "invalid YAML: " + msg}
-	m := yamlLineRegexp.FindStringSubmatch(msg)
+	m := yamlLineRegexp().FindStringSubmatch(msg)
 	if m == nil {
 		return d
 	}
@@ -37,8 +38,8 @@ func yamlErrorDiagnostic(file string, data []byte, err error) Diagnostic {
 		if offset, what, ok := badChar(data); ok {
 			d.Pos, d.Message = posAt(data, offset), "invalid YAML: "+what
 		}
-	case unknownAnchorRegexp.MatchString(problem):
-		name := unknownAnchorRegexp.FindStringSubmatch(problem)[1]
+	case unknownAnchorRegexp().MatchString(problem):
+		name := unknownAnchorRegexp().FindStringSubmatch(problem)[1]
 		// The parser does not say where; the first use of the alias is where to look.
 		if i := bytes.Index(data, []byte("*"+name)); i >= 0 {
 			d.Pos = posAt(data, i)
@@ -186,7 +187,7 @@ func failsWith(prefix []byte, problem string) bool {
 	if err == nil {
 		return false
 	}
-	m := yamlLineRegexp.FindStringSubmatch(err.Error())
+	m := yamlLineRegexp().FindStringSubmatch(err.Error())
 	return m != nil && m[2] == problem
 }
 

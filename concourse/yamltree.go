@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -421,7 +422,9 @@ var (
 		"-.inf": math.Inf(-1), "-.Inf": math.Inf(-1), "-.INF": math.Inf(-1),
 		".nan": math.NaN(), ".NaN": math.NaN(), ".NAN": math.NaN(),
 	}
-	yaml11Float = regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+	yaml11Float = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`)
+	})
 )
 
 // resolveScalar types a scalar with YAML 1.1 rules, as go-yaml v2 does: unquoted yes/no/on/off
@@ -461,7 +464,7 @@ func resolveScalar(y *yaml.Node) (any, error) {
 		if u, err := strconv.ParseUint(plain, 0, 64); err == nil {
 			return u, nil
 		}
-		if yaml11Float.MatchString(plain) {
+		if yaml11Float().MatchString(plain) {
 			if f, err := strconv.ParseFloat(plain, 64); err == nil {
 				return f, nil
 			}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Reference is a parsed ((var)): an optional var source, a path and fields into the value.
@@ -226,9 +227,13 @@ func (e InvalidInterpolationError) Error() string {
 	return fmt.Sprintf("cannot interpolate non-primitive value (%T) for var: %s", e.Value, e.Name)
 }
 
+// The regexps of ((var)) references are compiled at their first use, not at init: every
+// command of the binary would pay for them at start-up.
+const interpolationPattern = `\(\((([-/\.\w\pL]+\:)?[-/\.:@"\w\pL]+)\)\)`
+
 var (
-	interpolationRegex         = regexp.MustCompile(`\(\((([-/\.\w\pL]+\:)?[-/\.:@"\w\pL]+)\)\)`)
-	interpolationAnchoredRegex = regexp.MustCompile(`\A` + interpolationRegex.String() + `\z`)
+	interpolationRegex         = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(interpolationPattern) })
+	interpolationAnchoredRegex = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\A` + interpolationPattern + `\z`) })
 )
 
 // Names returns the var names referenced in s, in order, as written.
@@ -237,7 +242,7 @@ func Names(s string) []string {
 		return nil
 	}
 	var names []string
-	for _, m := range interpolationRegex.FindAllStringSubmatch(s, -1) {
+	for _, m := range interpolationRegex().FindAllStringSubmatch(s, -1) {
 		names = append(names, m[1])
 	}
 	return names
@@ -265,7 +270,7 @@ func InterpolateString(s string, v Variables) (value any, missing []Reference, e
 			missing = append(missing, ref)
 			continue
 		}
-		if interpolationAnchoredRegex.MatchString(s) {
+		if interpolationAnchoredRegex().MatchString(s) {
 			return val, nil, nil
 		}
 		str, ok := spliceable(val)

@@ -45,11 +45,17 @@ type convertFlags struct {
 func newConvert(s *streams) *cobra.Command {
 	var f convertFlags
 	cmd := &cobra.Command{
-		Use:   "convert PIPELINE",
-		Short: "Compile a pipeline's jobs into Tekton objects (YAML for kubectl apply)",
+		Use:   "convert PIPELINE...",
+		Short: "Compile pipelines' jobs into Tekton objects (YAML for kubectl apply)",
 		Long: `Compile each job of a pipeline into a Tekton Pipeline, with a PipelineRun that runs one
 build of it and the Tasks its steps share. The YAML goes to stdout, or one file per object
 into the directory given with -o. Progress and warnings go to stderr.
+
+Several pipelines are compiled in one process; one PIPELINE may be - for standard input.
+Their YAML documents follow the order of the arguments, each pipeline's Tasks (those not
+written already) first; every flag but -j and --pipeline, which speak of one pipeline,
+applies to each of them, and no two may have the same name. When any pipeline cannot be
+converted, each failure is reported and nothing is written.
 
 With -o, the files appear all at once or, when something fails, not at all. The files an
 earlier conversion of the same pipeline wrote there and this one does not (a job removed,
@@ -61,9 +67,9 @@ Values of -v, -y and -l are written into the objects as plain text, the way fly
 set-pipeline stores them in the pipeline's config. A var whose name looks like a credential
 (password, secret, token, key, private, cred, cert, ...) is warned about: leave it as
 ((var)) and the build reads it from a Kubernetes Secret at run time.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return s.convert(args[0], &f)
+			return s.convert(args, &f)
 		},
 	}
 	fl := cmd.Flags()
@@ -94,8 +100,44 @@ func (f *convertFlags) registerCompile(cmd *cobra.Command) {
 	fl.IntVar(&f.acrossSlots, "across-slots", translate.DefaultAcrossSlots, "how many combinations an across step whose values are known only at run time can run (the Pipeline holds that many copies of its substep)")
 }
 
-// convertOptions turns flags into translate options.
+// options turns flags into the translate options of a pipeline.
 func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (translate.Options, error) {
+	opts, inputs, err := f.flagOptions()
+	if err != nil {
+		return opts, err
+	}
+	if opts.Pipeline == "" {
+		opts.Pipeline = pipelineName(pipelinePath)
+	}
+	for _, vs := range p.Config.VarSources {
+		opts.VarSources = append(opts.VarSources, vs.Name)
+	}
+	if opts.TaskFiles, err = p.LoadTaskFiles(inputs); err != nil {
+		return opts, err
+	}
+	return opts, nil
+}
+
+// pipelineName is the name of the pipeline of a file: the file's name without extension,
+// or its folder's for ci/pipeline.yml-like paths.
+func pipelineName(path string) string {
+	if path == "-" {
+		return "pipeline"
+	}
+	base := filepath.Base(path)
+	name := strings.TrimSuffix(base, filepath.Ext(base))
+	if name == "pipeline" {
+		// ci/pipeline.yml or booklit/pipeline.yml: the folder names it better.
+		if dir := filepath.Base(filepath.Dir(path)); dir != "." && dir != "/" && dir != "ci" {
+			return dir
+		}
+	}
+	return name
+}
+
+// flagOptions are the translate options the flags alone give, whatever the pipeline, and
+// the artifacts' directories of -i.
+func (f *convertFlags) flagOptions() (translate.Options, map[string]fs.FS, error) {
 	opts := translate.Options{
 		Team:            f.team,
 		Pipeline:        f.pipelineName,
@@ -110,37 +152,21 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 		AcrossSlots:     f.acrossSlots,
 	}
 	if f.acrossSlots < 1 {
-		return opts, fmt.Errorf("invalid --across-slots %d: it must be at least 1", f.acrossSlots)
-	}
-	if opts.Pipeline == "" {
-		base := filepath.Base(pipelinePath)
-		if pipelinePath == "-" {
-			base = "pipeline"
-		}
-		opts.Pipeline = strings.TrimSuffix(base, filepath.Ext(base))
-		if opts.Pipeline == "pipeline" && pipelinePath != "-" {
-			// ci/pipeline.yml or booklit/pipeline.yml: the folder names it better.
-			if dir := filepath.Base(filepath.Dir(pipelinePath)); dir != "." && dir != "/" && dir != "ci" {
-				opts.Pipeline = dir
-			}
-		}
-	}
-	for _, vs := range p.Config.VarSources {
-		opts.VarSources = append(opts.VarSources, vs.Name)
+		return opts, nil, fmt.Errorf("invalid --across-slots %d: it must be at least 1", f.acrossSlots)
 	}
 	if f.resourceFile != "" {
 		data, err := os.ReadFile(f.resourceFile)
 		if err != nil {
-			return opts, err
+			return opts, nil, err
 		}
 		if err := yaml.UnmarshalStrict(data, &opts.ResourceImages); err != nil {
-			return opts, fmt.Errorf("%s: must map resource types to images: %w", f.resourceFile, err)
+			return opts, nil, fmt.Errorf("%s: must map resource types to images: %w", f.resourceFile, err)
 		}
 	}
 	for _, ri := range f.resourceImages {
 		typ, img, ok := strings.Cut(ri, "=")
 		if !ok || typ == "" || img == "" {
-			return opts, fmt.Errorf("invalid --resource-image %q: use TYPE=IMAGE", ri)
+			return opts, nil, fmt.Errorf("invalid --resource-image %q: use TYPE=IMAGE", ri)
 		}
 		opts.ResourceImages[typ] = img
 	}
@@ -148,7 +174,7 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 		tag, label, ok := strings.Cut(ns, "=")
 		key, value, ok2 := strings.Cut(label, "=")
 		if !ok || !ok2 || tag == "" || key == "" {
-			return opts, fmt.Errorf("invalid --tag %q: use TAG=LABEL=VALUE", ns)
+			return opts, nil, fmt.Errorf("invalid --tag %q: use TAG=LABEL=VALUE", ns)
 		}
 		if opts.NodeSelectors[tag] == nil {
 			opts.NodeSelectors[tag] = map[string]string{}
@@ -159,15 +185,11 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 	for _, in := range f.inputs {
 		name, dir, ok := strings.Cut(in, "=")
 		if !ok || name == "" || dir == "" {
-			return opts, fmt.Errorf("invalid --input %q: use name=dir", in)
+			return opts, nil, fmt.Errorf("invalid --input %q: use name=dir", in)
 		}
 		inputs[name] = os.DirFS(dir)
 	}
-	var err error
-	if opts.TaskFiles, err = p.LoadTaskFiles(inputs); err != nil {
-		return opts, err
-	}
-	return opts, nil
+	return opts, inputs, nil
 }
 
 // loadVars reads the pipeline and the options to compile it with, and the static vars
@@ -184,62 +206,72 @@ func (s *streams) loadVars(path string, f *convertFlags) (*concourse.Pipeline, t
 	return p, opts, used, nil
 }
 
-func (s *streams) convert(path string, f *convertFlags) error {
-	p, opts, used, err := s.loadVars(path, f)
-	if err != nil {
+// converted is what convert made of one pipeline.
+type converted struct {
+	file     string // the name in diagnostics
+	opts     translate.Options
+	keepJobs map[string]bool // the jobs -j did not select
+	objects  []any           // in apply order: Tasks first
+	held     [][]string      // for each object, the static vars whose values it holds
+	secrets  []string
+	jobs     int
+}
+
+// convert compiles every pipeline, then writes all their objects at once: to stdout in
+// the order of paths, each pipeline's Tasks (those an earlier one did not write) before
+// its Pipelines and PipelineRuns, or into the -o directory. When any pipeline fails,
+// every failure is reported and nothing is written.
+func (s *streams) convert(paths []string, f *convertFlags) error {
+	if err := stdinOnce(paths); err != nil {
 		return err
 	}
-	jobs := f.jobs
-	if len(jobs) == 0 {
-		for _, j := range p.Config.Jobs {
-			jobs = append(jobs, j.Name)
+	if len(paths) > 1 {
+		// Flag mistakes are said once, not once a pipeline.
+		if f.pipelineName != "" {
+			return errors.New("--pipeline names one pipeline: give one PIPELINE with it, or leave it out to name each pipeline after its file")
 		}
-	}
-	var objects []any
-	tasks := map[string]bool{}
-	var secrets []string
-	converted := 0
-	for _, name := range jobs {
-		b, err := planner.PlanBuild(p, name, planner.Options{ManuallyTriggered: true})
-		if err != nil {
+		if len(f.jobs) > 0 {
+			return errors.New("-j selects the jobs of one pipeline: give one PIPELINE with it")
+		}
+		if _, err := f.vars.build(); err != nil {
 			return err
 		}
-		jobOpts := opts
-		jobOpts.Job = name
-		r, err := translate.Translate(b.Plan, jobOpts)
+		if _, _, err := f.flagOptions(); err != nil {
+			return err
+		}
+	}
+	var convs []*converted
+	var failed []string
+	files := map[string]string{} // pipeline name -> the file converted into it
+	for _, path := range paths {
+		c, err := s.convertOne(path, f)
+		if err == nil {
+			if other, ok := files[c.opts.Pipeline]; ok {
+				err = fmt.Errorf("%s and %s are both pipeline %q: convert them one at a time with --pipeline, or rename one", other, c.file, c.opts.Pipeline)
+			}
+		}
 		if err != nil {
-			msg := stepError(p, b.Paths, name, err)
-			var unsupported *translate.UnsupportedError
-			if f.skipUnsupported && errors.As(err, &unsupported) {
-				fmt.Fprintf(s.err, "warning: %s (job %s left out)\n", msg, name)
-				continue
+			if len(paths) == 1 {
+				return err
 			}
-			return errors.New(msg)
-		}
-		converted++
-		for _, t := range r.Tasks {
-			if !tasks[t.Name] {
-				tasks[t.Name] = true
-				objects = append(objects, t)
+			if name := inputName(path); !strings.Contains(err.Error(), name) {
+				err = fmt.Errorf("%s: %w", name, err)
 			}
+			fmt.Fprintf(s.err, "error: %v\n", err)
+			failed = append(failed, path)
+			continue
 		}
-		objects = append(objects, r.Pipeline, r.PipelineRun)
-		secrets = append(secrets, r.Secrets...)
+		files[c.opts.Pipeline] = c.file
+		convs = append(convs, c)
 	}
-	// Tasks first, so that kubectl apply creates them before what refers to them.
-	sort.SliceStable(objects, func(i, j int) bool { return kindRank(objects[i]) < kindRank(objects[j]) })
-	held, err := varsHeld(objects, used)
-	if err != nil {
-		return err
+	if len(failed) > 0 {
+		return fmt.Errorf("%d of %d pipelines could not be converted, nothing was written: %s", len(failed), len(paths), strings.Join(failed, ", "))
 	}
+	objects, held := mergeConverted(convs)
 	if f.outDir != "" {
-		conv := outdir.Conversion{Team: opts.Team, Pipeline: opts.Pipeline, KeepJobs: map[string]bool{}}
-		if len(f.jobs) > 0 {
-			for _, j := range p.Config.Jobs {
-				if !slices.Contains(f.jobs, j.Name) {
-					conv.KeepJobs[j.Name] = true
-				}
-			}
+		conv := outdir.Conversion{Team: f.team, Pipelines: map[string]map[string]bool{}}
+		for _, c := range convs {
+			conv.Pipelines[c.opts.Pipeline] = c.keepJobs
 		}
 		if err := writeObjects(f.outDir, objects, held, conv); err != nil {
 			return err
@@ -254,11 +286,107 @@ func (s *streams) convert(path string, f *convertFlags) error {
 		}
 	}
 	s.warnPlainText(held)
-	fmt.Fprintf(s.err, "converted %s of %s\n", plural(converted, "job"), p.File)
+	var secrets []string
+	for _, c := range convs {
+		fmt.Fprintf(s.err, "converted %s of %s\n", plural(c.jobs, "job"), c.file)
+		secrets = append(secrets, c.secrets...)
+	}
 	if len(secrets) > 0 {
 		fmt.Fprintf(s.err, "credentials are read at run time from these Secrets, where they exist: %s\n", strings.Join(uniq(secrets), ", "))
 	}
 	return nil
+}
+
+// stdinOnce refuses standard input given twice: the second read would find it empty.
+func stdinOnce(paths []string) error {
+	if n := slices.Index(paths, "-"); n >= 0 && slices.Contains(paths[n+1:], "-") {
+		return errors.New("- (standard input) is given more than once: give it once")
+	}
+	return nil
+}
+
+// inputName is the name a path has in diagnostics (see readInput).
+func inputName(path string) string {
+	if path == "-" {
+		return "<stdin>"
+	}
+	return path
+}
+
+// mergeConverted lists the objects of pipelines in order, each Task once (Task names are
+// hashes of their specs: one name, one object), with the vars each holds.
+func mergeConverted(convs []*converted) ([]any, [][]string) {
+	var objects []any
+	var held [][]string
+	tasks := map[string]bool{}
+	for _, c := range convs {
+		for i, obj := range c.objects {
+			if t, ok := obj.(*v1.Task); ok {
+				if tasks[t.Name] {
+					continue
+				}
+				tasks[t.Name] = true
+			}
+			objects = append(objects, obj)
+			held = append(held, c.held[i])
+		}
+	}
+	return objects, held
+}
+
+// convertOne compiles the jobs of one pipeline (those of -j, or every job).
+func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
+	p, opts, used, err := s.loadVars(path, f)
+	if err != nil {
+		return nil, err
+	}
+	c := &converted{file: p.File, opts: opts, keepJobs: map[string]bool{}}
+	jobs := f.jobs
+	if len(jobs) == 0 {
+		for _, j := range p.Config.Jobs {
+			jobs = append(jobs, j.Name)
+		}
+	} else {
+		for _, j := range p.Config.Jobs {
+			if !slices.Contains(f.jobs, j.Name) {
+				c.keepJobs[j.Name] = true
+			}
+		}
+	}
+	tasks := map[string]bool{}
+	for _, name := range jobs {
+		b, err := planner.PlanBuild(p, name, planner.Options{ManuallyTriggered: true})
+		if err != nil {
+			return nil, err
+		}
+		jobOpts := opts
+		jobOpts.Job = name
+		r, err := translate.Translate(b.Plan, jobOpts)
+		if err != nil {
+			msg := stepError(p, b.Paths, name, err)
+			var unsupported *translate.UnsupportedError
+			if f.skipUnsupported && errors.As(err, &unsupported) {
+				fmt.Fprintf(s.err, "warning: %s (job %s left out)\n", msg, name)
+				continue
+			}
+			return nil, errors.New(msg)
+		}
+		c.jobs++
+		for _, t := range r.Tasks {
+			if !tasks[t.Name] {
+				tasks[t.Name] = true
+				c.objects = append(c.objects, t)
+			}
+		}
+		c.objects = append(c.objects, r.Pipeline, r.PipelineRun)
+		c.secrets = append(c.secrets, r.Secrets...)
+	}
+	// Tasks first, so that kubectl apply creates them before what refers to them.
+	sort.SliceStable(c.objects, func(i, j int) bool { return kindRank(c.objects[i]) < kindRank(c.objects[j]) })
+	if c.held, err = varsHeld(c.objects, used); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // stepError says what went wrong translating a job: an unsupported construct at the step

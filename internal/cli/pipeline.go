@@ -113,10 +113,14 @@ func newValidate(s *streams) *cobra.Command {
 		Use:   "validate PIPELINE...",
 		Short: "Check pipelines the way Concourse does, reporting every problem with its position",
 		Long: `Check pipelines the way Concourse does, each in turn, in one process. Every error is
-printed as file:line:col: path: message, warnings are prefixed with "warning:". A PIPELINE
-may be - for standard input. The exit code is 1 when any of them is invalid.`,
+printed as file:line:col: path: message, warnings are prefixed with "warning:". One
+PIPELINE may be - for standard input. The vars of -v, -y and -l apply to every pipeline.
+The exit code is 1 when any of them is invalid.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := stdinOnce(args); err != nil {
+				return err
+			}
 			var invalid []string
 			for _, path := range args {
 				p, err := s.loadPipeline(path, &flags)

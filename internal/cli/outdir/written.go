@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/yaml"
 
@@ -35,8 +36,9 @@ type Written struct {
 	TaskRefs []string
 }
 
-// candidate is the shape of a name FileName makes: a kind, a DNS-1123 name.
-var candidate = regexp.MustCompile(`^[a-z]+-[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.yaml$`)
+// candidate is the shape of a name FileName makes: a kind, a DNS-1123 name. Compiled at
+// its first use: only convert -o needs it.
+var candidate = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z]+-[a-z0-9]([-a-z0-9.]*[a-z0-9])?\.yaml$`) })
 
 // maxWritten bounds the size of a file read to tell whether this tool wrote it: far more
 // than any object it writes, which Kubernetes caps at about 1.5 MB.
@@ -54,7 +56,7 @@ func ReadWritten(dir string) ([]Written, error) {
 	}
 	var out []Written
 	for _, e := range entries {
-		if !e.Type().IsRegular() || !candidate.MatchString(e.Name()) {
+		if !e.Type().IsRegular() || !candidate().MatchString(e.Name()) {
 			continue
 		}
 		data, err := readAtMost(filepath.Join(dir, e.Name()), maxWritten)
@@ -87,7 +89,7 @@ func readAtMost(path string, limit int64) ([]byte, error) {
 // file a user wrote is never taken for one, unless it copies the name, the single
 // object and the managed-by label of one.
 func ParseWritten(file string, data []byte) (Written, bool) {
-	if !candidate.MatchString(file) || len(data) == 0 || moreThanOneDocument(data) {
+	if !candidate().MatchString(file) || len(data) == 0 || moreThanOneDocument(data) {
 		return Written{}, false
 	}
 	var doc struct {
@@ -142,23 +144,24 @@ func moreThanOneDocument(data []byte) bool {
 	return false
 }
 
-// Conversion says what a conversion writes into a directory, for Stale to tell which of
-// the files there it leaves over.
+// Conversion says what a conversion of one or more pipelines of a team writes into a
+// directory, for Stale to tell which of the files there it leaves over.
 type Conversion struct {
-	// Team and Pipeline are the exact Concourse names of the pipeline converted.
-	Team, Pipeline string
+	// Team is the exact Concourse name of the pipelines' team.
+	Team string
+	// Pipelines are the exact Concourse names of the pipelines converted, each with the
+	// jobs it does not convert and whose files it keeps: those `-j` did not select. A
+	// job left out because it cannot be converted, or no longer in the pipeline, is not
+	// kept.
+	Pipelines map[string]map[string]bool
 	// Files are the names of the files it writes.
 	Files map[string]bool
-	// KeepJobs are the jobs of the pipeline it does not convert and whose files it
-	// keeps: those `-j` did not select. A job left out because it cannot be converted,
-	// or no longer in the pipeline, is not kept.
-	KeepJobs map[string]bool
 }
 
 // Stale are the files, among those concourse-tekton wrote (written), that a conversion
-// leaves over: a Pipeline or PipelineRun of the same team and pipeline that it does not
-// write, unless of a job it keeps, and a Task that it does not write and that no
-// Pipeline kept refers to. The files of other pipelines stay, with their Tasks.
+// leaves over: a Pipeline or PipelineRun of the team and a pipeline converted that it
+// does not write, unless of a job it keeps, and a Task that it does not write and that
+// no Pipeline kept refers to. The files of other pipelines stay, with their Tasks.
 func (c Conversion) Stale(written []Written) []string {
 	var stale []string
 	refs := map[string]bool{}
@@ -166,7 +169,7 @@ func (c Conversion) Stale(written []Written) []string {
 		if c.Files[w.File] || w.Pipeline == "" {
 			continue
 		}
-		if w.Team == c.Team && w.Pipeline == c.Pipeline && !c.KeepJobs[w.Job] {
+		if keep, ok := c.Pipelines[w.Pipeline]; ok && w.Team == c.Team && !keep[w.Job] {
 			stale = append(stale, w.File)
 			continue
 		}

@@ -137,27 +137,32 @@ func TestStale(t *testing.T) {
 	}{
 		{
 			name: "job gone",
-			conv: Conversion{Team: "main", Pipeline: "app", Files: files(task("t1"), pipeline("main", "app", "unit"), run("main", "app", "unit", "1"))},
+			conv: Conversion{Team: "main", Pipelines: map[string]map[string]bool{"app": nil}, Files: files(task("t1"), pipeline("main", "app", "unit"), run("main", "app", "unit", "1"))},
 			want: []string{"pipeline-app-gone.yaml", "pipelinerun-app-gone-1.yaml", "task-t2.yaml", "task-t4.yaml"},
 		},
 		{
 			name: "another build",
-			conv: Conversion{Team: "main", Pipeline: "app", Files: files(task("t1"), task("t2"), pipeline("main", "app", "unit"), pipeline("main", "app", "gone"), run("main", "app", "unit", "2"), run("main", "app", "gone", "2"))},
+			conv: Conversion{Team: "main", Pipelines: map[string]map[string]bool{"app": nil}, Files: files(task("t1"), task("t2"), pipeline("main", "app", "unit"), pipeline("main", "app", "gone"), run("main", "app", "unit", "2"), run("main", "app", "gone", "2"))},
 			want: []string{"pipelinerun-app-gone-1.yaml", "pipelinerun-app-unit-1.yaml", "task-t4.yaml"},
 		},
 		{
 			name: "jobs not selected stay",
-			conv: Conversion{Team: "main", Pipeline: "app", KeepJobs: map[string]bool{"gone": true}, Files: files(task("t1"), pipeline("main", "app", "unit"), run("main", "app", "unit", "1"))},
+			conv: Conversion{Team: "main", Pipelines: map[string]map[string]bool{"app": {"gone": true}}, Files: files(task("t1"), pipeline("main", "app", "unit"), run("main", "app", "unit", "1"))},
 			want: []string{"task-t4.yaml"},
 		},
 		{
 			name: "a new pipeline",
-			conv: Conversion{Team: "main", Pipeline: "new", Files: files(task("t9"))},
+			conv: Conversion{Team: "main", Pipelines: map[string]map[string]bool{"new": nil}, Files: files(task("t9"))},
 			want: []string{"task-t4.yaml"},
 		},
 		{
+			name: "two pipelines at once",
+			conv: Conversion{Team: "main", Pipelines: map[string]map[string]bool{"app": nil, "other": nil}, Files: files(task("t1"), pipeline("main", "app", "unit"), run("main", "app", "unit", "1"))},
+			want: []string{"pipeline-app-gone.yaml", "pipeline-other-unit.yaml", "pipelinerun-app-gone-1.yaml", "pipelinerun-other-unit-1.yaml", "task-t2.yaml", "task-t4.yaml"},
+		},
+		{
 			name: "same pipeline, another team",
-			conv: Conversion{Team: "ops", Pipeline: "app", Files: files(task("t9"))},
+			conv: Conversion{Team: "ops", Pipelines: map[string]map[string]bool{"app": nil}, Files: files(task("t9"))},
 			want: []string{"pipeline-app-deploy.yaml", "task-t4.yaml"},
 		},
 	}
