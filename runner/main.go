@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	timeout := fs.Duration("timeout", time.Hour, "hold: how long to wait at most")
 	dir := fs.String("dir", "", "receive: the artifact's directory, relative to the build volume")
 	name := fs.String("name", "", "receive, send: the artifact's name")
+	stage := fs.Bool("stage", false, "intercept: make the working directory of a step that has ended again from the build volume")
 	opts := options{clock: systemClock{}}
 	fs.StringVar(&opts.tmpBuild, "x-tmp-build", defaultTmpBuild, "hidden: Concourse's /tmp/build, for tests")
 	fs.StringVar(&opts.resourceDir, "x-resource-dir", defaultResourceDir, "hidden: Concourse's /opt/resource, for tests")
@@ -111,7 +112,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return 0
 	}
-	if fs.NArg() != 0 {
+	if fs.NArg() != 0 && mode != runspec.ModeIntercept {
 		fmt.Fprintf(stderr, "error: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
@@ -119,6 +120,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return runspec.Errored.ExitCode()
+	}
+	if mode == runspec.ModeIntercept {
+		return intercept(spec, opts, *stage, fs.Args(), stderr)
 	}
 	if spec.Mode != mode {
 		fmt.Fprintf(stderr, "error: the command line says %s but the spec says %s\n", mode, spec.Mode)

@@ -59,6 +59,27 @@ var bodies = map[runspec.Mode]body{
 }
 
 func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr io.Writer) runspec.Outcome {
+	s := newStep(spec, opts, stdout, stderr)
+	outcome := s.execute(ctx)
+	if err := s.record(outcome); err != nil {
+		s.fail(err)
+		outcome = runspec.Errored
+	}
+	if s.spec.Verdict != nil {
+		// Only now that the build's outcome is recorded.
+		s.leaveCaches()
+	}
+	if err := s.writeEnd(); err != nil {
+		s.logf("%v", err)
+		outcome = runspec.Errored
+	}
+	s.stdout.Flush()
+	s.stderr.Flush()
+	return outcome
+}
+
+// newStep is a step of spec whose output goes, redacted, to stdout and stderr.
+func newStep(spec runspec.Spec, opts options, stdout, stderr io.Writer) *step {
 	paths := spec.Paths.WithDefaults()
 	secrets := &redact.Secrets{}
 	s := &step{
@@ -80,22 +101,7 @@ func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stder
 		across:   spec.AcrossVars,
 		secrets:  secrets,
 	}
-	outcome := s.execute(ctx)
-	if err := s.record(outcome); err != nil {
-		s.fail(err)
-		outcome = runspec.Errored
-	}
-	if s.spec.Verdict != nil {
-		// Only now that the build's outcome is recorded.
-		s.leaveCaches()
-	}
-	if err := s.writeEnd(); err != nil {
-		s.logf("%v", err)
-		outcome = runspec.Errored
-	}
-	s.stdout.Flush()
-	s.stderr.Flush()
-	return outcome
+	return s
 }
 
 // logf writes one line of the runner's own to the step's log, redacted.

@@ -182,21 +182,7 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	env := taskEnv(cfg, s.spec.Build.ExternalURL)
-	if cfg.Run.User != "" {
-		env = setEnv(env, "USER", cfg.Run.User)
-	}
-	if _, ok := lookupEnv(env, "PATH"); !ok {
-		path := nonRootPath
-		if cred == nil && os.Geteuid() == 0 || cred != nil && cred.Uid == 0 {
-			path = rootPath
-		}
-		env = append(env, "PATH="+path)
-	}
-	dir := wd
-	if cfg.Run.Dir != "" {
-		dir = resolvePath(wd, cfg.Run.Dir)
-	}
+	env, dir := s.processEnv(cfg, cred), processDir(cfg, wd)
 	path, err := lookPath(cfg.Run.Path, dir, env)
 	if err != nil {
 		return false, err
@@ -381,6 +367,32 @@ func (s *step) saveCaches(caches []cache) error {
 		}
 	}
 	return nil
+}
+
+// processEnv is the environment of a task's process, run as cred: taskEnv, USER for a
+// run.user, and a PATH for the user when the image sets none.
+func (s *step) processEnv(cfg concourse.TaskConfig, cred *syscall.Credential) []string {
+	env := taskEnv(cfg, s.spec.Build.ExternalURL)
+	if cfg.Run.User != "" {
+		env = setEnv(env, "USER", cfg.Run.User)
+	}
+	if _, ok := lookupEnv(env, "PATH"); !ok {
+		path := nonRootPath
+		if cred == nil && os.Geteuid() == 0 || cred != nil && cred.Uid == 0 {
+			path = rootPath
+		}
+		env = append(env, "PATH="+path)
+	}
+	return env
+}
+
+// processDir is the directory a task's process starts in: run.dir in the working
+// directory wd, or wd.
+func processDir(cfg concourse.TaskConfig, wd string) string {
+	if cfg.Run.Dir != "" {
+		return resolvePath(wd, cfg.Run.Dir)
+	}
+	return wd
 }
 
 // taskEnv is the task's environment: the container's (the image's), ATC_EXTERNAL_URL,

@@ -33,6 +33,12 @@
 //	concourse-runner receive --dir=volumes/<plan>/<name> --name=<name> [--volume=/concourse]
 //	concourse-runner send --name=<name> [--volume=/concourse]
 //
+// An operator's shell in a step's container (concourse-tekton intercept) is the runner's
+// intercept mode, given the step's spec: it works out the step's working directory,
+// environment and user as the step does, and replaces itself with the command:
+//
+//	/concourse-runner/concourse-runner intercept --spec=<json> [-- COMMAND ARGS...]
+//
 // # Outcomes and exit codes
 //
 // Every runner writes its Outcome to <Paths.Results>/outcome (a Tekton result) and to the

@@ -34,6 +34,9 @@ const (
 	ModeHold    Mode = "hold"
 	ModeReceive Mode = "receive"
 	ModeSend    Mode = "send"
+	// ModeIntercept, given a step's spec, replaces the runner with a shell (or the
+	// command after --) in the step's working directory, with its environment and user.
+	ModeIntercept Mode = "intercept"
 )
 
 // Spec is everything one runner invocation needs: which step, in which build, under which

@@ -24,11 +24,12 @@ import (
 )
 
 // Streamer runs a command in a container of a running pod (pods/exec) with its standard
-// streams connected: stdin (nil: none) is copied to the command until it ends, and the
-// command's output to stdout and stderr. It returns when the command has exited; a
-// command that exits non-zero is an error.
+// streams connected: Stdin (nil: none) is copied to the command until it ends, and its
+// output to Stdout and Stderr (with Tty, a terminal: its output all goes to Stdout, and
+// TerminalSizeQueue tells it the client's size). It returns when the command has exited;
+// a command that exits non-zero is an error with an ExitStatus() int method.
 type Streamer interface {
-	Stream(ctx context.Context, namespace, pod, container string, command []string, stdin io.Reader, stdout, stderr io.Writer) error
+	Stream(ctx context.Context, namespace, pod, container string, command []string, streams remotecommand.StreamOptions) error
 }
 
 // execStreamer speaks WebSocket to the API server, and SPDY to one that cannot, as
@@ -40,9 +41,12 @@ type execStreamer struct {
 
 var _ Streamer = (*execStreamer)(nil)
 
-func (e *execStreamer) Stream(ctx context.Context, namespace, pod, container string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func (e *execStreamer) Stream(ctx context.Context, namespace, pod, container string, command []string, o remotecommand.StreamOptions) error {
 	req := e.kube.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin != nil, Stdout: stdout != nil, Stderr: stderr != nil}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{
+			Container: container, Command: command, TTY: o.Tty,
+			Stdin: o.Stdin != nil, Stdout: o.Stdout != nil, Stderr: o.Stderr != nil && !o.Tty,
+		}, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(e.config, "GET", req.URL().String())
 	if err != nil {
 		return err
@@ -57,7 +61,10 @@ func (e *execStreamer) Stream(ctx context.Context, namespace, pod, container str
 	if err != nil {
 		return err
 	}
-	return ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	if o.Tty {
+		o.Stderr = nil
+	}
+	return ex.StreamWithContext(ctx, o)
 }
 
 // Transfer timings.
@@ -149,43 +156,67 @@ func (c *Client) canExec(ctx context.Context) error {
 	return nil
 }
 
-// await waits until the pod runs, or says why it will not.
+// await waits until the pod runs, or says why it will not: it fails at once when the pod
+// ends, and after unschedulableFor when the scheduler keeps finding no node for it.
 func (t *transferPod) await(ctx context.Context) error {
 	pods := t.c.target.Kube.CoreV1().Pods(t.c.target.Namespace)
 	ctx, cancel := context.WithTimeout(ctx, transferStart)
 	defer cancel()
 	waiting := ""
+	var unschedulableSince time.Time
 	for {
 		p, err := pods.Get(ctx, t.name, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("waiting for the transfer pod %s: %w", t.name, err)
+			return fmt.Errorf("waiting for pod %s: %w", t.name, err)
 		}
 		switch p.Status.Phase {
 		case corev1.PodRunning:
 			return nil
 		case corev1.PodSucceeded, corev1.PodFailed:
-			return fmt.Errorf("the transfer pod %s ended before it was used: %s %s", t.name, p.Status.Reason, p.Status.Message)
+			return fmt.Errorf("pod %s ended before it was used: %s %s", t.name, p.Status.Reason, p.Status.Message)
 		}
-		for _, s := range p.Status.ContainerStatuses {
-			if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" {
+		for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
 				waiting = w.Reason + ": " + w.Message
 			}
+		}
+		if unschedulable(p) {
+			if unschedulableSince.IsZero() {
+				unschedulableSince = time.Now()
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodScheduled {
+					waiting = "unschedulable: " + c.Message
+				}
+			}
+			if time.Since(unschedulableSince) > unschedulableFor {
+				return fmt.Errorf("pod %s cannot be scheduled (%s)", t.name, waiting)
+			}
+		} else {
+			unschedulableSince = time.Time{}
 		}
 		select {
 		case <-ctx.Done():
 			if waiting != "" {
-				return fmt.Errorf("the transfer pod %s did not start in %s (%s)", t.name, transferStart, waiting)
+				return fmt.Errorf("pod %s did not start in %s (%s)", t.name, transferStart, waiting)
 			}
-			return fmt.Errorf("the transfer pod %s did not start: %w", t.name, ctx.Err())
+			return fmt.Errorf("pod %s did not start: %w", t.name, ctx.Err())
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
 }
 
+// unschedulableFor is how long a pod of ours may stay unschedulable before we give up.
+const unschedulableFor = 30 * time.Second
+
 // exec runs the runner in the pod with streams.
 func (t *transferPod) exec(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	var stderr strings.Builder
-	err := t.c.stream.Stream(ctx, t.c.target.Namespace, t.name, "transfer", append([]string{runspec.RunnerBinary}, args...), stdin, stdout, &stderr)
+	streams := remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: &stderr}
+	if stdout == nil {
+		streams.Stdout = io.Discard
+	}
+	err := t.c.stream.Stream(ctx, t.c.target.Namespace, t.name, "transfer", append([]string{runspec.RunnerBinary}, args...), streams)
 	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return fmt.Errorf("%s", strings.TrimPrefix(msg, "error: "))

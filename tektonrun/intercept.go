@@ -1,0 +1,406 @@
+package tektonrun
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"time"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// Container is a step of a build that can be intercepted: a leaf step (task, get, put,
+// check, load_var, set_pipeline) whose TaskRun has a pod.
+type Container struct {
+	// Run is the build's PipelineRun; Team, Pipeline, Job and Build its Concourse names.
+	Run                        string
+	Team, Pipeline, Job, Build string
+	// Step is the step's name, Type its kind (task, get, put, ...), PlanID its plan node.
+	Step, Type, PlanID string
+	// Attempt is the attempt of the innermost `attempts` the step is in (1-based), 0 when
+	// it is in none.
+	Attempt int
+	TaskRun string
+	Pod     string
+	// Running says the step's container runs: a session execs into it. Otherwise a pod is
+	// made again from the step's, on the build's volume.
+	Running bool
+	Created time.Time
+	spec    string
+}
+
+// ContainerFilter narrows Containers: empty fields match everything.
+type ContainerFilter struct {
+	Run, Step, Type string
+	Attempt         int
+}
+
+// LabelIntercept marks the pods made again from a finished step's for an intercept
+// session.
+const LabelIntercept = runspec.LabelPrefix + "intercept"
+
+// interceptable are the step kinds whose containers an operator may want to enter.
+var interceptable = map[runspec.Mode]bool{
+	runspec.ModeTask: true, runspec.ModeGet: true, runspec.ModePut: true, runspec.ModeCheck: true,
+	runspec.ModeLoadVar: true, runspec.ModeSetPipeline: true,
+}
+
+// Containers lists the steps of the namespace's builds (or of one) that can be
+// intercepted, newest first.
+func (c *Client) Containers(ctx context.Context, f ContainerFilter) ([]Container, error) {
+	ns := c.target.Namespace
+	sel := runspec.LabelManagedBy + "=" + runspec.ManagedBy
+	if f.Run != "" {
+		sel += "," + labelPipelineRun + "=" + f.Run
+	}
+	trs, err := c.target.Tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing steps: %w", err)
+	}
+	// Tekton labels the pods managed by itself, but with the run's other labels.
+	podSel := runspec.LabelBuild
+	if f.Run != "" {
+		podSel = labelPipelineRun + "=" + f.Run
+	}
+	pods, err := c.target.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: podSel})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	byName := map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		byName[pods.Items[i].Name] = &pods.Items[i]
+	}
+	attempts := map[string]map[string]int{} // run → plan → attempt
+	var out []Container
+	for _, tr := range trs.Items {
+		raw := specParam(tr.Spec.Params)
+		spec, err := runspec.Decode(raw)
+		if err != nil || !interceptable[spec.Mode] || tr.Status.PodName == "" {
+			continue
+		}
+		pod := byName[tr.Status.PodName]
+		if pod == nil {
+			continue
+		}
+		run := tr.Labels[labelPipelineRun]
+		if _, ok := attempts[run]; !ok {
+			attempts[run] = c.attemptsOf(ctx, run)
+		}
+		ctr := Container{
+			Run: run, Team: tr.Annotations[runspec.LabelTeam], Pipeline: tr.Annotations[runspec.LabelPipeline],
+			Job: tr.Annotations[runspec.LabelJob], Build: tr.Labels[runspec.LabelBuild],
+			Step: spec.Name, Type: string(spec.Mode), PlanID: spec.PlanID, Attempt: attempts[run][spec.PlanID],
+			TaskRun: tr.Name, Pod: pod.Name, Running: stepRunning(pod), Created: tr.CreationTimestamp.Time, spec: raw,
+		}
+		if b, ok := pod.Annotations[runspec.LabelBuild]; ok && ctr.Build == "" {
+			ctr.Build = b
+		}
+		if f.Step != "" && ctr.Step != f.Step || f.Type != "" && ctr.Type != f.Type || f.Attempt != 0 && ctr.Attempt != f.Attempt {
+			continue
+		}
+		out = append(out, ctr)
+	}
+	slices.SortFunc(out, func(a, b Container) int {
+		return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(a.Run, b.Run), cmp.Compare(a.PlanID, b.PlanID))
+	})
+	return out, nil
+}
+
+// specParam is the runner spec a TaskRun's params carry, as JSON.
+func specParam(params v1.Params) string {
+	for _, p := range params {
+		if p.Name == runspec.ParamSpec {
+			return p.Value.StringVal
+		}
+	}
+	return ""
+}
+
+// attemptsOf maps the plan IDs of a build's leaves to their attempt, from the plan tree
+// its verdict holds; nil when it cannot be read.
+func (c *Client) attemptsOf(ctx context.Context, run string) map[string]int {
+	pr, err := c.target.Tekton.TektonV1().PipelineRuns(c.target.Namespace).Get(ctx, run, metav1.GetOptions{})
+	if err != nil || pr.Status.PipelineSpec == nil {
+		return nil
+	}
+	for _, pt := range pr.Status.PipelineSpec.Finally {
+		if pt.Name != runspec.VerdictTask {
+			continue
+		}
+		spec, ok := decodeParams(pt.Params)
+		if !ok || spec.Verdict == nil {
+			return nil
+		}
+		out := map[string]int{}
+		var walk func(n runspec.Node, attempt int)
+		walk = func(n runspec.Node, attempt int) {
+			if n.Kind == runspec.KindLeaf {
+				out[n.ID] = attempt
+			}
+			for i, s := range n.Steps {
+				if n.Kind == runspec.KindRetry {
+					walk(s, i+1)
+				} else {
+					walk(s, attempt)
+				}
+			}
+			for _, s := range []*runspec.Node{n.Step, n.Hook} {
+				if s != nil {
+					walk(*s, attempt)
+				}
+			}
+		}
+		walk(spec.Verdict.Tree, 0)
+		return out
+	}
+	return nil
+}
+
+// InterceptOptions say what an intercept session runs and where its streams go.
+type InterceptOptions struct {
+	// Command runs in the step's session; empty: bash, else sh.
+	Command []string
+	Stdin   io.Reader
+	Stdout  io.Writer
+	Stderr  io.Writer
+	// TTY gives the command a terminal (then Stderr is unused); Sizes, when set, tells
+	// it the client's terminal size as it changes.
+	TTY   bool
+	Sizes remotecommand.TerminalSizeQueue
+	// Timeout is how long a pod made again from a finished step's lives at most, even if
+	// the session's client dies (default one hour).
+	Timeout time.Duration
+	// Progress, when set, is told what the session does before it starts.
+	Progress func(string)
+}
+
+// ExitError is an intercepted command that exited with a status other than 0.
+type ExitError struct{ Status int }
+
+func (e *ExitError) Error() string { return "exit status " + strconv.Itoa(e.Status) }
+
+// Intercept runs a command in a step's container, in the step's working directory with
+// its environment and user (the runner's intercept mode): in the running container, or,
+// for a step that has ended, in a pod made again from its own (same image, environment,
+// mounts and security; the build's volume as the step saw it, for as long as the build
+// keeps it) that is deleted when the session ends.
+func (c *Client) Intercept(ctx context.Context, ctr Container, o InterceptOptions) error {
+	if c.stream == nil {
+		return errors.New("intercepting needs the target's REST config (pods/exec)")
+	}
+	if err := c.canExec(ctx); err != nil {
+		return err
+	}
+	say := o.Progress
+	if say == nil {
+		say = func(string) {}
+	}
+	pod := ctr.Pod
+	command := []string{runspec.RunnerPath, string(runspec.ModeIntercept), "--" + runspec.ParamSpec + "=" + ctr.spec}
+	if ctr.Running {
+		// Tekton starts a pod's step containers together, and each waits for the one
+		// before it: the step's own runs once the runner is installed.
+		if err := c.awaitInstalled(ctx, pod); err != nil {
+			return err
+		}
+	} else {
+		name, cleanup, err := c.remake(ctx, ctr, cmp.Or(o.Timeout, time.Hour), say)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		// Its working directory went with its container: the runner makes it again.
+		pod, command = name, append(command, "--stage")
+	}
+	command = append(append(command, "--"), o.Command...)
+	err := c.stream.Stream(ctx, c.target.Namespace, pod, runspec.StepContainer, command,
+		remotecommand.StreamOptions{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY, TerminalSizeQueue: o.Sizes})
+	var exit interface{ ExitStatus() int }
+	if errors.As(err, &exit) {
+		return &ExitError{Status: exit.ExitStatus()}
+	}
+	return err
+}
+
+// remake starts a pod made again from a finished step's and waits until it runs.
+func (c *Client) remake(ctx context.Context, ctr Container, timeout time.Duration, say func(string)) (string, func(), error) {
+	ns := c.target.Namespace
+	pods := c.target.Kube.CoreV1().Pods(ns)
+	orig, err := pods.Get(ctx, ctr.Pod, metav1.GetOptions{})
+	if err != nil {
+		return "", nil, fmt.Errorf("the pod of step %s: %w", ctr.Step, err)
+	}
+	pr, err := c.target.Tekton.TektonV1().PipelineRuns(ns).Get(ctx, ctr.Run, metav1.GetOptions{})
+	if err != nil {
+		return "", nil, fmt.Errorf("build %s: %w", ctr.Run, err)
+	}
+	pod, err := remadePod(orig, pr, timeout)
+	if err != nil {
+		return "", nil, err
+	}
+	say(fmt.Sprintf("step %s has ended: starting a pod like its own (%s), for at most %s", ctr.Step, orig.Name, timeout))
+	made, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return "", nil, fmt.Errorf("starting a pod for step %s: %w", ctr.Step, err)
+	}
+	cleanup := func() {
+		err := pods.Delete(context.WithoutCancel(ctx), made.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		if err != nil && !apierrors.IsNotFound(err) {
+			say(fmt.Sprintf("deleting pod %s: %v", made.Name, err))
+		}
+	}
+	if err := awaitPod(ctx, c, made.Name); err != nil {
+		cleanup()
+		return "", nil, err
+	}
+	return made.Name, cleanup, nil
+}
+
+// remadePod is a pod like a finished step's: its step container (image, environment,
+// mounts, working directory, security) waits in the runner's hold mode, the runner
+// installed first as the step's own pod installs it, with the same volumes (the build's
+// volume, the credentials), pod security and scheduling. It is owned by the build's run,
+// labelled, and lives at most timeout.
+func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*corev1.Pod, error) {
+	var step, install *corev1.Container
+	for i := range orig.Spec.Containers {
+		switch orig.Spec.Containers[i].Name {
+		case runspec.StepContainer:
+			step = &orig.Spec.Containers[i]
+		case "step-" + runspec.StepInstall:
+			install = &orig.Spec.Containers[i]
+		}
+	}
+	if step == nil || install == nil {
+		return nil, fmt.Errorf("pod %s is not a step's: it has no %s and %s containers", orig.Name, runspec.StepContainer, "step-"+runspec.StepInstall)
+	}
+	var runnerMount []corev1.VolumeMount
+	for _, m := range install.VolumeMounts {
+		if m.MountPath == runspec.RunnerDir {
+			runnerMount = append(runnerMount, m)
+		}
+	}
+	if len(runnerMount) == 0 {
+		return nil, fmt.Errorf("pod %s mounts no %s", orig.Name, runspec.RunnerDir)
+	}
+	deadline := int64((timeout + time.Minute) / time.Second)
+	noToken := false
+	main := corev1.Container{
+		Name:            runspec.StepContainer,
+		Image:           step.Image,
+		ImagePullPolicy: step.ImagePullPolicy,
+		Command:         []string{runspec.RunnerPath, string(runspec.ModeHold), "--timeout=" + timeout.String()},
+		Env:             step.Env,
+		EnvFrom:         step.EnvFrom,
+		WorkingDir:      step.WorkingDir,
+		VolumeMounts:    step.VolumeMounts,
+		SecurityContext: step.SecurityContext,
+		Resources:       step.Resources,
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: truncateName(orig.Name, "-intercept-"),
+			Labels: map[string]string{
+				runspec.LabelManagedBy: runspec.ManagedBy,
+				runspec.LabelBuild:     orig.Labels[runspec.LabelBuild],
+				LabelIntercept:         "true",
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: tektonGroupVersion, Kind: "PipelineRun", Name: pr.Name, UID: pr.UID}},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			ActiveDeadlineSeconds:         &deadline,
+			TerminationGracePeriodSeconds: new(int64),
+			AutomountServiceAccountToken:  &noToken,
+			EnableServiceLinks:            &noToken,
+			ServiceAccountName:            orig.Spec.ServiceAccountName,
+			SecurityContext:               orig.Spec.SecurityContext,
+			HostUsers:                     orig.Spec.HostUsers,
+			NodeSelector:                  orig.Spec.NodeSelector,
+			Affinity:                      withoutAssistant(orig.Spec.Affinity),
+			Tolerations:                   orig.Spec.Tolerations,
+			ImagePullSecrets:              orig.Spec.ImagePullSecrets,
+			RuntimeClassName:              orig.Spec.RuntimeClassName,
+			Volumes:                       orig.Spec.Volumes,
+			InitContainers: []corev1.Container{{
+				Name:            "install-runner",
+				Image:           install.Image,
+				ImagePullPolicy: install.ImagePullPolicy,
+				Command:         []string{runspec.RunnerBinary, string(runspec.ModeInstall), runspec.RunnerPath},
+				VolumeMounts:    runnerMount,
+				SecurityContext: install.SecurityContext,
+			}},
+			Containers: []corev1.Container{main},
+		},
+	}
+	return pod, nil
+}
+
+// awaitPod waits until a pod of the client's runs, or says why it will not.
+func awaitPod(ctx context.Context, c *Client, name string) error {
+	t := &transferPod{c: c, name: name}
+	return t.await(ctx)
+}
+
+// withoutAssistant is a pod's affinity without the term that Tekton's affinity assistant
+// adds (to be near the assistant's pod, which goes when the run ends); the build volume's
+// own node affinity keeps a pod where the volume is.
+func withoutAssistant(a *corev1.Affinity) *corev1.Affinity {
+	if a == nil || a.PodAffinity == nil {
+		return a
+	}
+	out := a.DeepCopy()
+	terms := out.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[:0]
+	for _, t := range out.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if t.LabelSelector != nil && t.LabelSelector.MatchLabels["app.kubernetes.io/component"] == "affinity-assistant" {
+			continue
+		}
+		terms = append(terms, t)
+	}
+	out.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = terms
+	if len(terms) == 0 && len(out.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+		out.PodAffinity = nil
+	}
+	if out.PodAffinity == nil && out.NodeAffinity == nil && out.PodAntiAffinity == nil {
+		return nil
+	}
+	return out
+}
+
+// awaitInstalled waits until a running step's pod has installed the runner.
+func (c *Client) awaitInstalled(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, transferStart)
+	defer cancel()
+	for {
+		p, err := c.target.Kube.CoreV1().Pods(c.target.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("waiting for pod %s: %w", name, err)
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name != "step-"+runspec.StepInstall {
+				continue
+			}
+			if t := s.State.Terminated; t != nil {
+				if t.ExitCode != 0 {
+					return fmt.Errorf("pod %s could not install the runner: %s %s", name, t.Reason, t.Message)
+				}
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("pod %s did not install the runner: %w", name, ctx.Err())
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
