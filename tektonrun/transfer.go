@@ -286,20 +286,34 @@ func (c *Client) upload(ctx context.Context, r *translate.Result, claim string, 
 	if err != nil {
 		return err
 	}
+	// The first upload that fails stops the others: the build will not start.
+	uploadCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	errs := make([]error, len(r.ArtifactInputs))
 	var wg sync.WaitGroup
 	for i, in := range r.ArtifactInputs {
 		wg.Go(func() {
-			rc, err := source(ctx, in)
+			rc, err := source(uploadCtx, in)
 			if err != nil {
 				errs[i] = fmt.Errorf("uploading %s: %w", in.Name, err)
+				cancel()
 				return
 			}
 			defer rc.Close()
-			errs[i] = t.receive(ctx, in, rc)
+			if errs[i] = t.receive(uploadCtx, in, rc); errs[i] != nil {
+				cancel()
+			}
 		})
 	}
 	wg.Wait()
+	if ctx.Err() == nil {
+		// Keep the cause, not the uploads it stopped.
+		for i, err := range errs {
+			if errors.Is(err, context.Canceled) {
+				errs[i] = nil
+			}
+		}
+	}
 	return errors.Join(append(errs, t.close(ctx))...)
 }
 

@@ -19,7 +19,8 @@ type progress struct {
 	stop       chan struct{}
 	once       sync.Once
 	mu         sync.Mutex
-	spoke      bool
+	spoke      bool // a line was printed
+	ended      bool // the last line was printed
 }
 
 // progressEvery is how often a transfer says how it goes.
@@ -27,28 +28,32 @@ var progressEvery = time.Second
 
 func newProgress(out io.Writer, verb, name string) *progress {
 	p := &progress{out: out, verb: verb, name: name, start: time.Now(), stop: make(chan struct{})}
-	go p.tick()
+	go p.tick(progressEvery)
 	return p
 }
 
-func (p *progress) tick() {
-	t := time.NewTicker(progressEvery)
+func (p *progress) tick(every time.Duration) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-t.C:
-			p.say(fmt.Sprintf("%s %s: %s", p.verb, p.name, p.rate()))
+			p.say(false, fmt.Sprintf("%s %s: %s", p.verb, p.name, p.rate()))
 		}
 	}
 }
 
-func (p *progress) say(line string) {
+// say prints a line; a tick's (last false) only before the last line.
+func (p *progress) say(last bool, line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
 	fmt.Fprintln(p.out, line)
-	p.spoke = true
+	p.spoke, p.ended = true, last
 }
 
 // rate is "12.0 MiB (6.0 MiB/s)".
@@ -72,10 +77,10 @@ func (p *progress) done(err error) {
 			return
 		}
 		if err != nil {
-			p.say(fmt.Sprintf("%s %s failed after %s", p.verb, p.name, byteCount(float64(p.bytes.Load()))))
+			p.say(true, fmt.Sprintf("%s %s failed after %s", p.verb, p.name, byteCount(float64(p.bytes.Load()))))
 			return
 		}
-		p.say(fmt.Sprintf("%s %s: done, %s in %s", p.verb, p.name, p.rate(), time.Since(p.start).Round(100*time.Millisecond)))
+		p.say(true, fmt.Sprintf("%s %s: done, %s in %s", p.verb, p.name, p.rate(), time.Since(p.start).Round(100*time.Millisecond)))
 	})
 }
 
