@@ -211,3 +211,50 @@ func mustRead(t *testing.T, path string) []byte {
 	}
 	return data
 }
+
+// TestExecuteInputsFrom takes a task's inputs from a job (execute -j): the job's get of a
+// mock resource, at the version the job's build fetched, under the name -m maps; the
+// other input uploaded.
+func TestExecuteInputsFrom(t *testing.T) {
+	ns := namespace(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	repo, tag, _ := strings.Cut(busyboxImage, ":")
+	image := `image_resource: {type: registry-image, source: {repository: ` + repo + `, tag: "` + tag + `"}}`
+	pipeline := `resources:
+- name: thing
+  type: mock
+  source: {initial_version: v1, create_files: {hello.txt: from-the-job}}
+jobs:
+- name: use
+  plan:
+  - get: thing
+  - task: show
+    config:
+      platform: linux
+      ` + image + `
+      inputs: [{name: thing}]
+      run: {path: cat, args: [thing/hello.txt]}
+`
+	task := `platform: linux
+` + image + `
+inputs: [{name: stuff}, {name: src}]
+run: {path: sh, args: [-c, "cat stuff/hello.txt; echo; cat stuff/version; echo; cat src/a"]}
+`
+	writeFiles(t, dir, map[string]string{"jobs.yml": pipeline, "task.yml": task, "src/a": "local\n"})
+	if exit, stdout, stderr := runCLI(t, ctx, "run", filepath.Join(dir, "jobs.yml"), "-j", "use", "-w", "-n", ns, "--no-color",
+		"--resource-image", "mock="+mockImage); exit != 0 {
+		t.Fatalf("run: exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
+	}
+	exit, stdout, stderr := runCLI(t, ctx, "execute", "-n", ns, "--no-color", "-c", filepath.Join(dir, "task.yml"),
+		"-j", "jobs/use", "-m", "stuff=thing", "-i", "src="+filepath.Join(dir, "src"))
+	if exit != 0 {
+		t.Fatalf("execute -j: exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
+	}
+	checkLines(t, stdout, []string{"fetching version: v1", "from-the-job", "v1", "local", "succeeded"}, nil)
+
+	exit, _, stderr = runCLI(t, ctx, "execute", "-n", ns, "-c", filepath.Join(dir, "task.yml"), "-j", "jobs/nope")
+	if exit != 1 || !strings.Contains(stderr, "has no job jobs/nope") {
+		t.Errorf("-j of a job that is not there: exit %d, stderr:\n%s", exit, stderr)
+	}
+}

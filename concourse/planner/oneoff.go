@@ -10,6 +10,9 @@ import (
 type OneOff struct {
 	// Inputs are the task inputs uploaded from the client, by name, in the order given.
 	Inputs []string
+	// Gets are the inputs taken from a job's (fly execute -j): its get steps, fetched
+	// after the uploads' artifact inputs, in parallel with them.
+	Gets []concourse.GetPlan
 	// Outputs are the task outputs the client downloads once the build has ended.
 	Outputs      []string
 	InputMapping map[string]string
@@ -30,6 +33,9 @@ func PlanOneOff(cfg concourse.TaskConfig, o OneOff) concourse.Plan {
 		inputs.InParallel.Steps = append(inputs.InParallel.Steps, concourse.Plan{
 			ID: next(), ArtifactInput: &concourse.ArtifactInputPlan{ArtifactID: i + 1, Name: name},
 		})
+	}
+	for _, g := range o.Gets {
+		inputs.InParallel.Steps = append(inputs.InParallel.Steps, concourse.Plan{ID: next(), Get: &g})
 	}
 	task := concourse.Plan{ID: next(), Task: &concourse.TaskPlan{
 		Name: "one-off", Privileged: o.Privileged, Tags: o.Tags, Config: &cfg, InputMapping: o.InputMapping,

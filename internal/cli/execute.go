@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,6 +34,9 @@ type executeFlags struct {
 	tags           []string
 	background     bool
 	build          string
+	inputsFrom     string
+	image          string
+	mappings       []string
 	compile        convertFlags
 	watch          watchFlags
 }
@@ -41,14 +45,17 @@ func newExecute(s *streams) *cobra.Command {
 	var f executeFlags
 	var target tektonrun.TargetOptions
 	cmd := &cobra.Command{
-		Use:   "execute -c TASK [-i NAME=DIR]... [-o NAME=DIR]... [-- ARGS...]",
+		Use:   "execute -c TASK [-i NAME=DIR]... [-o NAME=DIR]... [-j PIPELINE/JOB [-m IN=JOB_IN]... [--image IN]] [-- ARGS...]",
 		Short: "Run a task config with local inputs on the cluster, like fly execute",
 		Long: `Run a task config as a one-off build on the cluster, like fly execute: each input given
 with -i NAME=DIR is uploaded from a local directory (without what .gitignore leaves out of
 a git work tree, unless --include-ignored), the task runs in a PipelineRun of its own,
 its output is shown as it comes, and each output given with -o NAME=DIR is downloaded into
 a local directory once the build has ended, whatever its outcome. An input named after the
-current directory is taken from it when not given. Arguments after -- are appended to the
+current directory is taken from it when not given. With -j PIPELINE/JOB, the inputs not
+given are the job's (its get steps, from its Pipeline in the namespace, at the versions its
+latest builds fetched; -m maps a task input to a job input of another name), and --image
+runs the task in the image one of them fetches. Arguments after -- are appended to the
 task's run.args. Vars (-v, -y, -l) fill in the task config's ((vars)); the others are
 read from the namespace's Secrets when the task runs.
 
@@ -76,6 +83,9 @@ detaches.`,
 	fl.StringArrayVar(&f.tags, "tag", nil, "a worker tag of the task (repeatable); TAG=LABEL=VALUE also runs it on nodes with that label")
 	fl.BoolVarP(&f.background, "background", "b", false, "start the build and exit, without following it (no outputs then)")
 	fl.StringVar(&f.build, "build", "", "the build's name (default: the next one-off build number)")
+	fl.StringVarP(&f.inputsFrom, "inputs-from", "j", "", "take the inputs not given with -i from a job of the namespace, as PIPELINE/JOB: its get steps, at the versions its latest builds fetched")
+	fl.StringArrayVarP(&f.mappings, "input-mapping", "m", nil, "with -j, take a task input from the job's input of another name, as TASK_INPUT=JOB_INPUT (repeatable)")
+	fl.StringVar(&f.image, "image", "", "with -j, run the task in the image the job's input of this name fetches")
 	f.compile.vars.register(cmd)
 	fl.StringVar(&f.compile.team, "team", "main", "the team the build belongs to")
 	fl.StringVar(&f.compile.runnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
@@ -114,23 +124,40 @@ func parsePairs(flag string, pairs []string, known map[string]bool, what string)
 	return out, nil
 }
 
-// executePlan reads what execute runs: the task config with its vars, its uploads and
-// downloads, as fly execute decides them. Nothing on the cluster is touched.
-func (s *streams) executePlan(f *executeFlags, args []string, cwd string) (concourse.TaskConfig, []localDir, []localDir, []varuse.Var, error) {
+// oneOff is what execute runs: the task config with its vars, the directories it
+// uploads and downloads, and the inputs it takes from a job.
+type oneOff struct {
+	cfg     concourse.TaskConfig
+	uploads []localDir
+	outputs []localDir
+	gets    []concourse.GetPlan
+	mapping map[string]string
+	images  map[string]string // resource type → image, for the job's gets
+	used    []varuse.Var
+}
+
+// executePlan decides what execute runs, as fly execute does: the task config read with
+// its vars and args; each input from a local directory (-i, or the current directory's
+// for the input named after it), else, with -j, from the job's input of its name (or of
+// the name -m maps it to); the outputs to download (-o). jobInput (nil without -j) looks
+// the job's inputs up. Nothing on the cluster is touched.
+func (s *streams) executePlan(f *executeFlags, args []string, cwd string, jobInput func(string) (tektonrun.JobInput, bool)) (*oneOff, error) {
 	vf, err := f.compile.vars.build()
 	if err != nil {
-		return concourse.TaskConfig{}, nil, nil, nil, err
+		return nil, err
 	}
 	name, data, err := s.readInput(f.config)
 	if err != nil {
-		return concourse.TaskConfig{}, nil, nil, nil, err
+		return nil, err
 	}
 	rec := varuse.NewRecorder(vf.Variables())
 	cfg, err := concourse.LoadTaskConfigVars(name, data, rec)
 	if err != nil {
-		return concourse.TaskConfig{}, nil, nil, nil, fmt.Errorf("%s is not a valid task config:\n%w", name, err)
+		return nil, fmt.Errorf("%s is not a valid task config:\n%w", name, err)
 	}
 	cfg.Run.Args = append(cfg.Run.Args, args...)
+	o := &oneOff{cfg: cfg, used: rec.Used(), images: map[string]string{}, mapping: map[string]string{}}
+	mapping := map[string]string{}
 
 	taskInputs := map[string]bool{}
 	for _, in := range cfg.Inputs {
@@ -138,50 +165,85 @@ func (s *streams) executePlan(f *executeFlags, args []string, cwd string) (conco
 	}
 	inputs, err := parsePairs("-i", f.inputs, taskInputs, "input")
 	if err != nil {
-		return cfg, nil, nil, nil, err
+		return nil, err
 	}
 	given := map[string]bool{}
 	for _, in := range inputs {
 		given[in.name] = true
 		info, err := os.Stat(in.dir)
 		if err != nil {
-			return cfg, nil, nil, nil, fmt.Errorf("input %s: %w", in.name, err)
+			return nil, fmt.Errorf("input %s: %w", in.name, err)
 		}
 		if !info.IsDir() {
-			return cfg, nil, nil, nil, fmt.Errorf("input %s: %s is not a directory", in.name, in.dir)
+			return nil, fmt.Errorf("input %s: %s is not a directory", in.name, in.dir)
 		}
 	}
-	// fly: the current directory is the input named after it, unless given.
-	if here := filepath.Base(cwd); taskInputs[here] && !given[here] {
+	if len(f.mappings) > 0 || f.image != "" {
+		if jobInput == nil {
+			return nil, errors.New("-m and --image name inputs of a job: give the job with -j PIPELINE/JOB")
+		}
+	}
+	for _, m := range f.mappings {
+		in, jobIn, ok := strings.Cut(m, "=")
+		if !ok || in == "" || jobIn == "" {
+			return nil, fmt.Errorf("invalid -m %q: use TASK_INPUT=JOB_INPUT", m)
+		}
+		if !taskInputs[in] {
+			return nil, fmt.Errorf("unknown input `%s`", in)
+		}
+		mapping[in] = jobIn
+	}
+	// fly: the current directory is the input named after it, unless given (and not
+	// when the inputs come from a job).
+	if here := filepath.Base(cwd); jobInput == nil && taskInputs[here] && !given[here] {
 		inputs, given[here] = append(inputs, localDir{here, cwd}), true
 	}
-	// In the task's order, as fly uploads them.
-	var ordered []localDir
+	if f.image != "" {
+		ji, ok := jobInput(f.image)
+		if !ok {
+			return nil, fmt.Errorf("the job has no input `%s` for --image", f.image)
+		}
+		o.cfg.ImageResource = &concourse.ImageResource{Type: ji.Get.Type, Source: ji.Get.Source, Params: ji.Get.Params}
+		if ji.Get.Version != nil {
+			o.cfg.ImageResource.Version = *ji.Get.Version
+		}
+		o.images[ji.Get.Type] = ji.Image
+	}
+	// In the task's order, as fly takes them.
 	for _, in := range cfg.Inputs {
-		if !given[in.Name] {
-			if !in.Optional {
-				return cfg, nil, nil, nil, fmt.Errorf("missing required input `%s`: give it with -i %s=DIR", in.Name, in.Name)
+		if given[in.Name] {
+			for _, l := range inputs {
+				if l.name == in.Name {
+					o.uploads = append(o.uploads, l)
+				}
 			}
 			continue
 		}
-		for _, l := range inputs {
-			if l.name == in.Name {
-				ordered = append(ordered, l)
+		if jobInput != nil {
+			if ji, ok := jobInput(cmp.Or(mapping[in.Name], in.Name)); ok {
+				o.gets = append(o.gets, ji.Get)
+				o.images[ji.Get.Type] = ji.Image
+				if ji.Name != in.Name {
+					o.mapping[in.Name] = ji.Name
+				}
+				continue
 			}
+		}
+		if !in.Optional {
+			return nil, fmt.Errorf("missing required input `%s`: give it with -i %s=DIR", in.Name, in.Name)
 		}
 	}
 	taskOutputs := map[string]bool{}
 	for _, out := range cfg.Outputs {
 		taskOutputs[out.Name] = true
 	}
-	outputs, err := parsePairs("-o", f.outputs, taskOutputs, "output")
-	if err != nil {
-		return cfg, nil, nil, nil, err
+	if o.outputs, err = parsePairs("-o", f.outputs, taskOutputs, "output"); err != nil {
+		return nil, err
 	}
-	if len(outputs) > 0 && f.background {
-		return cfg, nil, nil, nil, errors.New("background execution cannot withstand outputs")
+	if len(o.outputs) > 0 && f.background {
+		return nil, errors.New("background execution cannot withstand outputs")
 	}
-	return cfg, ordered, outputs, rec.Used(), nil
+	return o, nil
 }
 
 func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun.TargetOptions, args []string) error {
@@ -189,10 +251,6 @@ func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun
 		ctx = context.Background()
 	}
 	cwd, err := os.Getwd()
-	if err != nil {
-		return err
-	}
-	cfg, inputs, outputs, used, err := s.executePlan(f, args, cwd)
 	if err != nil {
 		return err
 	}
@@ -212,22 +270,54 @@ func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun
 	if err != nil {
 		return err
 	}
-	o := planner.OneOff{Privileged: f.privileged, Tags: tags}
-	dirs := map[string]string{}
-	for _, in := range inputs {
-		o.Inputs = append(o.Inputs, in.name)
-		dirs[in.name] = in.dir
+	// Without -j, a mistake is found before the cluster is asked anything.
+	var o *oneOff
+	if f.inputsFrom == "" {
+		if o, err = s.executePlan(f, args, cwd, nil); err != nil {
+			return err
+		}
 	}
-	for _, out := range outputs {
-		o.Outputs = append(o.Outputs, out.name)
-	}
-	plan := planner.PlanOneOff(cfg, o)
-
-	backend, err := newBackend(target, opts)
+	t, err := dialTarget(target)
 	if err != nil {
 		return err
 	}
+	if f.inputsFrom != "" {
+		pipeline, job, ok := strings.Cut(f.inputsFrom, "/")
+		if !ok || pipeline == "" || job == "" || strings.Contains(job, "/") {
+			return fmt.Errorf("invalid -j %q: use PIPELINE/JOB", f.inputsFrom)
+		}
+		client := tektonrun.NewClient(t)
+		inputs, err := client.JobInputs(ctx, opts.Team, pipeline, job)
+		client.Close()
+		if err != nil {
+			return err
+		}
+		jobInput := func(name string) (tektonrun.JobInput, bool) {
+			for _, in := range inputs {
+				if in.Name == name {
+					return in, true
+				}
+			}
+			return tektonrun.JobInput{}, false
+		}
+		if o, err = s.executePlan(f, args, cwd, jobInput); err != nil {
+			return err
+		}
+	}
+	for typ, image := range o.images {
+		if _, given := opts.ResourceImages[typ]; !given && image != "" {
+			opts.ResourceImages[typ] = image
+		}
+	}
+	backend := tektonrun.NewBackend(t, opts)
 	defer backend.Close()
+	plan := planner.PlanOneOff(o.cfg, planner.OneOff{Privileged: f.privileged, Tags: tags, Gets: o.gets, InputMapping: o.mapping, Inputs: names(o.uploads), Outputs: names(o.outputs)})
+	dirs := map[string]string{}
+	for _, in := range o.uploads {
+		dirs[in.name] = in.dir
+	}
+	outputs, used := o.outputs, o.used
+
 	signals := notifySignals()
 	defer signal.Stop(signals)
 	// Until the build exists, Ctrl-C stops the uploads, and nothing is left behind.
@@ -383,4 +473,12 @@ func (s *streams) download(ctx context.Context, build *tektonrun.Build, outputs 
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+func names(dirs []localDir) []string {
+	var out []string
+	for _, d := range dirs {
+		out = append(out, d.name)
+	}
+	return out
 }

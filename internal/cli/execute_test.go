@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 const executeTaskFile = `platform: linux
@@ -17,6 +20,21 @@ inputs: [{name: src}, {name: ci, optional: true}, {name: here}]
 outputs: [{name: out}]
 run: {path: sh, args: [-c, ((script))]}
 `
+
+var (
+	repoGet = concourse.GetPlan{Name: "repo", Type: "git", Source: concourse.Source{"uri": "repo.git"}, Version: &concourse.Version{"ref": "r1"}}
+	ciGet   = concourse.GetPlan{Name: "ci", Type: "git", Source: concourse.Source{"uri": "ci.git"}, Version: &concourse.Version{"ref": "c1"}}
+)
+
+// jobInputs are a job's inputs repo and ci.
+func jobInputs(name string) (tektonrun.JobInput, bool) {
+	for _, g := range []concourse.GetPlan{repoGet, ciGet} {
+		if g.Name == name {
+			return tektonrun.JobInput{Name: name, Get: g, Image: "git-resource"}, true
+		}
+	}
+	return tektonrun.JobInput{}, false
+}
 
 func TestExecutePlan(t *testing.T) {
 	dir := t.TempDir()
@@ -42,6 +60,10 @@ func TestExecutePlan(t *testing.T) {
 		wantOutputs []localDir
 		wantArgs    []string
 		wantErr     string
+		job         func(string) (tektonrun.JobInput, bool)
+		wantGets    []concourse.GetPlan
+		wantMapping map[string]string
+		wantImage   *concourse.ImageResource
 	}{
 		{
 			name:        "inputs in the task's order, the current directory's by its name, outputs, args appended",
@@ -58,6 +80,27 @@ func TestExecutePlan(t *testing.T) {
 		{name: "an input given twice", flags: executeFlags{inputs: []string{"src=" + src, "src=" + here}}, cwd: here, wantErr: "input `src` given twice"},
 		{name: "a bad pair", flags: executeFlags{inputs: []string{"src"}}, cwd: here, wantErr: `invalid -i "src": use NAME=DIR`},
 		{name: "an unknown output", flags: executeFlags{inputs: []string{"src=" + src}, outputs: []string{"res=x"}}, cwd: here, wantErr: "unknown output `res`"},
+		{
+			name:        "inputs from a job, one mapped, the local one first",
+			flags:       executeFlags{inputs: []string{"here=" + here}, mappings: []string{"src=repo"}},
+			cwd:         dir,
+			job:         jobInputs,
+			wantInputs:  []localDir{{"here", here}},
+			wantGets:    []concourse.GetPlan{repoGet, ciGet},
+			wantMapping: map[string]string{"src": "repo"},
+			wantArgs:    []string{"-c", "echo hi"},
+		},
+		{
+			name:      "the image from a job's input",
+			flags:     executeFlags{inputs: []string{"src=" + src, "here=" + here}, image: "ci"},
+			cwd:       dir,
+			job:       jobInputs,
+			wantGets:  []concourse.GetPlan{ciGet},
+			wantImage: &concourse.ImageResource{Type: "git", Source: concourse.Source{"uri": "ci.git"}, Version: concourse.Version{"ref": "c1"}},
+		},
+		{name: "an input the job lacks", flags: executeFlags{inputs: []string{"src=" + src}}, cwd: dir, job: func(string) (tektonrun.JobInput, bool) { return tektonrun.JobInput{}, false }, wantErr: "missing required input `here`"},
+		{name: "-m without -j", flags: executeFlags{mappings: []string{"src=repo"}}, cwd: here, wantErr: "give the job with -j"},
+		{name: "--image the job lacks", flags: executeFlags{image: "nope"}, cwd: here, job: jobInputs, wantErr: "the job has no input `nope` for --image"},
 		{name: "outputs in the background", flags: executeFlags{inputs: []string{"src=" + src}, outputs: []string{"out=x"}, background: true}, cwd: here, wantErr: "background execution cannot withstand outputs"},
 	}
 	for _, tt := range tests {
@@ -66,7 +109,7 @@ func TestExecutePlan(t *testing.T) {
 			f := tt.flags
 			f.config = task
 			f.compile.vars.vars = []string{"image=busybox", "script=echo hi"}
-			cfg, inputs, outputs, used, err := s.executePlan(&f, tt.args, tt.cwd)
+			o, err := s.executePlan(&f, tt.args, tt.cwd, tt.job)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want it to say %q", err, tt.wantErr)
@@ -75,6 +118,19 @@ func TestExecutePlan(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			cfg, inputs, outputs, used := o.cfg, o.uploads, o.outputs, o.used
+			if diff := cmp.Diff(tt.wantGets, o.gets); diff != "" {
+				t.Errorf("gets (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantMapping, o.mapping, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("input mapping (-want +got):\n%s", diff)
+			}
+			if tt.wantImage != nil {
+				if diff := cmp.Diff(tt.wantImage, cfg.ImageResource); diff != "" {
+					t.Errorf("image (-want +got):\n%s", diff)
+				}
+				return
 			}
 			if diff := cmp.Diff(tt.wantInputs, inputs, cmp.AllowUnexported(localDir{})); diff != "" {
 				t.Errorf("inputs (-want +got):\n%s", diff)

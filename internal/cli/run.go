@@ -126,14 +126,19 @@ func notifySignals() chan os.Signal {
 
 // newBackend connects to the target; opts say how plans are compiled.
 func newBackend(to tektonrun.TargetOptions, opts translate.Options) (*tektonrun.Backend, error) {
-	if to.UserAgent == "" {
-		to.UserAgent = "concourse-tekton/" + Version
-	}
-	t, err := tektonrun.NewTarget(to)
+	t, err := dialTarget(to)
 	if err != nil {
 		return nil, err
 	}
 	return tektonrun.NewBackend(t, opts), nil
+}
+
+// dialTarget is the target the flags name, with our user agent.
+func dialTarget(to tektonrun.TargetOptions) (*tektonrun.Target, error) {
+	if to.UserAgent == "" {
+		to.UserAgent = "concourse-tekton/" + Version
+	}
+	return tektonrun.NewTarget(to)
 }
 
 // watch renders a build's events until it ends and returns its exit code. The first
