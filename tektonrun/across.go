@@ -291,13 +291,8 @@ func eachNode(n runspec.Node, f func(runspec.Node)) {
 
 // decodeParams reads the runner spec among a PipelineTask's or a TaskRun's params.
 func decodeParams(params v1.Params) (runspec.Spec, bool) {
-	for _, p := range params {
-		if p.Name == runspec.ParamSpec {
-			s, err := runspec.Decode(p.Value.StringVal)
-			return s, err == nil
-		}
-	}
-	return runspec.Spec{}, false
+	s, err := runspec.Decode(specParam(params))
+	return s, err == nil
 }
 
 // acrossLeaf is what the mapper knows of a step of an across step: its spec, its

@@ -98,12 +98,9 @@ func (c *Client) Containers(ctx context.Context, f ContainerFilter) ([]Container
 		}
 		ctr := Container{
 			Run: run, Team: tr.Annotations[runspec.LabelTeam], Pipeline: tr.Annotations[runspec.LabelPipeline],
-			Job: tr.Annotations[runspec.LabelJob], Build: tr.Labels[runspec.LabelBuild],
+			Job: tr.Annotations[runspec.LabelJob], Build: cmp.Or(tr.Annotations[runspec.LabelBuild], tr.Labels[runspec.LabelBuild]),
 			Step: spec.Name, Type: string(spec.Mode), PlanID: spec.PlanID, Attempt: attempts[run][spec.PlanID],
 			TaskRun: tr.Name, Pod: pod.Name, Running: stepRunning(pod), Created: tr.CreationTimestamp.Time, spec: raw,
-		}
-		if b, ok := pod.Annotations[runspec.LabelBuild]; ok && ctr.Build == "" {
-			ctr.Build = b
 		}
 		if f.Step != "" && ctr.Step != f.Step || f.Type != "" && ctr.Type != f.Type || f.Attempt != 0 && ctr.Attempt != f.Attempt {
 			continue
@@ -198,7 +195,7 @@ func (c *Client) Intercept(ctx context.Context, ctr Container, o InterceptOption
 	if c.stream == nil {
 		return errors.New("intercepting needs the target's REST config (pods/exec)")
 	}
-	if err := c.canExec(ctx); err != nil {
+	if err := c.canExec(ctx, "intercepting a step"); err != nil {
 		return err
 	}
 	say := o.Progress
@@ -210,7 +207,7 @@ func (c *Client) Intercept(ctx context.Context, ctr Container, o InterceptOption
 	if ctr.Running {
 		// Tekton starts a pod's step containers together, and each waits for the one
 		// before it: the step's own runs once the runner is installed.
-		if err := c.awaitInstalled(ctx, pod); err != nil {
+		if err := c.awaitPod(ctx, pod, runnerInstalled); err != nil {
 			return err
 		}
 	} else {
@@ -259,7 +256,7 @@ func (c *Client) remake(ctx context.Context, ctr Container, timeout time.Duratio
 			say(fmt.Sprintf("deleting pod %s: %v", made.Name, err))
 		}
 	}
-	if err := awaitPod(ctx, c, made.Name); err != nil {
+	if err := c.awaitPod(ctx, made.Name, nil); err != nil {
 		cleanup()
 		return "", nil, err
 	}
@@ -346,12 +343,6 @@ func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*co
 	return pod, nil
 }
 
-// awaitPod waits until a pod of the client's runs, or says why it will not.
-func awaitPod(ctx context.Context, c *Client, name string) error {
-	t := &transferPod{c: c, name: name}
-	return t.await(ctx)
-}
-
 // withoutAssistant is a pod's affinity without the term that Tekton's affinity assistant
 // adds (to be near the assistant's pod, which goes when the run ends); the build volume's
 // own node affinity keeps a pod where the volume is.
@@ -377,30 +368,15 @@ func withoutAssistant(a *corev1.Affinity) *corev1.Affinity {
 	return out
 }
 
-// awaitInstalled waits until a running step's pod has installed the runner.
-func (c *Client) awaitInstalled(ctx context.Context, name string) error {
-	ctx, cancel := context.WithTimeout(ctx, transferStart)
-	defer cancel()
-	for {
-		p, err := c.target.Kube.CoreV1().Pods(c.target.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("waiting for pod %s: %w", name, err)
-		}
-		for _, s := range p.Status.ContainerStatuses {
-			if s.Name != "step-"+runspec.StepInstall {
-				continue
+// runnerInstalled says whether a running step's pod has installed the runner.
+func runnerInstalled(p *corev1.Pod) (bool, error) {
+	for _, s := range p.Status.ContainerStatuses {
+		if t := s.State.Terminated; s.Name == "step-"+runspec.StepInstall && t != nil {
+			if t.ExitCode != 0 {
+				return false, fmt.Errorf("pod %s could not install the runner: %s %s", p.Name, t.Reason, t.Message)
 			}
-			if t := s.State.Terminated; t != nil {
-				if t.ExitCode != 0 {
-					return fmt.Errorf("pod %s could not install the runner: %s %s", name, t.Reason, t.Message)
-				}
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("pod %s did not install the runner: %w", name, ctx.Err())
-		case <-time.After(300 * time.Millisecond):
+			return true, nil
 		}
 	}
+	return false, nil
 }

@@ -93,7 +93,7 @@ func (c *Client) startTransfer(ctx context.Context, name, claim, image, build st
 	if c.stream == nil {
 		return nil, errors.New("moving artifacts needs the target's REST config (pods/exec)")
 	}
-	if err := c.canExec(ctx); err != nil {
+	if err := c.canExec(ctx, "moving a one-off build's artifacts"); err != nil {
 		return nil, err
 	}
 	noToken, noEscalation, root := false, false, int64(0)
@@ -137,43 +137,49 @@ func (c *Client) startTransfer(ctx context.Context, name, claim, image, build st
 		return nil, fmt.Errorf("starting the transfer pod %s: %w", name, err)
 	}
 	t := &transferPod{c: c, name: name}
-	if err := t.await(ctx); err != nil {
+	if err := c.awaitPod(ctx, name, nil); err != nil {
 		return nil, errors.Join(err, t.close(ctx))
 	}
 	return t, nil
 }
 
-// canExec says why the target may not exec into pods, if it may not.
-func (c *Client) canExec(ctx context.Context) error {
+// canExec says why the target may not exec into pods for what it is to do, if it may
+// not.
+func (c *Client) canExec(ctx context.Context, doing string) error {
 	p := Permission{Resource: "pods", Subresource: "exec", Verb: "create"}
 	allowed, failed := c.target.accessReviews(ctx, []Permission{p})
 	if len(failed) > 0 && failed[0] != nil {
 		return nil // cannot tell: the exec itself will say
 	}
 	if !allowed[0] {
-		return fmt.Errorf("moving a one-off build's artifacts needs %q in namespace %s, which the cluster forbids you (kubectl auth can-i create pods/exec -n %s)", p.String(), c.target.Namespace, c.target.Namespace)
+		return fmt.Errorf("%s needs %q in namespace %s, which the cluster forbids you (kubectl auth can-i create pods/exec -n %s)", doing, p.String(), c.target.Namespace, c.target.Namespace)
 	}
 	return nil
 }
 
-// await waits until the pod runs, or says why it will not: it fails at once when the pod
-// ends, and after unschedulableFor when the scheduler keeps finding no node for it.
-func (t *transferPod) await(ctx context.Context) error {
-	pods := t.c.target.Kube.CoreV1().Pods(t.c.target.Namespace)
+// awaitPod waits until ready says a pod of the client's is, or says why it will not be:
+// it fails at once when ready fails or the pod ends, and after unschedulableFor when the
+// scheduler keeps finding no node for it. ready nil: the pod runs.
+func (c *Client) awaitPod(ctx context.Context, name string, ready func(*corev1.Pod) (bool, error)) error {
+	if ready == nil {
+		ready = func(p *corev1.Pod) (bool, error) { return p.Status.Phase == corev1.PodRunning, nil }
+	}
+	pods := c.target.Kube.CoreV1().Pods(c.target.Namespace)
 	ctx, cancel := context.WithTimeout(ctx, transferStart)
 	defer cancel()
 	waiting := ""
 	var unschedulableSince time.Time
 	for {
-		p, err := pods.Get(ctx, t.name, metav1.GetOptions{})
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("waiting for pod %s: %w", t.name, err)
+			return fmt.Errorf("waiting for pod %s: %w", name, err)
+		}
+		if ok, err := ready(p); ok || err != nil {
+			return err
 		}
 		switch p.Status.Phase {
-		case corev1.PodRunning:
-			return nil
 		case corev1.PodSucceeded, corev1.PodFailed:
-			return fmt.Errorf("pod %s ended before it was used: %s %s", t.name, p.Status.Reason, p.Status.Message)
+			return fmt.Errorf("pod %s ended before it was used: %s %s", name, p.Status.Reason, p.Status.Message)
 		}
 		for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
 			if w := s.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
@@ -190,7 +196,7 @@ func (t *transferPod) await(ctx context.Context) error {
 				}
 			}
 			if time.Since(unschedulableSince) > unschedulableFor {
-				return fmt.Errorf("pod %s cannot be scheduled (%s)", t.name, waiting)
+				return fmt.Errorf("pod %s cannot be scheduled (%s)", name, waiting)
 			}
 		} else {
 			unschedulableSince = time.Time{}
@@ -198,9 +204,9 @@ func (t *transferPod) await(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			if waiting != "" {
-				return fmt.Errorf("pod %s did not start in %s (%s)", t.name, transferStart, waiting)
+				return fmt.Errorf("pod %s did not start in %s (%s)", name, transferStart, waiting)
 			}
-			return fmt.Errorf("pod %s did not start: %w", t.name, ctx.Err())
+			return fmt.Errorf("pod %s did not start: %w", name, ctx.Err())
 		case <-time.After(300 * time.Millisecond):
 		}
 	}
