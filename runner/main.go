@@ -43,6 +43,7 @@ type options struct {
 	grace       time.Duration
 	poll        time.Duration
 	clock       Clock
+	publishing  publishing
 }
 
 // exit codes that are not outcomes: the command line itself was wrong.
@@ -72,6 +73,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	name := fs.String("name", "", "receive, send: the artifact's name")
 	stage := fs.Bool("stage", false, "intercept: make the working directory of a step that has ended again from the build volume")
 	opts := options{clock: systemClock{}}
+	fs.StringVar(&opts.publishing.registry, "image-registry", "", "publish: the build's image registry, HOST[:PORT][/PATH]")
+	fs.StringVar(&opts.publishing.namespace, "image-namespace", "", "publish: the build's namespace, the repository's last element")
+	fs.StringVar(&opts.publishing.tag, "image-tag", "", "publish: the tag to push the image under")
+	fs.StringVar(&opts.publishing.tool, "x-image-tool", runspec.ImageTool, "hidden: the image tool, for tests")
+	fs.StringVar(&opts.publishing.auth, "x-registry-auth", runspec.RegistryAuthDir, "hidden: the registry's Docker config directory, for tests")
+	fs.StringVar(&opts.publishing.scratch, "x-scratch", "/scratch", "hidden: an empty directory of the step's own, for tests")
 	fs.StringVar(&opts.tmpBuild, "x-tmp-build", defaultTmpBuild, "hidden: Concourse's /tmp/build, for tests")
 	fs.StringVar(&opts.resourceDir, "x-resource-dir", defaultResourceDir, "hidden: Concourse's /opt/resource, for tests")
 	fs.DurationVar(&opts.grace, "x-grace", proc.DefaultGrace, "hidden: SIGTERM to SIGKILL grace period, for tests")

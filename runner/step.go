@@ -55,6 +55,7 @@ var bodies = map[runspec.Mode]body{
 	runspec.ModeLoadVar:     runLoadVar,
 	runspec.ModeSetPipeline: runSetPipeline,
 	runspec.ModeResolve:     runResolve,
+	runspec.ModePublish:     runPublish,
 	runspec.ModeAcross:      runAcross,
 }
 

@@ -17,6 +17,20 @@ const (
 	RunnerPath   = RunnerDir + "/concourse-runner"
 )
 
+// Publishing an image artifact: ImageTool, in the runner image, pushes it to the build's
+// registry (the Pipeline's param ParamImageRegistry, HOST[:PORT][/PATH]) as the repository
+// <registry>/<namespace>, tagged with the publishing TaskRun's name. A publish step's Task
+// takes the registry and the name of a Docker config Secret (ParamImageRegistrySecret,
+// default DefaultImageRegistrySecret, optional) and mounts that Secret's config.json at
+// RegistryAuthDir.
+const (
+	ImageTool                  = "/ko-app/concourse-image"
+	ParamImageRegistry         = "image-registry"
+	ParamImageRegistrySecret   = "image-registry-secret"
+	DefaultImageRegistrySecret = "concourse-image-registry"
+	RegistryAuthDir            = "/concourse-registry-auth"
+)
+
 // The step Task's shape: its params, its steps (and their containers, named
 // "step-<step>" by Tekton), and the workspace of the build volume.
 const (

@@ -74,6 +74,15 @@ type SetPipeline struct {
 	InstanceVars map[string]any `json:"instance_vars,omitempty"`
 }
 
+// Publish is the payload of ModePublish.
+type Publish struct {
+	// TaskPlanID is the task that runs the image: a failure to publish it is that task's
+	// error, as Concourse errors a task whose image it cannot fetch.
+	TaskPlanID string `json:"task_plan_id"`
+	// Artifact is the name of the artifact in the step's scope.
+	Artifact string `json:"artifact"`
+}
+
 // Resolve reads a file task's config ahead of the task, so that the task's pod can take its
 // image from the `image` result.
 type Resolve struct {

@@ -21,6 +21,9 @@ const (
 	ModeLoadVar     Mode = "load_var"
 	ModeSetPipeline Mode = "set_pipeline"
 	ModeResolve     Mode = "resolve"
+	// ModePublish pushes an artifact holding an image (a task's `image:`) to the build's
+	// image registry, for the task's pod to pull it by digest.
+	ModePublish Mode = "publish"
 	// ModeAcross evaluates the values of an across step whose values are known only at
 	// run time and writes their combinations for the step's slots (see the package doc).
 	ModeAcross  Mode = "across"
@@ -87,6 +90,7 @@ type Spec struct {
 	LoadVar     *LoadVar     `json:"load_var,omitempty"`
 	SetPipeline *SetPipeline `json:"set_pipeline,omitempty"`
 	Resolve     *Resolve     `json:"resolve,omitempty"`
+	Publish     *Publish     `json:"publish,omitempty"`
 	Across      *Across      `json:"across,omitempty"`
 	Join        *Join        `json:"join,omitempty"`
 	Verdict     *Verdict     `json:"verdict,omitempty"`

@@ -20,6 +20,7 @@ func (s Spec) Validate() error {
 		ModeLoadVar:     s.LoadVar != nil,
 		ModeSetPipeline: s.SetPipeline != nil,
 		ModeResolve:     s.Resolve != nil,
+		ModePublish:     s.Publish != nil,
 		ModeAcross:      s.Across != nil,
 		ModeJoin:        s.Join != nil,
 		ModeVerdict:     s.Verdict != nil,

@@ -214,8 +214,11 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		return trDone, false
 	}
 	origin := event.Origin{ID: concourse.PlanID(spec.PlanID)}
-	if spec.Mode == runspec.ModeResolve && spec.Resolve != nil {
+	switch {
+	case spec.Mode == runspec.ModeResolve && spec.Resolve != nil:
 		origin.ID = concourse.PlanID(spec.Resolve.TaskPlanID)
+	case spec.Mode == runspec.ModePublish && spec.Publish != nil:
+		origin.ID = concourse.PlanID(spec.Publish.TaskPlanID)
 	}
 	state := containerState(tr, o.Pod)
 	started := ran(state)
@@ -272,10 +275,11 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 }
 
 // internal tells the modes of steps Concourse has no step for: a resolve step reads its
-// task's config, an across step's resolver its values. Their logs and errors are shown
-// at their step's origin, with no initialize, start or finish of their own.
+// task's config, a publish step pushes the artifact its task runs, an across step's
+// resolver evaluates its values. Their logs and errors are shown at their step's origin,
+// with no initialize, start or finish of their own.
 func internal(m runspec.Mode) bool {
-	return m == runspec.ModeResolve || m == runspec.ModeAcross
+	return m == runspec.ModeResolve || m == runspec.ModePublish || m == runspec.ModeAcross
 }
 
 // head is initialize, selected-worker and start, in the order Concourse sends them for

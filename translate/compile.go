@@ -177,9 +177,12 @@ type compiler struct {
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
 	creds   map[string]Credential
-	// images are the artifacts a task may use as its image (`image: name`), by name: the
-	// result of the get that fetched it from a registry, or "" with why it cannot be one.
-	images map[string]artifactImage
+	// images are the artifacts a task can run (`image: name`) as they are, by name: the
+	// image the get that fetched it from a registry names (a result reference). Any other
+	// artifact is published to the build's registry for the task (publish).
+	images map[string]string
+	// publishes counts the publish steps: the Pipeline then takes the image registry.
+	publishes int
 	// origins map the IDs the compiler makes (an across substep's renumbered nodes, a get's
 	// check) to the ID of the node of the input plan they come from, for errors.
 	origins map[concourse.PlanID]concourse.PlanID
@@ -187,12 +190,6 @@ type compiler struct {
 	artifactInputs  []ArtifactInput
 	artifactOutputs []string
 	err             error
-}
-
-// artifactImage is what the compiler knows of an artifact, for tasks that run it as image.
-type artifactImage struct {
-	ref    string // a Tekton result reference to the image, or ""
-	reason string // why it cannot be run, when ref is ""
 }
 
 // derive records that the node id was made from the input plan's node from.
@@ -334,6 +331,11 @@ func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *r
 	if len(variant.credentials) > 0 {
 		// The build's Secret is named after its PipelineRun.
 		params = append(params, v1.Param{Name: paramCredentials, Value: *v1.NewStructuredValues("$(context.pipelineRun.name)")})
+	}
+	if variant.publish {
+		for _, p := range []string{runspec.ParamImageRegistry, runspec.ParamImageRegistrySecret} {
+			params = append(params, v1.Param{Name: p, Value: *v1.NewStructuredValues("$(params." + p + ")")})
+		}
 	}
 	return v1.PipelineTask{
 		Name:       name,

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -69,6 +68,10 @@ func typeRunsMock(name string, types []concourse.ResourceType, depth int) bool {
 	for _, rt := range types {
 		if rt.Name == name {
 			mirror, _ := rt.Source["mirror_self"].(bool)
+			if rt.Type == rt.Name {
+				// A type of its own name's type is the base type of that name.
+				return mirror && rt.Type == "mock"
+			}
 			return mirror && typeRunsMock(rt.Type, types, depth+1)
 		}
 	}
@@ -125,20 +128,22 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	}
 }
 
-// producedBy records that a get named name, of resource type typ, registers an artifact.
+// producedBy records that a get named name, of resource type typ, registers an artifact:
+// a registry image's fetch names its image, which a task runs as it is; any other
+// artifact a task runs is published first.
 func (c *compiler) producedBy(name, typ, task string, source concourse.Source) {
 	if typ == "registry-image" || typ == "docker-image" {
-		c.images[name] = artifactImage{ref: "$(tasks." + task + ".results.image)"}
+		c.images[name] = "$(tasks." + task + ".results.image)"
 		return
 	}
 	if mirror, _ := source["mirror_self"].(bool); typ == "mock" && mirror {
 		// Concourse's test resource fetches itself: its artifact is its own image.
 		if img, ok := c.opts.ResourceImages["mock"]; ok {
-			c.images[name] = artifactImage{ref: img}
+			c.images[name] = img
 			return
 		}
 	}
-	c.images[name] = artifactImage{reason: fmt.Sprintf("it is fetched by a get of a %s resource", typ)}
+	delete(c.images, name)
 }
 
 func (c *compiler) check(p *concourse.Plan, e cond, sc scope) *handle {
@@ -175,10 +180,6 @@ func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
 
 func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 	t := p.Task
-	artifactImage, ok := c.taskArtifactImage(p)
-	if !ok {
-		return stub(p.ID, runspec.KindLeaf, t.Name, e)
-	}
 	defer c.taskOutputs(t, t.Config)
 	spec := c.spec(runspec.ModeTask, p.ID, t.Name, sc.withTimeout(p.ID, t.Timeout))
 	spec.Task = &runspec.Task{Vars: t.Vars, InputMapping: t.InputMapping, OutputMapping: t.OutputMapping, Privileged: t.Privileged}
@@ -205,68 +206,86 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 		if uid := runAsUser(cfg.Run.User); uid != 0 && !variant.privileged {
 			variant.asRoot, variant.runAs = false, uid
 		}
-		if artifactImage != "" {
-			return c.leaf(spec, artifactImage, variant, t.Tags, e)
+	}
+	// Ahead of the task: the publishing of the artifact it runs, the reading of its config.
+	var before []*handle
+	image := ""
+	if name := t.ImageArtifactName; name != "" {
+		if ref, ok := c.images[name]; ok {
+			image = ref
+		} else {
+			pub := c.publish(p, name, e, sc)
+			before, image = append(before, pub), "$(tasks."+pub.leaf+".results.image)"
 		}
-		if !imageNeedsVars(cfg) {
-			img, ok := c.taskImage(p, t.Name, cfg)
-			if !ok {
-				return stub(p.ID, runspec.KindLeaf, t.Name, e)
-			}
-			return c.leaf(spec, img, variant, t.Tags, e)
+	}
+	if cfg == nil || image == "" && imageNeedsVars(cfg) {
+		resolveSpec := c.spec(runspec.ModeResolve, p.ID+"/resolve", t.Name, sc)
+		resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: spec.Task.Config, Vars: t.Vars, MockImage: c.opts.ResourceImages["mock"]}
+		if cfg == nil {
+			spec.Task.File = t.ConfigPath
+			variant.limits = mergeLimits(nil, t.Limits)
+			variant.asRoot = true // the user comes from the file; the runner drops to it
+		}
+		resolve := c.leaf(resolveSpec, c.opts.RunnerImage, taskVariant{}, nil, c.after(before, e))
+		before = append(before, resolve)
+		if image == "" {
+			image = "$(tasks." + resolve.leaf + ".results.image)"
 		}
 	}
-	return c.resolvedTask(p, spec, variant, artifactImage, e, sc)
-}
-
-// taskArtifactImage is the image of a task that runs an artifact (`image: name`): "" when
-// it has none, and false when the artifact cannot be run.
-func (c *compiler) taskArtifactImage(p *concourse.Plan) (string, bool) {
-	t := p.Task
-	if t.ImageArtifactName == "" {
-		return "", true
+	if image == "" {
+		img, ok := c.taskImage(p, t.Name, cfg)
+		if !ok {
+			return stub(p.ID, runspec.KindLeaf, t.Name, e)
+		}
+		image = img
 	}
-	a, known := c.images[t.ImageArtifactName]
-	switch {
-	case a.ref != "":
-		return a.ref, true
-	case known:
-		c.fail(p, t.Name, "the task's image is the artifact %q, and %s: a task image here must be pulled from a registry (fetch it with a get of a registry-image resource, or use image_resource)", t.ImageArtifactName, a.reason)
-	default:
-		c.fail(p, t.Name, "the task's image is the artifact %q, which no earlier get of a registry-image or docker-image resource fetches: a task image here must be pulled from a registry", t.ImageArtifactName)
+	task := c.leaf(spec, image, variant, t.Tags, c.after(before, e))
+	if len(before) == 0 {
+		return task
 	}
-	return "", false
-}
-
-// resolvedTask compiles a task whose config is in an artifact, or whose image takes the
-// build's vars: a resolve step reads and interpolates the config when the build runs and
-// hands the image to the task (unless the task runs an artifact, artifactImage).
-func (c *compiler) resolvedTask(p *concourse.Plan, spec runspec.Spec, variant taskVariant, artifactImage string, e cond, sc scope) *handle {
-	t := p.Task
-	resolveSpec := c.spec(runspec.ModeResolve, p.ID+"/resolve", t.Name, sc)
-	resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: spec.Task.Config, Vars: t.Vars, MockImage: c.opts.ResourceImages["mock"]}
-	if spec.Task.Config == nil {
-		spec.Task.File = t.ConfigPath
-		variant.limits = mergeLimits(nil, t.Limits)
-		variant.asRoot = true // the user comes from the file; the runner drops to it
+	steps := make([]runspec.Node, 0, len(before)+1)
+	var tasks []string
+	for _, h := range append(before, task) {
+		steps = append(steps, h.tree)
+		tasks = append(tasks, h.tasks...)
 	}
-	resolve := c.leaf(resolveSpec, c.opts.RunnerImage, taskVariant{}, nil, e)
-	img := "$(tasks." + resolve.leaf + ".results.image)"
-	if artifactImage != "" {
-		img = artifactImage
+	id := string(p.ID) + "/resolved"
+	if before[len(before)-1].tree.ID != string(p.ID)+"/resolve" {
+		id = string(p.ID) + "/published"
 	}
-	task := c.leaf(spec, img, variant, t.Tags, c.test(resolve, onlySuccess))
 	s := c.test(task, onlySuccess)
 	return &handle{
-		tree:    runspec.Node{ID: string(p.ID) + "/resolved", Kind: runspec.KindDo, Steps: []runspec.Node{resolve.tree, task.tree}},
+		tree:    runspec.Node{ID: id, Kind: runspec.KindDo, Steps: steps},
 		name:    task.name,
 		entry:   e,
-		tasks:   append(append([]string{}, resolve.tasks...), task.tasks...),
+		tasks:   tasks,
 		success: &s,
 	}
 }
 
-// taskOutputs records the artifacts a task registers: none of them can be a task's image.
+// after is the entry of a step that runs once the steps before it succeeded: e when there
+// are none.
+func (c *compiler) after(before []*handle, e cond) cond {
+	if len(before) == 0 {
+		return e
+	}
+	return c.test(before[len(before)-1], onlySuccess)
+}
+
+// publish is the step that pushes the artifact name, which task p runs as its image, to
+// the build's image registry: the image result names it by digest.
+func (c *compiler) publish(p *concourse.Plan, name string, e cond, sc scope) *handle {
+	spec := c.spec(runspec.ModePublish, p.ID+"/publish", name, sc)
+	spec.Publish = &runspec.Publish{TaskPlanID: string(p.ID), Artifact: name}
+	c.publishes++
+	// As root: the image's files are its owners', whoever they are.
+	return c.leaf(spec, c.opts.RunnerImage, taskVariant{asRoot: true, publish: true}, nil, e)
+}
+
+// taskOutputs records the artifacts a task registers: a task that runs one as its image
+// has it published first. The outputs of a task whose config is read when the build runs
+// are not known here: one named as a registry image's fetch before it would still be run
+// as that image.
 func (c *compiler) taskOutputs(t *concourse.TaskPlan, cfg *concourse.TaskConfig) {
 	if cfg == nil {
 		return
@@ -276,7 +295,7 @@ func (c *compiler) taskOutputs(t *concourse.TaskPlan, cfg *concourse.TaskConfig)
 		if m, ok := t.OutputMapping[name]; ok {
 			name = m
 		}
-		c.images[name] = artifactImage{reason: fmt.Sprintf("it is an output of task %q", t.Name)}
+		delete(c.images, name)
 	}
 }
 

@@ -45,6 +45,16 @@ type Options struct {
 	// resolve into the build's own Secret (Result.CredentialSecret), and each step mounts
 	// the keys of its own vars. VarSources is then unused.
 	SuppliedCredentials bool
+	// ImageRegistry (HOST[:PORT][/PATH]) is where a task's image that an earlier step made
+	// or fetched as files (a task's output, a get of a type other than registry-image)
+	// is pushed, for the task's pod to pull it: the cluster's nodes must pull from it,
+	// and the build's pods reach it. It is the PipelineRun's param; a Pipeline that needs
+	// it declares it, and a build without one errors such a task.
+	ImageRegistry string
+	// ImageRegistrySecret names the Secret (kubernetes.io/dockerconfigjson) of the
+	// registry's credentials for pushing; default runspec.DefaultImageRegistrySecret,
+	// used if it exists. Pulls use the service account's imagePullSecrets, as any pod's.
+	ImageRegistrySecret string
 	// ServiceAccount runs the build's pods; empty means the namespace's default.
 	ServiceAccount string
 	// BuildVolumeSize is the size requested for the build volume; default 1Gi.

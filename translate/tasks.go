@@ -33,6 +33,9 @@ type taskVariant struct {
 	credentials []string
 	// count declares the result `count`: an across step's resolver publishes it.
 	count bool
+	// publish takes the build's image registry and mounts its Docker config: a publish
+	// step's Task.
+	publish bool
 }
 
 // paramCredentials is the step Task's param naming the build's Secret, when it reads
@@ -89,11 +92,26 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		volumes = append(volumes, corev1.Volume{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: src}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "credentials", MountPath: runspec.DefaultCreds, ReadOnly: true})
 	}
+	var publishArgs []string
+	if v.publish {
+		params = append(params,
+			v1.ParamSpec{Name: runspec.ParamImageRegistry, Type: v1.ParamTypeString, Description: "the build's image registry, HOST[:PORT][/PATH]; empty when it has none"},
+			v1.ParamSpec{Name: runspec.ParamImageRegistrySecret, Type: v1.ParamTypeString, Description: "the registry's Docker config Secret (optional)"})
+		optional := true
+		volumes = append(volumes, corev1.Volume{Name: "registry-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: "$(params." + runspec.ParamImageRegistrySecret + ")", Optional: &optional,
+			Items: []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}},
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "registry-auth", MountPath: runspec.RegistryAuthDir, ReadOnly: true})
+		// The repository is the build's namespace, the tag the publishing TaskRun's name.
+		publishArgs = []string{"--image-registry=$(params." + runspec.ParamImageRegistry + ")",
+			"--image-namespace=$(context.taskRun.namespace)", "--image-tag=$(context.taskRun.name)"}
+	}
 	run := v1.Step{
 		Name:         runspec.StepRun,
 		Image:        "$(params." + runspec.ParamImage + ")",
 		Command:      []string{runspec.RunnerPath},
-		Args:         []string{"$(params." + runspec.ParamMode + ")", "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")"},
+		Args:         append([]string{"$(params." + runspec.ParamMode + ")", "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")"}, publishArgs...),
 		VolumeMounts: mounts,
 	}
 	run.SecurityContext = stepSecurity(v)

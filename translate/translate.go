@@ -67,7 +67,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		specs:    map[string]*runspec.Spec{},
 		secrets:  map[string]bool{},
 		creds:    map[string]Credential{},
-		images:   map[string]artifactImage{},
+		images:   map[string]string{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
 	if c.err != nil {
@@ -120,6 +120,22 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 			Finally:     finally,
 		},
 	}
+	var runParams v1.Params
+	if c.publishes > 0 {
+		// The registry is the target's, not the pipeline's: each run gives it.
+		pipeline.Spec.Params = v1.ParamSpecs{
+			{Name: runspec.ParamImageRegistry, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(""),
+				Description: "the image registry (HOST[:PORT][/PATH]) that tasks running an artifact as their image pull it from; the cluster must pull from it"},
+			{Name: runspec.ParamImageRegistrySecret, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(runspec.DefaultImageRegistrySecret),
+				Description: "the Secret (kubernetes.io/dockerconfigjson) with the registry's credentials, if it needs any"},
+		}
+		if opts.ImageRegistry != "" {
+			runParams = append(runParams, v1.Param{Name: runspec.ParamImageRegistry, Value: *v1.NewStructuredValues(opts.ImageRegistry)})
+		}
+		if opts.ImageRegistrySecret != "" {
+			runParams = append(runParams, v1.Param{Name: runspec.ParamImageRegistrySecret, Value: *v1.NewStructuredValues(opts.ImageRegistrySecret)})
+		}
+	}
 
 	runLabels := withEntry(labels, runspec.LabelBuild, runspec.LabelValue(opts.Build))
 	size, err := resource.ParseQuantity(opts.BuildVolumeSize)
@@ -168,6 +184,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		Spec: v1.PipelineRunSpec{
 			PipelineRef:  ref,
 			PipelineSpec: embedded,
+			Params:       runParams,
 			// Concourse builds have no timeout unless the pipeline sets one, and the runner
 			// enforces those.
 			Timeouts:   &v1.TimeoutFields{Pipeline: &metav1.Duration{}},

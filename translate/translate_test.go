@@ -157,11 +157,6 @@ func TestUnsupported(t *testing.T) {
 		name, yaml, want string
 	}{
 		{
-			name: "image from an artifact",
-			yaml: "jobs:\n- name: test\n  plan:\n  - task: t\n    image: img\n    config: {platform: linux, run: {path: x}}\n",
-			want: `step "t" (plan 1): the task's image is the artifact "img", which no earlier get of a registry-image or docker-image resource fetches`,
-		},
-		{
 			name: "an image that takes a run-time across var",
 			yaml: "jobs:\n- name: test\n  plan:\n  - across: [{var: v, values: ((vs))}]\n    task: t\n    config: {platform: linux, rootfs_uri: 'docker:///((.:v))', run: {path: x}}\n",
 			want: `step "t" (plan 1): the image of task "t" depends on across var "v", whose values are known only at run time`,

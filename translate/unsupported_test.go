@@ -27,8 +27,7 @@ func TestUnsupportedPlanID(t *testing.T) {
     - task: t
       config: {platform: linux, rootfs_uri: 'docker:///x', run: {path: x}}
     - task: t
-      image: nope
-      config: {platform: linux, run: {path: x}}
+      config: {platform: linux, image_resource: {type: git, source: {uri: x}}, run: {path: x}}
 `,
 			want: "jobs[test].plan[0].do[1].task",
 		},

@@ -1,6 +1,6 @@
 // Command runner-image builds the step runner's container image, reproducibly and without
 // a Docker engine: one layer holding the static runner binary at the path the translator's
-// Tasks run it from. It writes a docker-save tarball (for `ctr images import`, `kind load
+// Tasks run it from, and the image tool (concourse-image) that publish steps run. It writes a docker-save tarball (for `ctr images import`, `kind load
 // image-archive`, or the local e2e cluster) and can push to a registry.
 //
 //	runner-image -binary bin/concourse-runner -ref ghcr.io/concourse-tekton/runner:dev -o bin/images/runner.tar
@@ -21,17 +21,18 @@ import (
 
 func main() {
 	binary := flag.String("binary", "bin/concourse-runner", "the static runner binary (CGO_ENABLED=0)")
+	tool := flag.String("image-tool", "bin/concourse-image", "the static image tool (CGO_ENABLED=0), which publish steps run")
 	ref := flag.String("ref", translate.DefaultRunnerImage, "the image reference to tag (and push)")
 	out := flag.String("o", "", "write a docker-save tarball here")
 	push := flag.Bool("push", false, "push the image to -ref's registry (credentials from the Docker config)")
 	flag.Parse()
-	if err := run(*binary, *ref, *out, *push); err != nil {
+	if err := run(*binary, *tool, *ref, *out, *push); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(binary, ref, out string, push bool) error {
+func run(binary, tool, ref, out string, push bool) error {
 	if out == "" && !push {
 		return fmt.Errorf("nothing to do: give -o FILE, -push, or both")
 	}
@@ -39,8 +40,13 @@ func run(binary, ref, out string, push bool) error {
 	if err != nil {
 		return err
 	}
+	toolData, err := os.ReadFile(tool)
+	if err != nil {
+		return err
+	}
 	img, err := ociimage.Build([]ociimage.File{
 		{Path: runspec.RunnerBinary, Mode: 0o755, Data: data},
+		{Path: runspec.ImageTool, Mode: 0o755, Data: toolData},
 	}, ociimage.Config{Entrypoint: []string{runspec.RunnerBinary}})
 	if err != nil {
 		return err

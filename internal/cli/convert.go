@@ -19,6 +19,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/outdir"
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/varuse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -40,6 +41,8 @@ type convertFlags struct {
 	volumeSize      string
 	userNamespaces  bool
 	acrossSlots     int
+
+	imageRegistry, imageRegistrySecret string
 }
 
 func newConvert(s *streams) *cobra.Command {
@@ -97,6 +100,8 @@ func (f *convertFlags) registerCompile(cmd *cobra.Command) {
 	fl.StringVar(&f.storageClass, "storage-class", "", "the storage class of build volumes (default: the cluster's)")
 	fl.StringVar(&f.volumeSize, "build-volume-size", "1Gi", "the size of each build's volume")
 	fl.BoolVar(&f.userNamespaces, "user-namespaces", false, "run every step that is not privileged in a user namespace of its own (hostUsers: false): root in the container, unprivileged on the node")
+	fl.StringVar(&f.imageRegistry, "image-registry", "", "the registry (HOST[:PORT][/PATH]) that tasks running an artifact as their image (a task's output, a get of a type other than registry-image) pull it from: the cluster's nodes must pull from it and the build's pods reach it")
+	fl.StringVar(&f.imageRegistrySecret, "image-registry-secret", "", "the Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: "+runspec.DefaultImageRegistrySecret+", if it exists)")
 	fl.IntVar(&f.acrossSlots, "across-slots", translate.DefaultAcrossSlots, "how many combinations an across step whose values are known only at run time can run (the Pipeline holds that many copies of its substep)")
 }
 
@@ -150,6 +155,12 @@ func (f *convertFlags) flagOptions() (translate.Options, map[string]fs.FS, error
 		BuildVolumeSize: f.volumeSize,
 		UserNamespaces:  f.userNamespaces,
 		AcrossSlots:     f.acrossSlots,
+
+		ImageRegistry:       strings.TrimSuffix(f.imageRegistry, "/"),
+		ImageRegistrySecret: f.imageRegistrySecret,
+	}
+	if r := f.imageRegistry; strings.Contains(r, "://") || strings.ContainsAny(r, " @") || strings.HasPrefix(r, "/") {
+		return opts, nil, fmt.Errorf("invalid --image-registry %q: give HOST[:PORT][/PATH], without a scheme", r)
 	}
 	if f.acrossSlots < 1 {
 		return opts, nil, fmt.Errorf("invalid --across-slots %d: it must be at least 1", f.acrossSlots)

@@ -22,10 +22,9 @@ func TestConvertErrorPositions(t *testing.T) {
     on_failure:
       do:
       - task: t
-        image: nope
-        ` + cfg + `
+        config: {platform: linux, rootfs_uri: "file:///x", run: {path: x}}
 `,
-			want: `:8:9: jobs[j].plan[0].on_failure.do[0].task: the task's image is the artifact "nope"`,
+			want: `:8:9: jobs[j].plan[0].on_failure.do[0].task: rootfs_uri "file:///x" is not a docker:/// image`,
 		},
 		{
 			name: "same name, in a job hook",
@@ -36,10 +35,9 @@ func TestConvertErrorPositions(t *testing.T) {
     ` + cfg + `
   ensure:
     task: t
-    image: nope
-    ` + cfg + `
+    config: {platform: linux, rootfs_uri: "file:///x", run: {path: x}}
 `,
-			want: `:7:5: jobs[j].ensure.task: the task's image is the artifact "nope"`,
+			want: `:7:5: jobs[j].ensure.task: rootfs_uri "file:///x" is not a docker:/// image`,
 		},
 		{
 			name: "an across var known at run time in a task's tags",
@@ -68,10 +66,9 @@ func TestConvertErrorPositions(t *testing.T) {
     - task: ok
       ` + cfg + `
     - task: t
-      image: nope
-      ` + cfg + `
+      config: {platform: linux, rootfs_uri: "file:///x", run: {path: x}}
 `,
-			want: `:9:7: jobs[j].plan[0].do[1].task: the task's image is the artifact "nope"`,
+			want: `:9:7: jobs[j].plan[0].do[1].task: rootfs_uri "file:///x" is not a docker:/// image`,
 		},
 	}
 	for _, tc := range tests {

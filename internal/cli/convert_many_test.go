@@ -121,12 +121,12 @@ func TestConvertMany(t *testing.T) {
 func TestConvertManyFailing(t *testing.T) {
 	good := writeFile(t, "good.yml", manyPipeline("unit"))
 	invalid := writeFile(t, "invalid.yml", strings.Replace(manyPipeline("unit"), "get: img", "get: im", 1))
-	unsupported := writeFile(t, "unsupported.yml", strings.Replace(manyPipeline("unit"), "type: registry-image", "type: git", 1))
+	unsupported := writeFile(t, "unsupported.yml", strings.Replace(manyPipeline("unit"), "    image: img\n    config: {platform: linux, ", "    config: {platform: linux, rootfs_uri: \"file:///x\", ", 1))
 	args := []string{good, invalid, unsupported, "-v", "repo=r"}
 	wantErr := []string{
 		invalid + `:8:5: jobs[unit].plan[0].get: unknown resource "im" (did you mean "img"?)` + "\n",
 		"error: " + invalid + " is not a valid pipeline: 2 errors\n",
-		"error: " + unsupported + `:9:5: jobs[unit].plan[1].task: the task's image is the artifact "img"`,
+		"error: " + unsupported + `:9:5: jobs[unit].plan[1].task: rootfs_uri "file:///x" is not a docker:/// image`,
 		"error: 2 of 3 pipelines could not be converted, nothing was written: " + invalid + ", " + unsupported + "\n",
 	}
 	t.Run("stdout", func(t *testing.T) {

@@ -173,7 +173,7 @@ func TestConvertOutputDirUnchangedOnError(t *testing.T) {
 		{
 			name: "a job that cannot be converted",
 			args: []string{writeFile(t, "app.yml", convertPipeline)},
-			want: "the task's image is the artifact \"repo\"",
+			want: `rootfs_uri "file:///x" is not a docker:/// image`,
 		},
 	}
 	for _, tc := range tests {

@@ -72,8 +72,7 @@ jobs:
   plan:
   - get: repo
   - task: build
-    image: repo
-    config: {platform: linux, run: {path: make}}
+    config: {platform: linux, rootfs_uri: "file:///x", run: {path: make}}
 - name: deploy
   plan:
   - get: img
@@ -114,7 +113,7 @@ func TestConvertUnsupported(t *testing.T) {
 	if code != 1 || stdout != "" {
 		t.Fatalf("code %d, stdout %q", code, stdout)
 	}
-	want := "error: " + file + `:17:5: jobs[build].plan[1].task: the task's image is the artifact "repo", and it is fetched by a get of a git resource: a task image here must be pulled from a registry (fetch it with a get of a registry-image resource, or use image_resource)` + "\n"
+	want := "error: " + file + `:17:5: jobs[build].plan[1].task: rootfs_uri "file:///x" is not a docker:/// image` + "\n"
 	if !strings.HasSuffix(stderr, want) {
 		t.Errorf("stderr = %q\nwant it to end with %q", stderr, want)
 	}
@@ -124,7 +123,7 @@ func TestConvertUnsupported(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("code %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "warning: "+file+":17:5: jobs[build].plan[1].task: the task's image is the artifact") || !strings.Contains(stderr, "(job build left out)") {
+	if !strings.Contains(stderr, "warning: "+file+":17:5: jobs[build].plan[1].task: rootfs_uri") || !strings.Contains(stderr, "(job build left out)") {
 		t.Errorf("stderr = %q", stderr)
 	}
 	var names []string

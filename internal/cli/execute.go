@@ -21,6 +21,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/varuse"
 	"github.com/concourse-tekton/concourse-tekton/internal/tarstream"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
@@ -95,6 +96,8 @@ detaches.`,
 	fl.StringVar(&f.compile.storageClass, "storage-class", "", "the storage class of the build volume (default: the cluster's)")
 	fl.StringVar(&f.compile.volumeSize, "build-volume-size", "1Gi", "the size of the build's volume")
 	fl.BoolVar(&f.compile.userNamespaces, "user-namespaces", false, "run the task, unless privileged, in a user namespace of its own (hostUsers: false)")
+	fl.StringVar(&f.compile.imageRegistry, "image-registry", "", "with --image naming a job input that is not a registry image, the registry (HOST[:PORT][/PATH]) it is pushed to for the task's pod to pull")
+	fl.StringVar(&f.compile.imageRegistrySecret, "image-registry-secret", "", "the Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: "+runspec.DefaultImageRegistrySecret+", if it exists)")
 	f.watch.register(cmd)
 	addTargetFlags(cmd, &target)
 	return cmd

@@ -34,6 +34,9 @@ type TektonFlags struct {
 	BuildVolumeSize string            `long:"build-volume-size" default:"1Gi" description:"The size of each build's volume."`
 	UserNamespaces  bool              `long:"user-namespaces" description:"Run every step that is not privileged in a user namespace of its own (hostUsers: false)."`
 
+	ImageRegistry       string `long:"image-registry" value-name:"HOST[:PORT][/PATH]" description:"The registry that tasks running an artifact as their image (a task's output, a get of a type other than registry-image) pull it from: the cluster's nodes must pull from it and the builds' pods reach it."`
+	ImageRegistrySecret string `long:"image-registry-secret" value-name:"NAME" description:"The Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: concourse-image-registry, if it exists)."`
+
 	WorkerName        string        `long:"worker-name" description:"The name the namespace has as a worker (default: tekton-<namespace>)."`
 	HeartbeatInterval time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
 }
@@ -58,6 +61,9 @@ func (f *TektonFlags) Options() (translate.Options, error) {
 		StorageClass:    f.StorageClass,
 		BuildVolumeSize: f.BuildVolumeSize,
 		UserNamespaces:  f.UserNamespaces,
+
+		ImageRegistry:       strings.TrimSuffix(f.ImageRegistry, "/"),
+		ImageRegistrySecret: f.ImageRegistrySecret,
 	}, nil
 }
 
