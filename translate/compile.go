@@ -83,6 +83,9 @@ type handle struct {
 	tasks []string
 	// leaf is set when the node is one PipelineTask whose outcome result is the node's.
 	leaf string
+	// step is the PipelineTask of the node's own step, whose results (its image, its
+	// version) are the step's: the leaf, or the last PipelineTask of a prepared step.
+	step string
 	// success, when set, is a cheap condition for "the node succeeded".
 	success *cond
 	// join is the node's join task, made on first need.
@@ -321,7 +324,7 @@ func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, ta
 			FSGroupChangePolicy: ptr(corev1.FSGroupChangeOnRootMismatch),
 		}
 	}
-	return &handle{tree: runspec.Node{ID: spec.PlanID, Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kind+"-"), entry: e, tasks: []string{name}, leaf: name}
+	return &handle{tree: runspec.Node{ID: spec.PlanID, Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kind+"-"), entry: e, tasks: []string{name}, leaf: name, step: name}
 }
 
 // pipelineTask makes a PipelineTask running spec; its params are filled in by finish.

@@ -2,9 +2,11 @@ package translate
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -25,8 +27,12 @@ func (c *compiler) setPipeline(p *concourse.Plan, e cond, sc scope) *handle {
 	return c.leaf(spec, c.opts.RunnerImage, taskVariant{}, nil, e)
 }
 
-// resourceImage is the image of a resource step: its custom type's image, or the base type's.
-func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concourse.TypeImage) (string, bool) {
+// resourceImage is the image of a resource step: its custom type's image, or the base
+// type's. A type's image that is not a registry image known when the pipeline is
+// converted (another type's fetch, a ((var)) left for run time) is fetched when the build
+// runs, as Concourse fetches it: the steps returned run first, entered with e, and the
+// image names their result.
+func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concourse.TypeImage, e cond, sc scope) (string, []*handle, bool) {
 	if ti.GetPlan != nil && ti.GetPlan.Get != nil {
 		g := ti.GetPlan.Get
 		var version concourse.Version
@@ -35,26 +41,54 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 		}
 		img, reason := imageFromResource(g.Type, g.Source, version)
 		if reason == "" {
-			return img, true
+			return img, nil, true
 		}
 		if mirror, _ := g.Source["mirror_self"].(bool); mirror && runsMock(g.Type, g.TypeImage) {
 			// Concourse's test resource as a type's image: the mock resource's own image.
 			if img, ok := c.opts.ResourceImages["mock"]; ok {
-				return img, true
+				return img, nil, true
 			}
 		}
-		c.fail(p, step, "the image of resource type %q cannot be run here: %s", typ, reason)
-		return "", false
+		if repo, _ := g.Source["repository"].(string); repo == "" && (g.Type == "registry-image" || g.Type == "docker-image") {
+			c.fail(p, step, "the image of resource type %q cannot be run here: %s", typ, reason)
+			return "", nil, false
+		}
+		return c.fetchImage(p, ti.CheckPlan, ti.GetPlan, e, sc)
 	}
 	base := ti.BaseType
 	if base == "" {
 		base = typ
 	}
 	if img, ok := c.opts.ResourceImages[base]; ok {
-		return img, true
+		return img, nil, true
 	}
 	c.fail(p, step, "no image is known for the resource type %q: give one with --resource-image %s=IMAGE", base, base)
-	return "", false
+	return "", nil, false
+}
+
+// fetchImage compiles the fetch of an image when the build runs, for step p: a check
+// (unless its version is pinned), a get, and, unless the get is of a registry image
+// (whose result names it), the publishing of what it fetched to the build's image
+// registry. It returns the image reference (a result) and the steps, the first entered
+// with e. The fetch runs in a scope of its own: Concourse keeps an image out of the
+// build's artifacts and vars.
+func (c *compiler) fetchImage(p, checkPlan, getPlan *concourse.Plan, e cond, sc scope) (string, []*handle, bool) {
+	isc := sc
+	isc.scope = append(slices.Clone(sc.scope), "image:"+string(getPlan.ID))
+	var before []*handle
+	if checkPlan != nil {
+		before = append(before, c.check(checkPlan, e, isc))
+	}
+	get := c.get(getPlan, c.after(before, e), isc)
+	if get.step == "" {
+		return "", nil, false // the fetch's own image could not be found; the compiler failed
+	}
+	before = append(before, get)
+	if g := getPlan.Get; g.Type == "registry-image" || g.Type == "docker-image" {
+		return "$(tasks." + get.step + ".results.image)", before, true
+	}
+	pub := c.publish(p, getPlan.Get.Name, c.after(before, e), isc)
+	return "$(tasks." + pub.step + ".results.image)", append(before, pub), true
 }
 
 // typeRunsMock tells whether the resource type name, among the pipeline's types, runs the
@@ -92,7 +126,7 @@ func runsMock(typ string, ti concourse.TypeImage) bool {
 
 func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	g := p.Get
-	img, ok := c.resourceImage(p, g.Name, g.Type, g.TypeImage)
+	img, before, ok := c.resourceImage(p, g.Name, g.Type, g.TypeImage, e, sc)
 	if !ok {
 		return stub(p.ID, runspec.KindLeaf, g.Name, e)
 	}
@@ -106,25 +140,43 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	}
 	variant := taskVariant{privileged: g.TypeImage.Privileged}
 	if g.Version != nil || g.VersionFrom != nil {
-		h := c.leaf(spec, img, variant, g.Tags, e)
+		h := c.leaf(spec, img, variant, g.Tags, c.after(before, e))
 		c.producedBy(g.Name, g.Type, h.leaf, g.Source)
-		return h
+		return c.prepared(string(p.ID)+"/image", before, h)
 	}
-	// No version given: find the latest first, so the job runs standalone.
+	// No version given: find the latest first, so the job runs standalone. The check runs
+	// in the image the get runs in.
 	checkPlan := &concourse.Plan{ID: p.ID + "/check", Check: &concourse.CheckPlan{
 		Name: g.Name, Type: g.Type, Resource: g.Resource, Source: g.Source, TypeImage: g.TypeImage, Tags: g.Tags}}
 	c.derive(checkPlan.ID, p.ID)
-	check := c.check(checkPlan, e, sc)
+	check := c.checkIn(checkPlan, img, c.after(before, e), sc)
 	spec.Get.VersionFrom = string(checkPlan.ID)
 	get := c.leaf(spec, img, variant, g.Tags, c.test(check, onlySuccess))
 	c.producedBy(g.Name, g.Type, get.leaf, g.Source)
-	s := c.test(get, onlySuccess)
+	return c.prepared(string(p.ID)+"/checked", append(before, check), get)
+}
+
+// prepared is the handle of step with the steps that run before it (fetching or
+// publishing its image, reading its config, finding its version): a do of them all, each
+// entered once the one before it succeeded, that succeeds when step does.
+func (c *compiler) prepared(id string, before []*handle, step *handle) *handle {
+	if len(before) == 0 {
+		return step
+	}
+	steps := make([]runspec.Node, 0, len(before)+1)
+	var tasks []string
+	for _, h := range append(before, step) {
+		steps = append(steps, h.tree)
+		tasks = append(tasks, h.tasks...)
+	}
+	s := c.test(step, onlySuccess)
 	return &handle{
-		tree:    runspec.Node{ID: string(p.ID) + "/checked", Kind: runspec.KindDo, Steps: []runspec.Node{check.tree, get.tree}},
-		name:    get.name,
-		entry:   e,
-		tasks:   append(append([]string{}, check.tasks...), get.tasks...),
+		tree:    runspec.Node{ID: id, Kind: runspec.KindDo, Steps: steps},
+		name:    step.name,
+		entry:   before[0].entry,
+		tasks:   tasks,
 		success: &s,
+		step:    step.step,
 	}
 }
 
@@ -148,10 +200,16 @@ func (c *compiler) producedBy(name, typ, task string, source concourse.Source) {
 
 func (c *compiler) check(p *concourse.Plan, e cond, sc scope) *handle {
 	ck := p.Check
-	img, ok := c.resourceImage(p, ck.Name, ck.Type, ck.TypeImage)
+	img, before, ok := c.resourceImage(p, ck.Name, ck.Type, ck.TypeImage, e, sc)
 	if !ok {
 		return stub(p.ID, runspec.KindLeaf, ck.Name, e)
 	}
+	return c.prepared(string(p.ID)+"/image", before, c.checkIn(p, img, c.after(before, e), sc))
+}
+
+// checkIn is the check step p, run in img.
+func (c *compiler) checkIn(p *concourse.Plan, img string, e cond, sc scope) *handle {
+	ck := p.Check
 	spec := c.spec(runspec.ModeCheck, p.ID, ck.Name, sc)
 	spec.Check = &runspec.Check{Type: ck.Type, Resource: ck.Resource, Source: ck.Source, FromVersion: ck.FromVersion}
 	return c.leaf(spec, img, taskVariant{privileged: ck.TypeImage.Privileged}, ck.Tags, e)
@@ -159,7 +217,7 @@ func (c *compiler) check(p *concourse.Plan, e cond, sc scope) *handle {
 
 func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
 	pp := p.Put
-	img, ok := c.resourceImage(p, pp.Name, pp.Type, pp.TypeImage)
+	img, before, ok := c.resourceImage(p, pp.Name, pp.Type, pp.TypeImage, e, sc)
 	if !ok {
 		return stub(p.ID, runspec.KindLeaf, pp.Name, e)
 	}
@@ -175,7 +233,8 @@ func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
 			spec.Put.Inputs, spec.Put.InputNames = runspec.InputsList, in.Specified
 		}
 	}
-	return c.leaf(spec, img, taskVariant{privileged: pp.TypeImage.Privileged}, pp.Tags, e)
+	put := c.leaf(spec, img, taskVariant{privileged: pp.TypeImage.Privileged}, pp.Tags, c.after(before, e))
+	return c.prepared(string(p.ID)+"/image", before, put)
 }
 
 func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
@@ -233,34 +292,20 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 		}
 	}
 	if image == "" {
-		img, ok := c.taskImage(p, t.Name, cfg)
+		img, fetch, ok := c.taskImage(p, t.Name, cfg, c.after(before, e), sc)
 		if !ok {
 			return stub(p.ID, runspec.KindLeaf, t.Name, e)
 		}
-		image = img
+		before, image = append(before, fetch...), img
 	}
 	task := c.leaf(spec, image, variant, t.Tags, c.after(before, e))
-	if len(before) == 0 {
-		return task
+	id := string(p.ID) + "/image"
+	for _, h := range before {
+		if h.tree.ID == string(p.ID)+"/resolve" {
+			id = string(p.ID) + "/resolved"
+		}
 	}
-	steps := make([]runspec.Node, 0, len(before)+1)
-	var tasks []string
-	for _, h := range append(before, task) {
-		steps = append(steps, h.tree)
-		tasks = append(tasks, h.tasks...)
-	}
-	id := string(p.ID) + "/resolved"
-	if before[len(before)-1].tree.ID != string(p.ID)+"/resolve" {
-		id = string(p.ID) + "/published"
-	}
-	s := c.test(task, onlySuccess)
-	return &handle{
-		tree:    runspec.Node{ID: id, Kind: runspec.KindDo, Steps: steps},
-		name:    task.name,
-		entry:   e,
-		tasks:   tasks,
-		success: &s,
-	}
+	return c.prepared(id, before, task)
 }
 
 // after is the entry of a step that runs once the steps before it succeeded: e when there
@@ -313,33 +358,40 @@ func imageNeedsVars(cfg *concourse.TaskConfig) bool {
 	return strings.Contains(ir.Version["digest"], "((")
 }
 
-func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.TaskConfig) (string, bool) {
+// taskImage is the image of a task whose config is known: its image_resource or its
+// rootfs_uri. An image_resource of another type than registry-image is fetched when the
+// build runs, as Concourse fetches it: the steps returned run first, entered with e.
+func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.TaskConfig, e cond, sc scope) (string, []*handle, bool) {
 	if ir := cfg.ImageResource; ir != nil && typeRunsMock(ir.Type, p.Task.ResourceTypes, 0) {
 		// Concourse's test resource (or a custom type whose image it is, through
 		// mirror_self): with mirror_self its image is its own.
 		if mirror, _ := ir.Source["mirror_self"].(bool); mirror {
 			if img, ok := c.opts.ResourceImages["mock"]; ok {
-				return img, true
+				return img, nil, true
 			}
 		}
 	}
 	if ir := cfg.ImageResource; ir != nil {
 		img, reason := imageFromResource(ir.Type, ir.Source, ir.Version)
-		if reason == "" {
-			return img, true
+		switch {
+		case reason == "":
+			return img, nil, true
+		case ir.Type == "registry-image" || ir.Type == "docker-image":
+			c.fail(p, step, "its image_resource cannot be run here: %s", reason)
+			return "", nil, false
 		}
-		c.fail(p, step, "its image_resource cannot be run here: %s", reason)
-		return "", false
+		get, check := planner.FetchImagePlan(p.ID, *ir, p.Task.ResourceTypes, p.Task.Tags, p.Task.CheckSkipInterval)
+		return c.fetchImage(p, check, &get, e, sc)
 	}
 	if cfg.RootfsURI != "" {
 		if img, ok := imageFromRootfsURI(cfg.RootfsURI); ok {
-			return img, true
+			return img, nil, true
 		}
 		c.fail(p, step, "rootfs_uri %q is not a docker:/// image", cfg.RootfsURI)
-		return "", false
+		return "", nil, false
 	}
 	c.fail(p, step, "the task has no image: give its config an image_resource or a rootfs_uri")
-	return "", false
+	return "", nil, false
 }
 
 func mergeLimits(cfg, step *concourse.ContainerLimits) concourse.ContainerLimits {

@@ -1,19 +1,21 @@
 package translate_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
-// A custom type's image is known when it compiles: Concourse's mock resource mirroring
-// itself, however many custom types down, runs the mock resource's image; a chain to a
-// type that fetches images otherwise is refused, naming why.
+// A custom type's image: Concourse's mock resource mirroring itself, however many custom
+// types down, runs the mock resource's image; a registry image known when the pipeline
+// is converted runs as it is; any other is fetched when the build runs (a check, a get,
+// and unless that get is of a registry image, the publishing of what it fetched), before
+// the steps that run it.
 func TestCustomTypeImages(t *testing.T) {
 	const types = `resource_types:
 - {name: custom-resource-type, type: mock, source: {mirror_self: true}}
@@ -21,59 +23,84 @@ func TestCustomTypeImages(t *testing.T) {
 - {name: not-mirrored, type: custom-resource-type, source: {}}
 - {name: from-registry, type: registry-image, source: {repository: example.com/type}}
 - {name: of-registry-type, type: from-registry, source: {repository: example.com/other}}
+- {name: var-repo, type: registry-image, source: {repository: ((registry))/r}}
 `
+	const runner = translate.DefaultRunnerImage
 	opts := translate.Options{ResourceImages: map[string]string{"mock": "example.com/mock:v1"}}
 	tests := []struct {
-		typ, wantImage, wantErr string
+		typ  string
+		want []string // each PipelineTask of the job: name, mode, image
 	}{
-		{typ: "custom-resource-type", wantImage: "example.com/mock:v1"},
-		{typ: "of-custom", wantImage: "example.com/mock:v1"},
-		{typ: "not-mirrored", wantErr: `the image of resource type "not-mirrored" cannot be run here: it is of type "custom-resource-type"`},
-		{typ: "from-registry", wantImage: "example.com/type:latest"},
-		{typ: "of-registry-type", wantErr: `the image of resource type "of-registry-type" cannot be run here: it is of type "from-registry"`},
+		{typ: "custom-resource-type", want: []string{
+			"check-r check example.com/mock:v1", "get-r get example.com/mock:v1"}},
+		{typ: "of-custom", want: []string{
+			"check-r check example.com/mock:v1", "get-r get example.com/mock:v1"}},
+		{typ: "from-registry", want: []string{
+			"check-r check example.com/type:latest", "get-r get example.com/type:latest"}},
+		{typ: "not-mirrored", want: []string{
+			"check-not-mirrored check example.com/mock:v1",
+			"get-not-mirrored get example.com/mock:v1",
+			"publish-not-mirrored publish " + runner,
+			"check-r check $(tasks.publish-not-mirrored.results.image)",
+			"get-r get $(tasks.publish-not-mirrored.results.image)"}},
+		{typ: "of-registry-type", want: []string{
+			"check-of-registry-type check example.com/type:latest",
+			"get-of-registry-type get example.com/type:latest",
+			"publish-of-registry-type publish " + runner,
+			"check-r check $(tasks.publish-of-registry-type.results.image)",
+			"get-r get $(tasks.publish-of-registry-type.results.image)"}},
+		{typ: "var-repo", want: []string{
+			"check-var-repo check concourse/registry-image-resource",
+			"get-var-repo get concourse/registry-image-resource",
+			"check-r check $(tasks.get-var-repo.results.image)",
+			"get-r get $(tasks.get-var-repo.results.image)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {
 			yaml := types + "resources: [{name: r, type: " + tt.typ + ", source: {initial_version: a}}]\n" +
 				"jobs:\n- name: test\n  plan: [{get: r}]\n"
 			_, r, err := translateJob(t, yaml, opts)
-			if tt.wantErr != "" {
-				var u *translate.UnsupportedError
-				if !errors.As(err, &u) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want an UnsupportedError saying %q", err, tt.wantErr)
-				}
-				return
-			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The get's check and the get both run the type's image.
-			var images []string
+			validate(t, r)
+			if diff := cmp.Diff(tt.want, stepImages(r)); diff != "" {
+				t.Errorf("steps (-want +got):\n%s", diff)
+			}
+			// The fetched image is in a scope of its own: no step of the build sees it.
 			for _, pt := range r.Pipeline.Spec.Tasks {
-				var mode, image string
-				for _, p := range pt.Params {
-					switch p.Name {
-					case runspec.ParamMode:
-						mode = p.Value.StringVal
-					case runspec.ParamImage:
-						image = p.Value.StringVal
+				spec := specOf(t, pt)
+				if (spec.Mode == runspec.ModePublish || spec.Mode == runspec.ModeGet) && spec.Name != "r" {
+					if len(spec.Scope) != 1 || spec.Scope[0] != "image:1/image-get" {
+						t.Errorf("%s runs in scope %q, want the image's own", pt.Name, spec.Scope)
 					}
 				}
-				if mode == string(runspec.ModeCheck) || mode == string(runspec.ModeGet) {
-					images = append(images, mode+" "+image)
-				}
-			}
-			want := []string{"check " + tt.wantImage, "get " + tt.wantImage}
-			if diff := cmp.Diff(want, images); diff != "" {
-				t.Errorf("images (-want +got):\n%s", diff)
 			}
 		})
 	}
 }
 
+// stepImages lists each PipelineTask of a compiled job as "name mode image".
+func stepImages(r *translate.Result) []string {
+	var out []string
+	for _, pt := range r.Pipeline.Spec.Tasks {
+		var mode, image string
+		for _, p := range pt.Params {
+			switch p.Name {
+			case runspec.ParamMode:
+				mode = p.Value.StringVal
+			case runspec.ParamImage:
+				image = p.Value.StringVal
+			}
+		}
+		out = append(out, pt.Name+" "+mode+" "+image)
+	}
+	return out
+}
+
 // A task's image_resource of a custom type that runs the mock resource (testflight's
 // custom-resource-type), with mirror_self, runs the mock resource's image, as its get
-// would give it; the same type without mirror_self in the image's source cannot run.
+// would give it; the same type without mirror_self is fetched when the build runs.
 func TestTaskImageOfACustomMockType(t *testing.T) {
 	const types = `resource_types:
 - {name: custom-resource-type, type: mock, source: {mirror_self: true}}
@@ -100,12 +127,38 @@ func TestTaskImageOfACustomMockType(t *testing.T) {
 	if image != "example.com/mock:v1" {
 		t.Errorf("the task's image is %q, want the mock resource's", image)
 	}
-	for _, src := range []string{"{}"} {
-		if _, _, err := translateJob(t, job("custom-resource-type", src), opts); err == nil {
-			t.Errorf("image_resource of custom-resource-type with source %s: compiled, want it refused", src)
-		}
+	// Without mirror_self, the image is what the type's get fetches, published.
+	_, r, err = translateJob(t, job("custom-resource-type", "{}"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, r)
+	want := []string{
+		"check-image check example.com/mock:v1",
+		"get-image get example.com/mock:v1",
+		"publish-image publish " + translate.DefaultRunnerImage,
+		"task-t task $(tasks.publish-image.results.image)",
+	}
+	if diff := cmp.Diff(want, stepImages(r)); diff != "" {
+		t.Errorf("steps (-want +got):\n%s", diff)
 	}
 	if _, _, err := translateJob(t, job("loop-a", "{mirror_self: true}"), opts); err == nil {
 		t.Error("an image_resource of a type in a cycle compiled")
 	}
+}
+
+// specOf decodes the runner spec of a PipelineTask.
+func specOf(t *testing.T, pt v1.PipelineTask) runspec.Spec {
+	t.Helper()
+	for _, p := range pt.Params {
+		if p.Name == runspec.ParamSpec {
+			spec, err := runspec.Decode(p.Value.StringVal)
+			if err != nil {
+				t.Fatalf("%s: %v", pt.Name, err)
+			}
+			return spec
+		}
+	}
+	t.Fatalf("%s has no spec", pt.Name)
+	return runspec.Spec{}
 }

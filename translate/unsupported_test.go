@@ -27,7 +27,7 @@ func TestUnsupportedPlanID(t *testing.T) {
     - task: t
       config: {platform: linux, rootfs_uri: 'docker:///x', run: {path: x}}
     - task: t
-      config: {platform: linux, image_resource: {type: git, source: {uri: x}}, run: {path: x}}
+      config: {platform: linux, rootfs_uri: "file:///x", run: {path: x}}
 `,
 			want: "jobs[test].plan[0].do[1].task",
 		},
@@ -65,12 +65,9 @@ func TestUnsupportedPlanID(t *testing.T) {
 	}
 }
 
-// A refusal names its real cause: a tag left for run time is the tag's fault, not the
-// repository's.
+// A refusal names its real cause.
 func TestUnsupportedNamesTheCause(t *testing.T) {
 	tests := []struct{ name, source, want string }{
-		{"tag", `{repository: example.com/r, tag: ((t))}`, `its tag "((t))" holds a ((var)) left for run time`},
-		{"repository", `{repository: ((registry))/r}`, `its repository "((registry))/r" holds a ((var)) left for run time`},
 		{"no repository", `{tag: "1"}`, `its source has no repository`},
 	}
 	for _, tc := range tests {
