@@ -5,14 +5,11 @@ package e2e
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -156,18 +153,7 @@ exec git daemon --reuseaddr --export-all --base-path=/repos /repos`},
 // another cluster (E2E_KUBECONFIG) the test is skipped: load the image there first.
 func importStandInImage(t *testing.T) {
 	t.Helper()
-	if kubeconfigPath() != harnessKubeconfig() {
-		t.Skipf("the stand-in resource image is imported into the local harness's containerd only; on another cluster, load %s and run with E2E_KUBECONFIG unset", standInImage)
-	}
-	cache := filepath.Dir(filepath.Dir(harnessKubeconfig())) // the harness's cache
-	sock := filepath.Join(cache, "state", "run", "containerd", "containerd.sock")
-	if _, err := os.Stat(sock); err != nil {
-		t.Skipf("no local harness containerd: %v", err)
-	}
-	base, err := tarball.ImageFromPath(filepath.Join(cache, "images", "busybox.tar"), nil)
-	if err != nil {
-		t.Fatalf("reading the harness's busybox image: %v", err)
-	}
+	cache := harnessCache(t, standInImage)
 	var files []ociimage.File
 	for _, script := range []string{"check", "in", "out"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "booklit", "stand-in-resource", script))
@@ -176,20 +162,5 @@ func importStandInImage(t *testing.T) {
 		}
 		files = append(files, ociimage.File{Path: "/opt/resource/" + script, Mode: 0o755, Data: b})
 	}
-	layer, err := ociimage.Layer(files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(base, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tar := filepath.Join(t.TempDir(), "stand-in.tar")
-	if err := ociimage.WriteTarball(tar, standInImage, img); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("ctr", "--address", sock, "-n", "k8s.io", "images", "import", "--no-unpack=false", tar).CombinedOutput()
-	if err != nil {
-		t.Fatalf("importing %s: %v\n%s", standInImage, err, out)
-	}
+	importOnBusybox(t, cache, standInImage, files)
 }

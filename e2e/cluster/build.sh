@@ -135,10 +135,24 @@ build_addons() {
 	touch "$BIN_ADDONS.tmp/.done" && rm -rf "$BIN_ADDONS" && mv "$BIN_ADDONS.tmp" "$BIN_ADDONS"
 }
 
+# build_registry builds the image registry (distribution, as Docker's registry:2) that
+# the cluster pulls images from and that builds push the images they make to.
+build_registry() {
+	[ -f "$BIN_REGISTRY/.done" ] && return 0
+	log "building the registry (distribution $REGISTRY_VERSION)"
+	rm -rf "$BIN_REGISTRY.tmp" && mkdir -p "$BIN_REGISTRY.tmp"
+	local src=$E2E_CACHE/src/distribution-$REGISTRY_VERSION
+	copy_module "github.com/distribution/distribution/v3@$REGISTRY_VERSION" "$src"
+	(cd "$src" && goenv go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN_REGISTRY.tmp/registry" ./cmd/registry) ||
+		die "building the registry failed"
+	touch "$BIN_REGISTRY.tmp/.done" && rm -rf "$BIN_REGISTRY" && mv "$BIN_REGISTRY.tmp" "$BIN_REGISTRY"
+}
+
 build_all() {
 	mkdir -p "$E2E_CACHE/src" "$E2E_CACHE/go"
 	[ -f "$E2E_CACHE/src/go.mod" ] || printf 'module example.invalid/download\n\ngo 1.26.0\n' >"$E2E_CACHE/src/go.mod"
 	build_k8s
 	build_tekton
 	build_addons
+	build_registry
 }

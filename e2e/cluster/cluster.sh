@@ -6,6 +6,7 @@
 #   cluster.sh status       exit 0 if the cluster is up and healthy
 #   cluster.sh check-clean  fail unless the host is as it was before up
 #   cluster.sh kubeconfig   print the kubeconfig path the tests use
+#   cluster.sh registry     print the address of the cluster's image registry
 #   cluster.sh kubectl ARGS kubectl, as the cluster's admin
 #   cluster.sh build        only build (binaries and images)
 #   cluster.sh load         import bin/images/*.tar into the running cluster
@@ -23,7 +24,7 @@ for f in lib build pki up down check; do
 	source "$here/$f.sh"
 done
 
-DAEMONS="etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet tekton-webhook tekton-controller labcsi csi-provisioner local-path-provisioner"
+DAEMONS="etcd kube-apiserver kube-controller-manager kube-scheduler registry containerd kubelet tekton-webhook tekton-controller labcsi csi-provisioner local-path-provisioner"
 
 cluster_healthy() {
 	local n
@@ -67,6 +68,7 @@ cluster_up() {
 	make_pki
 	write_configs
 	setup_network
+	start_registry
 	start_control_plane
 	start_node
 	start_tekton
@@ -99,6 +101,8 @@ load_images() {
 run_tests() {
 	local rc=0
 	log "running the e2e tests against $E2E_KUBECONFIG"
+	# The harness's own cluster has its registry; another cluster's is the caller's to give.
+	if [ "$E2E_KUBECONFIG" = "$E2E_KUBECONFIG_PATH" ]; then export E2E_IMAGE_REGISTRY=${E2E_IMAGE_REGISTRY:-$REGISTRY_ADDR}; fi
 	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 50m ./e2e/...) || rc=$?
 	if [ "${E2E_ATC:-1}" != 0 ]; then
 		log "running the atc e2e tests (the web node and fly) against $E2E_KUBECONFIG"
@@ -155,6 +159,7 @@ down) need_root && cluster_down ;;
 status) cluster_healthy ;;
 check-clean) check_clean ;;
 kubeconfig) echo "$E2E_KUBECONFIG_PATH" ;;
+registry) echo "$REGISTRY_ADDR" ;;
 kubectl) shift && KUBECTL "$@" ;;
 build) cluster_build ;;
 load) load_images ;;

@@ -139,7 +139,7 @@ cluster_down() {
 	stop containerd
 	kill_containers
 	stop kube-scheduler kube-controller-manager kube-apiserver
-	stop etcd
+	stop etcd registry
 	# Anything of ours not recorded (a crash between start and the PID file).
 	local p pid
 	for p in /proc/[0-9]*; do

@@ -14,6 +14,7 @@ ETCD_VERSION=v3.6.8
 TEKTON_VERSION=v1.15.1
 CSI_PROVISIONER_VERSION=v5.3.0
 LOCAL_PATH_VERSION=v0.0.30
+REGISTRY_VERSION=v3.1.2
 
 E2E_CACHE=${E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/concourse-tekton}
 E2E_STATE=${E2E_STATE:-$E2E_CACHE/state}
@@ -22,6 +23,7 @@ E2E_KUBECONFIG_PATH=$E2E_STATE/kubeconfig
 BIN_K8S=$E2E_CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION
 BIN_TEKTON=$E2E_CACHE/bin/tekton-$TEKTON_VERSION
 BIN_ADDONS=$E2E_CACHE/bin/addons-csi-$CSI_PROVISIONER_VERSION-lp-$LOCAL_PATH_VERSION
+BIN_REGISTRY=$E2E_CACHE/bin/registry-$REGISTRY_VERSION
 TEKTON_SRC=$E2E_CACHE/src/tekton-$TEKTON_VERSION
 
 # Network: the node IP lives on a bridge we create, pods on a second one, and the service
@@ -30,6 +32,11 @@ NODE_BRIDGE=labnode0
 NODE_IP=10.87.0.1
 POD_BRIDGE=labcni0
 POD_CIDR=10.88.0.0/16
+# The host's address on the pod bridge (the whole /16, so that replies to pods go back
+# over the bridge): the image registry listens there, for containerd on the host to pull
+# from and for pods to push to. CNI's IPAM keeps it as the range's gateway.
+POD_BRIDGE_IP=10.88.0.1
+REGISTRY_ADDR=$POD_BRIDGE_IP:5000
 SERVICE_CIDR=10.96.0.0/24
 NODE_NAME=labnode
 
@@ -46,6 +53,8 @@ KUBELET_SYSCTLS="vm.overcommit_memory kernel.panic kernel.panic_on_oops"
 # accidental pull fails on this machine. Never for the apiserver: its webhook calls would
 # be proxied and fail.
 DEAD_PROXY_ENV=(HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 http_proxy=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost no_proxy=127.0.0.1,localhost)
+# containerd's: the same, but the registry on the pod bridge is reached directly.
+CONTAINERD_PROXY_ENV=(HTTPS_PROXY=http://127.0.0.1:9 HTTP_PROXY=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 http_proxy=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost,$POD_BRIDGE_IP no_proxy=127.0.0.1,localhost,$POD_BRIDGE_IP)
 
 export GOTOOLCHAIN=local
 

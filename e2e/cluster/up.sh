@@ -100,8 +100,25 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = "$conf/cni"
     max_conf_num = 1
   [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = ""
+    config_path = "$conf/certs.d"
 TOML
+	# The harness's registry speaks plain HTTP, on the pod bridge only.
+	mkdir -p "$conf/certs.d/$REGISTRY_ADDR"
+	cat >"$conf/certs.d/$REGISTRY_ADDR/hosts.toml" <<TOML
+server = "http://$REGISTRY_ADDR"
+
+[host."http://$REGISTRY_ADDR"]
+  capabilities = ["pull", "resolve"]
+TOML
+	cat >"$conf/registry.yml" <<YAML
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage:
+  filesystem: {rootdirectory: $run/registry}
+  delete: {enabled: true}
+http:
+  addr: $REGISTRY_ADDR
+YAML
 	# Pods only reach this host: no gateway, no masquerading, no iptables, no forwarding.
 	cat >"$conf/cni/10-e2enet.conflist" <<JSON
 {
@@ -114,7 +131,7 @@ TOML
       "isGateway": false,
       "ipMasq": false,
       "hairpinMode": false,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR"}]], "dataDir": "$run/cni-ipam"}
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$POD_BRIDGE_IP"}]], "dataDir": "$run/cni-ipam"}
     }
   ]
 }
@@ -165,6 +182,19 @@ setup_network() {
 	ip link set "$NODE_BRIDGE" up
 	# No kube-proxy: a ClusterIP would otherwise follow the default route off the machine.
 	ip route replace blackhole "$SERVICE_CIDR"
+	# The host on the pod bridge, for the registry; the CNI plugin finds the bridge made.
+	ip link show "$POD_BRIDGE" >/dev/null 2>&1 || ip link add "$POD_BRIDGE" type bridge
+	ip addr replace "$POD_BRIDGE_IP/${POD_CIDR#*/}" dev "$POD_BRIDGE"
+	ip link set "$POD_BRIDGE" up
+}
+
+# start_registry runs the image registry on the pod bridge: containerd pulls from it
+# (hosts.toml) and pods push to it; it listens nowhere else.
+start_registry() {
+	log "starting the image registry on $REGISTRY_ADDR"
+	mkdir -p "$E2E_STATE/run/registry"
+	start registry "${DEAD_PROXY_ENV[@]}" OTEL_TRACES_EXPORTER=none -- "$BIN_REGISTRY/registry" serve "$E2E_STATE/conf/registry.yml"
+	wait_for "the registry" 30 curl -fsS --noproxy '*' "http://$REGISTRY_ADDR/v2/"
 }
 
 save_sysctls() {
@@ -219,7 +249,7 @@ CTR() { ctr --address "$E2E_STATE/run/containerd/containerd.sock" -n k8s.io "$@"
 
 start_node() {
 	log "starting containerd and importing images"
-	start containerd "${DEAD_PROXY_ENV[@]}" -- /usr/bin/containerd --config "$E2E_STATE/conf/containerd.toml"
+	start containerd "${CONTAINERD_PROXY_ENV[@]}" -- /usr/bin/containerd --config "$E2E_STATE/conf/containerd.toml"
 	wait_for containerd 30 CTR version
 	local tar
 	for tar in "$E2E_CACHE"/images/*.tar "$REPO_ROOT"/bin/images/*.tar; do
