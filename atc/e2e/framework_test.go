@@ -167,6 +167,7 @@ func start() (w *webNode, stop func(), err error) {
 		"CONCOURSE_TEKTON_NAMESPACE="+w.ns,
 		"CONCOURSE_TEKTON_RUNNER_IMAGE="+runnerImage,
 		"CONCOURSE_TEKTON_RESOURCE_IMAGE=mock="+mockImage,
+		"CONCOURSE_TEKTON_IMAGE_REGISTRY="+os.Getenv("E2E_IMAGE_REGISTRY"),
 		"CONCOURSE_TEKTON_HEARTBEAT_INTERVAL=5s",
 		// Credentials (TestCredentials): a credential manager, and redaction in build
 		// logs, as a Concourse deployment may have them.

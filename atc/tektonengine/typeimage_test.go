@@ -211,14 +211,14 @@ func TestCheckOfCustomTypeErrors(t *testing.T) {
 		}
 	})
 	t.Run("an image the translator cannot run", func(t *testing.T) {
-		// A type whose image comes from a git repository, at a version given: the real
-		// backend refuses to compile the check, with translate's UnsupportedError.
+		// A type whose image is a registry image with no repository, at a version given:
+		// the real backend refuses to compile the check, with translate's UnsupportedError.
 		plan := customTypeCheck()
 		check := *plan.Check
-		check.Type = "from-git"
-		check.TypeImage = atc.TypeImage{BaseType: "git", GetPlan: &atc.Plan{ID: "5/image-get", Get: &atc.GetPlan{
-			Name: "from-git", Type: "git", Source: atc.Source{"uri": "https://example.com/image.git"},
-			TypeImage: atc.TypeImage{BaseType: "git"}, Version: &atc.Version{"ref": "abc"},
+		check.Type = "nowhere"
+		check.TypeImage = atc.TypeImage{BaseType: "registry-image", GetPlan: &atc.Plan{ID: "5/image-get", Get: &atc.GetPlan{
+			Name: "nowhere", Type: "registry-image", Source: atc.Source{"tag": "1"},
+			TypeImage: atc.TypeImage{BaseType: "registry-image"}, Version: &atc.Version{"digest": "sha256:abc"},
 		}}}
 		plan.Check = &check
 		fx := newCheckFixture(plan)
@@ -226,7 +226,7 @@ func TestCheckOfCustomTypeErrors(t *testing.T) {
 		runs, _ := newRuns(t)
 		runEngine(t, fx.build, fx.factory(runs), nil)
 		evs := eventTypes(savedEventsOf(fx.build))
-		want := `error:run check: compiling build 9: step "repo" (plan 5): the image of resource type "from-git" cannot be run here: it is of type "git", and only registry-image or docker-image images can`
+		want := `error:run check: compiling build 9: step "repo" (plan 5): the image of resource type "nowhere" cannot be run here: its source has no repository`
 		if finished(fx.build) != db.BuildStatusErrored || len(evs) == 0 || evs[len(evs)-1] != want {
 			t.Errorf("status %q, events %q; want errored, ending %q", finished(fx.build), evs, want)
 		}

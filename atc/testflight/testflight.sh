@@ -33,6 +33,8 @@
 #                            waits for a version no check finds waits for ever
 #   TESTFLIGHT_KEEP=1        leave the web node, Postgres and the namespace running at the end
 #   TESTFLIGHT_MOCK_IMAGE, TESTFLIGHT_RUNNER_IMAGE   the images the cluster has loaded
+#   TESTFLIGHT_IMAGE_REGISTRY the registry builds push the images they make to (the e2e
+#                            cluster's, E2E_IMAGE_REGISTRY, else 10.88.0.1:5000)
 #   TESTFLIGHT_GINKGO_FLAGS  more flags for the test binary (-ginkgo.skip=..., -ginkgo.label-filter=...)
 set -euo pipefail
 
@@ -51,6 +53,7 @@ pg_port=${TESTFLIGHT_PG_PORT:-55532}
 kubeconfig=${TESTFLIGHT_KUBECONFIG:-$xdg_cache/concourse-tekton/state/kubeconfig}
 mock_image=${TESTFLIGHT_MOCK_IMAGE:-e2e.invalid/mock-resource:v1}
 runner_image=${TESTFLIGHT_RUNNER_IMAGE:-ghcr.io/concourse-tekton/runner:dev}
+image_registry=${TESTFLIGHT_IMAGE_REGISTRY:-${E2E_IMAGE_REGISTRY:-10.88.0.1:5000}}
 file_timeout=${TESTFLIGHT_FILE_TIMEOUT:-15m}
 read -r -a ginkgo_flags <<<"${TESTFLIGHT_GINKGO_FLAGS:-}"
 
@@ -159,7 +162,7 @@ else
 		CONCOURSE_TEKTON_PG_PORT=$pg_port CONCOURSE_TEKTON_FLY_TARGET=testflight-web \
 		CONCOURSE_TEKTON_KUBECONFIG=$kubeconfig CONCOURSE_TEKTON_NAMESPACE=$ns \
 		CONCOURSE_TEKTON_RUNNER_IMAGE=$runner_image CONCOURSE_TEKTON_RESOURCE_IMAGE=mock=$mock_image \
-		CONCOURSE_TEKTON_HEARTBEAT_INTERVAL=5s
+		CONCOURSE_TEKTON_IMAGE_REGISTRY=$image_registry CONCOURSE_TEKTON_HEARTBEAT_INTERVAL=5s
 	# A fresh database each run; one an earlier run left running (TESTFLIGHT_KEEP=1) is stopped.
 	"$atc_dir/web.sh" down 2>/dev/null
 	rm -rf "$out/web" "$out/fly-assets"
