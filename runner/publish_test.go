@@ -119,3 +119,18 @@ func TestPublishErrors(t *testing.T) {
 		})
 	}
 }
+
+// A step the cluster cannot run (a resource type no image is known for) ends errored with
+// the spec's error as soon as it is entered, running nothing.
+func TestSpecError(t *testing.T) {
+	w := newWorld(t)
+	w.script("check", "#!/bin/sh\necho ran >&2\necho '[]'\n")
+	spec := w.spec(runspec.ModeCheck, "1", "r")
+	spec.Check = &runspec.Check{Type: "weird", Resource: "r"}
+	spec.Error = "base resource type not found: weird"
+	r := w.run(spec)
+	w.checkRun(r, "1", runspec.Errored)
+	if r.failure != spec.Error || strings.Contains(r.stderr, "ran") {
+		t.Errorf("error %q, log %q: want the spec's error and nothing run", r.failure, r.stderr)
+	}
+}

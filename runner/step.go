@@ -145,6 +145,10 @@ func (s *step) execute(ctx context.Context) runspec.Outcome {
 	case runspec.NeverRan:
 		return runspec.NeverRan
 	}
+	if s.spec.Error != "" {
+		s.fail(errors.New(s.spec.Error))
+		return runspec.Errored
+	}
 	if err := s.vars.trackLocalVars(); err != nil {
 		s.fail(err)
 		return runspec.Errored

@@ -82,6 +82,10 @@ type Spec struct {
 	// step may read is the file CredentialKey(var) in Paths.Creds, its value as JSON, and
 	// a var without a file is undefined. VarSources is then unused.
 	SuppliedCredentials bool `json:"supplied_credentials,omitempty"`
+	// Error, when set, is the error the step ends with as soon as it is entered, doing
+	// nothing else: what Concourse's step would say where the cluster cannot run it (a
+	// resource step of a base type no image is known for).
+	Error string `json:"error,omitempty"`
 
 	Task        *Task        `json:"task,omitempty"`
 	Get         *Get         `json:"get,omitempty"`

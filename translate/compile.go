@@ -192,6 +192,7 @@ type compiler struct {
 	// artifactInputs and artifactOutputs are a one-off build's (Result.ArtifactInputs).
 	artifactInputs  []ArtifactInput
 	artifactOutputs []string
+	warnings        []*UnsupportedError
 	err             error
 }
 
@@ -209,15 +210,30 @@ func (c *compiler) fail(p *concourse.Plan, step, format string, args ...any) {
 	if c.err != nil {
 		return
 	}
-	id := p.ID
+	c.err = &UnsupportedError{PlanID: c.origin(p.ID), Step: step, Reason: fmt.Sprintf(format, args...)}
+}
+
+// warn records something that compiles but will error when the build runs, once per
+// node of the input plan.
+func (c *compiler) warn(p *concourse.Plan, step, format string, args ...any) {
+	w := &UnsupportedError{PlanID: c.origin(p.ID), Step: step, Reason: fmt.Sprintf(format, args...)}
+	for _, seen := range c.warnings {
+		if *seen == *w {
+			return
+		}
+	}
+	c.warnings = append(c.warnings, w)
+}
+
+// origin is the node of the input plan that the compiler's node id was made from.
+func (c *compiler) origin(id concourse.PlanID) concourse.PlanID {
 	for {
 		from, ok := c.origins[id]
 		if !ok {
-			break
+			return id
 		}
 		id = from
 	}
-	c.err = &UnsupportedError{PlanID: id, Step: step, Reason: fmt.Sprintf(format, args...)}
 }
 
 // taskName returns a unique, readable PipelineTask name.

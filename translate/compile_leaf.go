@@ -62,8 +62,26 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 	if img, ok := c.opts.ResourceImages[base]; ok {
 		return img, nil, true
 	}
-	c.fail(p, step, "no image is known for the resource type %q: give one with --resource-image %s=IMAGE", base, base)
-	return "", nil, false
+	// As on Concourse workers that lack the type: the pipeline is accepted, and the step
+	// errors when it runs.
+	c.warn(p, step, "no image is known for the resource type %q: the step errors when the build runs (%s), as on workers without the type; give its image with --resource-image %s=IMAGE", base, baseTypeNotFound(base), base)
+	return "", nil, true
+}
+
+// baseTypeNotFound is Concourse's error for a step of a base type no worker has.
+func baseTypeNotFound(typ string) string {
+	return "base resource type not found: " + typ
+}
+
+// unavailable is a resource step whose base type has no known image: it runs nothing
+// but the runner, which ends it errored with Concourse's error.
+func (c *compiler) unavailable(spec runspec.Spec, typ string, ti concourse.TypeImage, tags concourse.Tags, e cond) *handle {
+	base := ti.BaseType
+	if base == "" {
+		base = typ
+	}
+	spec.Error = baseTypeNotFound(base)
+	return c.leaf(spec, c.opts.RunnerImage, taskVariant{}, tags, e)
 }
 
 // fetchImage compiles the fetch of an image when the build runs, for step p: a check
@@ -139,6 +157,11 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 		spec.Get.VersionFrom = string(*g.VersionFrom)
 	}
 	variant := taskVariant{privileged: g.TypeImage.Privileged}
+	if img == "" {
+		h := c.unavailable(spec, g.Type, g.TypeImage, g.Tags, e)
+		c.producedBy(g.Name, g.Type, h.leaf, g.Source)
+		return h
+	}
 	if g.Version != nil || g.VersionFrom != nil {
 		h := c.leaf(spec, img, variant, g.Tags, c.after(before, e))
 		c.producedBy(g.Name, g.Type, h.leaf, g.Source)
@@ -204,6 +227,11 @@ func (c *compiler) check(p *concourse.Plan, e cond, sc scope) *handle {
 	if !ok {
 		return stub(p.ID, runspec.KindLeaf, ck.Name, e)
 	}
+	if img == "" {
+		spec := c.spec(runspec.ModeCheck, p.ID, ck.Name, sc)
+		spec.Check = &runspec.Check{Type: ck.Type, Resource: ck.Resource, Source: ck.Source, FromVersion: ck.FromVersion}
+		return c.unavailable(spec, ck.Type, ck.TypeImage, ck.Tags, e)
+	}
 	return c.prepared(string(p.ID)+"/image", before, c.checkIn(p, img, c.after(before, e), sc))
 }
 
@@ -232,6 +260,9 @@ func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
 		default:
 			spec.Put.Inputs, spec.Put.InputNames = runspec.InputsList, in.Specified
 		}
+	}
+	if img == "" {
+		return c.unavailable(spec, pp.Type, pp.TypeImage, pp.Tags, e)
 	}
 	put := c.leaf(spec, img, taskVariant{privileged: pp.TypeImage.Privileged}, pp.Tags, c.after(before, e))
 	return c.prepared(string(p.ID)+"/image", before, put)

@@ -42,6 +42,9 @@ type Result struct {
 	// artifacts it may download from the volume once the build has ended.
 	ArtifactInputs  []ArtifactInput
 	ArtifactOutputs []string
+	// Warnings are what compiled but will error when the build runs (a step of a base
+	// resource type no image is known for), each at its node of the plan.
+	Warnings []*UnsupportedError
 }
 
 // ArtifactInput is an artifact of a one-off build that its starter uploads (fly execute's
@@ -216,6 +219,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		RunnerImage:      opts.RunnerImage,
 		ArtifactInputs:   c.artifactInputs,
 		ArtifactOutputs:  c.artifactOutputs,
+		Warnings:         c.warnings,
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/internal/golden"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -152,6 +154,55 @@ func goldenOptions(t *testing.T, dir string) translate.Options {
 	return opts
 }
 
+// A step of a base type no image is known for compiles, as Concourse accepts the
+// pipeline, with a warning at its node; the step runs nothing but the runner, which ends
+// it errored as Concourse's would on workers without the type.
+func TestUnknownBaseType(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yml")
+	yaml := "resources: [{name: r, type: weird}]\njobs:\n- name: test\n  plan: [{get: r}, {put: r}]\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := translateFile(t, file, "test", translate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, r)
+	var warnings []string
+	for _, w := range r.Warnings {
+		warnings = append(warnings, w.Error())
+	}
+	want := `no image is known for the resource type "weird": the step errors when the build runs (base resource type not found: weird), as on workers without the type; give its image with --resource-image weird=IMAGE`
+	if len(warnings) != 3 || warnings[0] != `step "r" (plan 1): `+want || warnings[1] != `step "r" (plan 2): `+want || warnings[2] != `step "r" (plan 3): `+want {
+		t.Errorf("warnings %q, want the get's, the put's and its get's: %s", warnings, want)
+	}
+	var steps []string
+	for _, pt := range r.Pipeline.Spec.Tasks {
+		var spec runspec.Spec
+		var image string
+		for _, p := range pt.Params {
+			switch p.Name {
+			case runspec.ParamSpec:
+				spec, err = runspec.Decode(p.Value.StringVal)
+				if err != nil {
+					t.Fatal(err)
+				}
+			case runspec.ParamImage:
+				image = p.Value.StringVal
+			}
+		}
+		steps = append(steps, fmt.Sprintf("%s %s in %s: %s", pt.Name, spec.Mode, image, spec.Error))
+	}
+	wantSteps := []string{
+		"get-r get in " + translate.DefaultRunnerImage + ": base resource type not found: weird",
+		"put-r put in " + translate.DefaultRunnerImage + ": base resource type not found: weird",
+		"get-r-2 get in " + translate.DefaultRunnerImage + ": base resource type not found: weird",
+	}
+	if strings.Join(steps, "\n") != strings.Join(wantSteps, "\n") {
+		t.Errorf("steps:\n%s\nwant:\n%s", strings.Join(steps, "\n"), strings.Join(wantSteps, "\n"))
+	}
+}
+
 func TestUnsupported(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
@@ -160,11 +211,6 @@ func TestUnsupported(t *testing.T) {
 			name: "an image that takes a run-time across var",
 			yaml: "jobs:\n- name: test\n  plan:\n  - across: [{var: v, values: ((vs))}]\n    task: t\n    config: {platform: linux, rootfs_uri: 'docker:///((.:v))', run: {path: x}}\n",
 			want: `step "t" (plan 1): the image of task "t" depends on across var "v", whose values are known only at run time`,
-		},
-		{
-			name: "unknown base type",
-			yaml: "resources: [{name: r, type: weird}]\njobs:\n- name: test\n  plan: [{get: r}]\n",
-			want: `no image is known for the resource type "weird": give one with --resource-image weird=IMAGE`,
 		},
 	}
 	for _, tc := range tests {

@@ -45,11 +45,6 @@ func TestUnsupportedPlanID(t *testing.T) {
 `,
 			want: "jobs[test].plan[0].do[0].task",
 		},
-		{
-			name: "a get of an unknown type",
-			yaml: "resources: [{name: r, type: weird}]\njobs:\n- name: test\n  plan: [{get: r}]\n",
-			want: "jobs[test].plan[0].get",
-		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,6 +57,22 @@ func TestUnsupportedPlanID(t *testing.T) {
 				t.Errorf("plan %s is at %q, want %q (%v)", u.PlanID, got, tc.want, err)
 			}
 		})
+	}
+}
+
+// A warning is at the step of the pipeline it is about, as an error is: the put's implicit
+// get is the put's.
+func TestWarningPlanID(t *testing.T) {
+	b, r, err := translateJob(t, "resources: [{name: r, type: weird}]\njobs:\n- name: test\n  plan: [{get: r}, {put: r}]\n", translate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at []string
+	for _, w := range r.Warnings {
+		at = append(at, b.Paths[w.PlanID].String())
+	}
+	if want := []string{"jobs[test].plan[0].get", "jobs[test].plan[1].put", "jobs[test].plan[1].put"}; strings.Join(at, " ") != strings.Join(want, " ") {
+		t.Errorf("warnings at %q, want %q", at, want)
 	}
 }
 

@@ -382,6 +382,9 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 			}
 			return nil, errors.New(msg)
 		}
+		for _, w := range r.Warnings {
+			fmt.Fprintf(s.err, "warning: %s\n", stepWarning(p, b.Paths, name, w))
+		}
 		c.jobs++
 		for _, t := range r.Tasks {
 			if !tasks[t.Name] {
@@ -411,6 +414,15 @@ func stepError(p *concourse.Pipeline, paths map[concourse.PlanID]concourse.Path,
 		}
 	}
 	return fmt.Sprintf("job %s: %v", job, err)
+}
+
+// stepWarning is a construct that compiled but will error when the build runs, at the
+// step of the pipeline its plan node came from.
+func stepWarning(p *concourse.Pipeline, paths map[concourse.PlanID]concourse.Path, job string, w *translate.UnsupportedError) string {
+	if at, ok := paths[w.PlanID]; ok {
+		return p.Diagnostic(concourse.SeverityWarning, at, "%s", w.Reason).Error()
+	}
+	return fmt.Sprintf("job %s: %v", job, w)
 }
 
 func kindRank(obj any) int {

@@ -354,6 +354,11 @@ func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun
 	for _, w := range build.Warnings {
 		fmt.Fprintf(s.err, "warning: %s\n", w)
 	}
+	if build.Compiled != nil {
+		for _, w := range build.Compiled.Warnings {
+			fmt.Fprintf(s.err, "warning: %s: %s\n", f.config, w.Reason)
+		}
+	}
 	if held, err := varsHeld(build.Compiled.Objects(), used); err == nil {
 		s.warnPlainText(held)
 	}

@@ -98,6 +98,11 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 	for _, w := range build.Warnings {
 		fmt.Fprintf(s.err, "warning: %s\n", w)
 	}
+	if build.Compiled != nil {
+		for _, w := range build.Compiled.Warnings {
+			fmt.Fprintf(s.err, "warning: %s\n", stepWarning(p, b.Paths, job, w))
+		}
+	}
 	if !build.Existed {
 		held, err := varsHeld(build.Compiled.Objects(), used)
 		if err != nil {
