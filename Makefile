@@ -93,7 +93,8 @@ atc-up: ## Build (cached) and start Concourse's web node with Postgres on 127.0.
 	  $(E2E_CLUSTER) status || { echo "the local cluster is not up: make e2e-up first (or set CONCOURSE_TEKTON_KUBECONFIG and CONCOURSE_TEKTON_NAMESPACE)" >&2; exit 1; }; \
 	  $(E2E_CLUSTER) kubectl get namespace $(ATC_NAMESPACE) >/dev/null 2>&1 || $(E2E_CLUSTER) kubectl create namespace $(ATC_NAMESPACE) >/dev/null; \
 	  export CONCOURSE_TEKTON_KUBECONFIG=$$($(E2E_CLUSTER) kubeconfig) CONCOURSE_TEKTON_NAMESPACE=$(ATC_NAMESPACE) \
-	    CONCOURSE_TEKTON_RESOURCE_IMAGE=mock=e2e.invalid/mock-resource:v1,git=e2e.invalid/git-resource:v1; \
+	    CONCOURSE_TEKTON_RESOURCE_IMAGE=mock=e2e.invalid/mock-resource:v1,git=e2e.invalid/git-resource:v1 \
+	    CONCOURSE_TEKTON_IMAGE_REGISTRY=$$($(E2E_CLUSTER) registry); \
 	fi; $(MAKE) -C atc up
 
 .PHONY: atc-down
