@@ -181,7 +181,7 @@ func TestAcrossJoin(t *testing.T) {
 	join.Join = &runspec.Join{Tree: tree}
 	w.recordOutcome("5/0/1", runspec.Succeeded)
 	// Slot 1 is present and has no outcome: its pod died.
-	w.checkRun(w.run(join), "5/resolved", runspec.Errored)
+	w.checkJoin(w.run(join), "5/resolved", runspec.Errored)
 	w.recordOutcome("5/1/1", runspec.Succeeded)
-	w.checkRun(w.run(join), "5/resolved", runspec.Succeeded)
+	w.checkJoin(w.run(join), "5/resolved", runspec.Succeeded)
 }

@@ -273,6 +273,16 @@ func (w *world) checkRun(r run, planID string, want runspec.Outcome) {
 	}
 }
 
+// checkJoin is checkRun for a join: it exits 0 whatever the outcome it computed, which
+// its result and the state carry.
+func (w *world) checkJoin(r run, planID string, want runspec.Outcome) {
+	w.t.Helper()
+	if r.exit != 0 || w.result(planID, "outcome") != string(want) || w.outcome(planID) != string(want) {
+		w.t.Errorf("exit %d, result %q, recorded %q; want %s (exit 0)\nstdout:\n%s\nstderr:\n%s",
+			r.exit, w.result(planID, "outcome"), w.outcome(planID), want, r.stdout, r.stderr)
+	}
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	data, err := json.Marshal(v)

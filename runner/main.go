@@ -135,7 +135,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "error: the command line says %s but the spec says %s\n", mode, spec.Mode)
 		return runspec.Errored.ExitCode()
 	}
-	return runStep(ctx, spec, opts, stdout, stderr).ExitCode()
+	return runStep(ctx, spec, opts, stdout, stderr)
 }
 
 // install copies the running executable to dest, atomically, executable by everyone.

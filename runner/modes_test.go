@@ -40,7 +40,7 @@ func TestJoinAndVerdict(t *testing.T) {
 			}
 			join := w.spec(runspec.ModeJoin, "f", "")
 			join.Join = &runspec.Join{Tree: onFailure}
-			w.checkRun(w.run(join), "f", tt.wantJoin)
+			w.checkJoin(w.run(join), "f", tt.wantJoin)
 			verdict := w.spec(runspec.ModeVerdict, "verdict", "")
 			verdict.Verdict = &runspec.Verdict{Tree: root}
 			// A one-off build's verdict keeps the state it recorded; a job build's
@@ -61,7 +61,7 @@ func TestJoinRunsAfterAbort(t *testing.T) {
 	w.recordOutcome("1", runspec.Succeeded)
 	join := w.spec(runspec.ModeJoin, "j", "")
 	join.Join = &runspec.Join{Tree: runspec.Node{ID: "1", Kind: runspec.KindLeaf}}
-	w.checkRun(w.run(join), "j", runspec.Succeeded)
+	w.checkJoin(w.run(join), "j", runspec.Succeeded)
 }
 
 func TestInstall(t *testing.T) {
@@ -137,5 +137,5 @@ func TestMalformedStateFiles(t *testing.T) {
 
 	join := w.spec(runspec.ModeJoin, "j", "")
 	join.Join = &runspec.Join{Tree: runspec.Node{ID: "x", Kind: runspec.KindLeaf}}
-	w.checkRun(w.run(join), "j", runspec.Errored)
+	w.checkJoin(w.run(join), "j", runspec.Errored)
 }

@@ -59,12 +59,17 @@ var bodies = map[runspec.Mode]body{
 	runspec.ModeAcross:      runAcross,
 }
 
-func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr io.Writer) runspec.Outcome {
+// runStep runs the step of spec and returns the runner's exit code: the outcome's
+// (runspec.Outcome.ExitCode), but for a join that recorded its outcome, which exits 0:
+// a join only computes an outcome, which its result carries, and its TaskRun shows as
+// failed (in tkn, in the PipelineRun's counts) only when the join itself broke.
+func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr io.Writer) int {
 	s := newStep(spec, opts, stdout, stderr)
 	outcome := s.execute(ctx)
+	broken := false
 	if err := s.record(outcome); err != nil {
 		s.fail(err)
-		outcome = runspec.Errored
+		outcome, broken = runspec.Errored, true
 	}
 	if s.spec.Verdict != nil {
 		// Only now that the build's outcome is recorded.
@@ -72,11 +77,14 @@ func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stder
 	}
 	if err := s.writeEnd(); err != nil {
 		s.logf("%v", err)
-		outcome = runspec.Errored
+		outcome, broken = runspec.Errored, true
 	}
 	s.stdout.Flush()
 	s.stderr.Flush()
-	return outcome
+	if s.spec.Join != nil && !broken {
+		return 0
+	}
+	return outcome.ExitCode()
 }
 
 // newStep is a step of spec whose output goes, redacted, to stdout and stderr.
