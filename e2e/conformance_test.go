@@ -16,8 +16,10 @@ import (
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // A conformance scenario is one build of a job of a small pipeline under
@@ -456,6 +458,7 @@ func judge(t *testing.T, ctx context.Context, ns, pr string, exit int, stdout st
 	if got, want := verdictOf(t, ns, pr), sc.status(); got != want {
 		t.Errorf("the build's verdict on the cluster is %q, want %q", got, want)
 	}
+	checkJoinsSucceeded(t, ns, pr)
 	if t.Failed() {
 		return
 	}
@@ -595,6 +598,27 @@ func verdictOf(t *testing.T, ns, pr string) string {
 		}
 	}
 	return ""
+}
+
+// checkJoinsSucceeded checks that no join of the build shows as failed on the cluster
+// (tkn, the PipelineRun's counts): a join only computes an outcome, which its result
+// carries, whatever it is.
+func checkJoinsSucceeded(t *testing.T, ns, pr string) {
+	t.Helper()
+	for _, tr := range taskRunsOf(t, ns, pr) {
+		var mode string
+		for _, p := range tr.Spec.Params {
+			if p.Name == runspec.ParamMode {
+				mode = p.Value.StringVal
+			}
+		}
+		if mode != string(runspec.ModeJoin) {
+			continue
+		}
+		if c := tr.Status.GetCondition(apis.ConditionSucceeded); c == nil || c.Status != corev1.ConditionTrue {
+			t.Errorf("join %s shows as %v on the cluster, want succeeded (its outcome is its result)", tr.Name, c)
+		}
+	}
 }
 
 func taskRunsOf(t *testing.T, ns, pr string) []pipelinev1.TaskRun {
