@@ -8,6 +8,7 @@ require (
 	github.com/spf13/cobra v1.10.2
 	github.com/tektoncd/pipeline v1.15.1
 	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/crypto/x509roots/fallback v0.0.0-20261030153154-30a33513ff6d
 	k8s.io/api v0.35.7
 	k8s.io/apimachinery v0.36.3
 	k8s.io/pod-security-admission v0.35.7

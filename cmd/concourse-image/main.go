@@ -9,7 +9,8 @@
 //
 // Credentials come from the Docker config in $DOCKER_CONFIG (config.json), as docker
 // and crane read it. A registry on a private (RFC 1918) address or localhost is spoken
-// to over plain HTTP.
+// to over plain HTTP; any other over TLS, trusting the system's roots or, in the runner
+// image, which has none, Mozilla's (golang.org/x/crypto/x509roots/fallback).
 package main
 
 import (
@@ -23,6 +24,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	// The runner image holds no CA bundle: without these roots, no registry's TLS
+	// certificate could be verified there.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/concourse-tekton/concourse-tekton/internal/ociimage"
 )
