@@ -149,3 +149,32 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestConvertUnknownBaseType: a step of a base type no image is known for converts, as
+// Concourse accepts the pipeline, with a warning at its position saying what to give;
+// the step's spec carries the error it ends with when it runs.
+func TestConvertUnknownBaseType(t *testing.T) {
+	file := writeFile(t, "app.yml", `resources:
+- name: r
+  type: some-type
+jobs:
+- name: j
+  plan:
+  - get: r
+`)
+	code, stdout, stderr := run(t, "", "convert", file)
+	if code != 0 {
+		t.Fatalf("code %d, stderr %q", code, stderr)
+	}
+	want := "warning: " + file + `:7:5: jobs[j].plan[0].get: no image is known for the resource type "some-type": the step errors when the build runs (base resource type not found: some-type), as on workers without the type; give its image with --resource-image some-type=IMAGE` + "\n"
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr = %q\nwant it to hold %q", stderr, want)
+	}
+	if !strings.Contains(stdout, `\"error\":\"base resource type not found: some-type\"`) && !strings.Contains(stdout, `"error":"base resource type not found: some-type"`) {
+		t.Errorf("no step spec carries the error:\n%s", stdout)
+	}
+	code, _, stderr = run(t, "", "convert", file, "--resource-image", "some-type=example.com/some-type:1")
+	if code != 0 || strings.Contains(stderr, "warning") {
+		t.Errorf("with the type's image: code %d, stderr %q", code, stderr)
+	}
+}
