@@ -10,8 +10,10 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
-// The leaf steps: each is one PipelineTask running the step runner, and a task whose image
-// is only known at run time has a resolve task before it; a get with no version, a check.
+// The leaf steps: each is one PipelineTask running the step runner, with what must run
+// before it (prepared): a resolve task for a task whose config or image is only known at
+// run time, a publish task for a task that runs an artifact, the check, get and publish
+// of an image fetched when the build runs, and a check for a get with no version.
 
 func (c *compiler) loadVar(p *concourse.Plan, e cond, sc scope) *handle {
 	lv := p.LoadVar
