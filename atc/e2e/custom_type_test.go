@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -150,6 +149,8 @@ jobs:
 
 // gitServer serves a repository of n commits on branch main from a git daemon in the web
 // node's namespace, and returns its address and the commits, oldest first.
+var commitLines = regexp.MustCompile(`(?m)^[0-9a-f]{40}$`)
+
 func gitServer(t *testing.T, n int) (addr string, refs []string) {
 	t.Helper()
 	ctx := context.Background()
@@ -193,10 +194,11 @@ exec git daemon --reuseaddr --export-all --base-path=/repos /repos`, n)},
 		}
 		return false, nil
 	})
-	// The log may lag behind the daemon.
+	// The log may lag behind the daemon, and holds its complaints about the readiness
+	// probe's connections: the commits are its lines of 40 hex digits.
 	eventually(t, "the git server to log its commits", time.Minute, func(ctx context.Context) (bool, error) {
 		log, err := web.kube.CoreV1().Pods(web.ns).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-		refs = strings.Fields(string(log))
+		refs = commitLines.FindAllString(string(log), -1)
 		return len(refs) == n, err
 	})
 	return ip, refs
