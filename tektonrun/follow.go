@@ -2,6 +2,7 @@ package tektonrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -81,6 +82,7 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 	followers := map[string]*logFollower{}
 	logWake := func() { w.wake(run) }
 	var missingSince, endedSince time.Time
+	var archiveChecked, archiveRechecked bool
 	var secrets *redact.Secrets
 	for {
 		pr, trs, pods, err := w.observe(ns, run)
@@ -102,6 +104,17 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 			}
 			if isDone(pr.Status.GetCondition(apis.ConditionSucceeded)) && endedSince.IsZero() {
 				endedSince = time.Now()
+			}
+			if !endedSince.IsZero() && (!archiveChecked || (podsGone(trs, pods) && !archiveRechecked)) {
+				// An ended build's archive is whole, and its pods may be gone: replay it.
+				archiveRechecked, archiveChecked = archiveChecked, true
+				events, status, err := c.readArchive(ctx, run)
+				if err == nil {
+					return replay(events, status, &after, emit)
+				}
+				if !errors.Is(err, errNoArchive) {
+					return "", err
+				}
 			}
 			obs := Observation{Run: pr, Steps: make(map[string]*StepObservation, len(trs)),
 				Settled: !endedSince.IsZero() && time.Since(endedSince) > notFoundGrace, Now: time.Now()}
@@ -159,6 +172,16 @@ func lastStatus(o Observation) event.BuildStatus {
 		}
 	}
 	return ""
+}
+
+// podsGone says whether a TaskRun whose step ran has lost its pod.
+func podsGone(trs []*v1.TaskRun, pods map[string]*corev1.Pod) bool {
+	for _, tr := range trs {
+		if pods[tr.Status.PodName] == nil && containerStarted(tr, nil) {
+			return true
+		}
+	}
+	return false
 }
 
 func containerStarted(tr *v1.TaskRun, pod *corev1.Pod) bool {

@@ -1,0 +1,12 @@
+// Package gc keeps a target clean the way Concourse's garbage collector keeps its workers
+// and database: a job's builds beyond its build_log_retention go with everything they made
+// (TaskRuns, pods, volumes, pushed images), and what no build needs any more (volumes with
+// no run, pods of ended runs, debug and upload pods past their time) goes too; running
+// builds, the volume a job's next build takes its caches from, and the events of every
+// kept build stay.
+//
+// Retain and Defaults.Policy are Concourse's retention rules, pure. Plan decides, from the
+// objects of a namespace and the clock, what to delete and why, and does no I/O. Sweep is
+// the shell: it lists the namespace's objects in pages, archives the events of builds
+// whose pods it deletes (tektonrun.Client.Archive), deletes, and reports.
+package gc

@@ -1,0 +1,167 @@
+package tektonrun
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+)
+
+// loadRecorded puts a recorded build into the cluster: its run, TaskRuns and pods, and
+// its pods' logs, ended.
+func (c *memCluster) loadRecorded(t *testing.T, dir string) string {
+	t.Helper()
+	obs := recorded(t, dir)
+	obs.Run.Namespace = c.namespace
+	if err := c.put(obs.Run); err != nil {
+		t.Fatal(err)
+	}
+	for name, so := range obs.Steps {
+		so.TaskRun.Namespace = c.namespace
+		if err := c.put(so.TaskRun); err != nil {
+			t.Fatal(err)
+		}
+		if so.Pod == nil {
+			continue
+		}
+		so.Pod.Namespace = c.namespace
+		if err := c.put(so.Pod); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := os.ReadFile(filepath.Join(dir, "logs", name+".log")); err == nil {
+			c.logs.add(so.Pod.Name, data)
+			c.logs.end(so.Pod.Name)
+		}
+	}
+	return obs.Run.Name
+}
+
+// follow follows the build from after to its end.
+func follow(t *testing.T, cl *Client, run string, after Cursor) ([]Event, event.BuildStatus) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var events []Event
+	status, err := cl.Follow(ctx, run, after, func(e Event) error {
+		events = append(events, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("following %s: %v", run, err)
+	}
+	return events, status
+}
+
+// TestArchive archives each recorded build and deletes its pods: following it again, from
+// its start or from any point, replays what following it live gave, logs and all.
+func TestArchive(t *testing.T) {
+	for _, dir := range recordedCases(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			c := newMemCluster("ci")
+			run := c.loadRecorded(t, dir)
+			live := c.client()
+			defer live.Close()
+			want, wantStatus := follow(t, live, run, Cursor{})
+			if archived, err := live.Archived(context.Background(), run); err != nil || archived {
+				t.Fatalf("Archived before Archive = %v, %v", archived, err)
+			}
+			status, err := live.Archive(context.Background(), run)
+			if err != nil || status != wantStatus {
+				t.Fatalf("Archive = %q, %v; want %q", status, err, wantStatus)
+			}
+			cms, err := c.kube.CoreV1().ConfigMaps("ci").List(context.Background(), metav1.ListOptions{})
+			if err != nil || len(cms.Items) != 1 {
+				t.Fatalf("ConfigMaps: %d, %v; want the archive's one", len(cms.Items), err)
+			}
+			if owners := cms.Items[0].OwnerReferences; len(owners) != 1 || owners[0].Name != run || owners[0].Kind != "PipelineRun" {
+				t.Errorf("the archive's owners: %+v", owners)
+			}
+			pods, _ := c.kube.CoreV1().Pods("ci").List(context.Background(), metav1.ListOptions{})
+			for i := range pods.Items {
+				if err := c.remove(&pods.Items[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.logs = &memLogs{logs: map[string]*memLog{}}
+
+			later := c.client()
+			defer later.Close()
+			got, gotStatus := follow(t, later, run, Cursor{})
+			if diff := cmp.Diff(encode(t, want), encode(t, got)); diff != "" || gotStatus != wantStatus {
+				t.Fatalf("replayed %q, want %q; events (-want +got):\n%s", gotStatus, wantStatus, diff)
+			}
+			for k := range want {
+				var after Cursor
+				for _, e := range want[:k] {
+					if err := after.Advance(e.Key); err != nil {
+						t.Fatal(err)
+					}
+				}
+				rest, _ := follow(t, later, run, after)
+				if diff := cmp.Diff(keys(want[k:]), keys(rest)); diff != "" {
+					t.Fatalf("after %d events (-want +got):\n%s", k, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestArchiveRunning refuses to archive a build that has not ended.
+func TestArchiveRunning(t *testing.T) {
+	c := newMemCluster("ci")
+	run := c.loadRecorded(t, recordedCases(t)[0])
+	pr, err := c.tekton.TektonV1().PipelineRuns("ci").Get(context.Background(), run, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Status.Conditions = nil
+	if err := c.put(pr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.client().Archive(context.Background(), run); err == nil || !strings.Contains(err.Error(), "has not ended") {
+		t.Errorf("Archive of a running build = %v", err)
+	}
+}
+
+// TestArchiveParts splits a large stream into ConfigMap-sized parts, in order.
+func TestArchiveParts(t *testing.T) {
+	var events []Event
+	for i := range 40 {
+		buf := make([]byte, 32<<10)
+		rand.Read(buf)
+		events = append(events, Event{Key: Key{Step: "task-unit", Part: PartLog, N: i}, Event: event.Log{Payload: hex.EncodeToString(buf)}})
+	}
+	parts, err := encodeArchive(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) < 2 {
+		t.Fatalf("%d part(s) for 1.3 MB of gzipped hex", len(parts))
+	}
+	var got []Event
+	for _, p := range parts {
+		if len(p) > partLimit {
+			t.Errorf("a part of %d bytes", len(p))
+		}
+		events, err := decodePart(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, events...)
+	}
+	if diff := cmp.Diff(keys(events), keys(got)); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	if got[39].Event.(event.Log).Payload != events[39].Event.(event.Log).Payload {
+		t.Errorf("the last event's payload differs")
+	}
+}
