@@ -102,6 +102,19 @@ type BuildLogRetention struct {
 	Days                   int `json:"days,omitempty"`
 }
 
+// LogRetention is the job's build log retention: build_log_retention, else the deprecated
+// build_logs_to_retain as a number of builds; nil when it sets neither.
+func (j JobConfig) LogRetention() *BuildLogRetention {
+	switch {
+	case j.BuildLogRetention != nil:
+		r := *j.BuildLogRetention
+		return &r
+	case j.BuildLogsToRetain > 0:
+		return &BuildLogRetention{Builds: j.BuildLogsToRetain}
+	}
+	return nil
+}
+
 // MaxInFlight is how many builds of the job may run at once; 0 means no limit.
 func (j JobConfig) MaxInFlight() int {
 	if j.Serial || len(j.SerialGroups) > 0 {

@@ -18,14 +18,12 @@ type Defaults struct {
 }
 
 // Policy is the retention of one job once the target's defaults and caps are applied:
-// Concourse's BuildLogRetentionCalculator. job is the job's own build_log_retention (nil:
-// none); logsToRetain its deprecated build_logs_to_retain.
-func (d Defaults) Policy(job *concourse.BuildLogRetention, logsToRetain int) concourse.BuildLogRetention {
+// Concourse's BuildLogRetentionCalculator. job is the job's own retention
+// (concourse.JobConfig.LogRetention; nil: none).
+func (d Defaults) Policy(job *concourse.BuildLogRetention) concourse.BuildLogRetention {
 	var builds, days, minSucceeded int
 	if job != nil {
 		builds, days, minSucceeded = job.Builds, job.Days, job.MinimumSucceededBuilds
-	} else {
-		builds = logsToRetain
 	}
 	if builds == 0 {
 		builds = d.DefaultBuilds

@@ -11,17 +11,15 @@ import (
 
 func TestPolicy(t *testing.T) {
 	tests := []struct {
-		name         string
-		defaults     Defaults
-		job          *concourse.BuildLogRetention
-		logsToRetain int
-		want         concourse.BuildLogRetention
+		name     string
+		defaults Defaults
+		job      *concourse.BuildLogRetention
+		want     concourse.BuildLogRetention
 	}{
 		{name: "nothing set"},
 		{name: "the job's", job: &concourse.BuildLogRetention{Builds: 5, Days: 2, MinimumSucceededBuilds: 1},
 			want: concourse.BuildLogRetention{Builds: 5, Days: 2, MinimumSucceededBuilds: 1}},
-		{name: "deprecated build_logs_to_retain", logsToRetain: 7, want: concourse.BuildLogRetention{Builds: 7}},
-		{name: "build_log_retention wins over build_logs_to_retain", job: &concourse.BuildLogRetention{Days: 3}, logsToRetain: 7,
+		{name: "default builds", job: &concourse.BuildLogRetention{Days: 3},
 			defaults: Defaults{DefaultBuilds: 10}, want: concourse.BuildLogRetention{Builds: 10, Days: 3}},
 		{name: "defaults fill what the job leaves unset", defaults: Defaults{DefaultBuilds: 10, DefaultDays: 4},
 			job: &concourse.BuildLogRetention{Builds: 2}, want: concourse.BuildLogRetention{Builds: 2, Days: 4}},
@@ -36,7 +34,7 @@ func TestPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, tt.defaults.Policy(tt.job, tt.logsToRetain)); diff != "" {
+			if diff := cmp.Diff(tt.want, tt.defaults.Policy(tt.job)); diff != "" {
 				t.Errorf("Policy (-want +got):\n%s", diff)
 			}
 		})

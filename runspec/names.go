@@ -80,6 +80,11 @@ const AnnotationInstanceVars = "concourse-ci.org/instance-vars"
 // never a job's cache source.
 const AnnotationOneOff = "concourse-ci.org/one-off"
 
+// AnnotationBuildLogRetention on a job's Pipeline and its builds' PipelineRuns is the
+// job's build_log_retention as JSON (builds, days, minimum_succeeded_builds); gc applies
+// the newest build's. Without it the job keeps its builds as the target's defaults say.
+const AnnotationBuildLogRetention = "concourse-ci.org/build-log-retention"
+
 // The labels on every object of a build. A label value is cut and made label-safe
 // (LabelValue); the exact Concourse name is in an annotation of the same key.
 const (

@@ -53,6 +53,9 @@ type BuildMeta struct {
 	// instances of a pipeline, like two teams' pipelines of one name, never share a
 	// Pipeline or a PipelineRun (see translate.Scope).
 	InstanceVars map[string]any
+	// Retention is the job's build log retention, which gc applies to its builds (nil:
+	// the target's defaults).
+	Retention *concourse.BuildLogRetention
 }
 
 // withDefaults fills in the names a one-off build lacks.
@@ -139,6 +142,7 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 	if len(meta.InstanceVars) > 0 {
 		opts.InstanceVars = meta.InstanceVars
 	}
+	opts.BuildLogRetention = meta.Retention
 	opts.SuppliedCredentials = cfg.creds != nil
 	opts.OneOff = cfg.oneOff
 	r, err := translate.Translate(plan, opts)

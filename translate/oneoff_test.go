@@ -78,3 +78,46 @@ func TestOneOff(t *testing.T) {
 	}
 	_ = runspec.ModeTask
 }
+
+// TestBuildLogRetention keeps a job's build_log_retention, or its deprecated
+// build_logs_to_retain, on the job's Pipeline and PipelineRun for gc, and none on a one-off
+// build, which no job's retention covers.
+func TestBuildLogRetention(t *testing.T) {
+	const job = `jobs:
+- name: test
+  %s
+  plan: [{task: t, config: {platform: linux, image_resource: {type: registry-image, source: {repository: busybox}}, run: {path: "true"}}}]
+`
+	for _, tc := range []struct {
+		name, field, want string
+	}{
+		{"retention", "build_log_retention: {builds: 5, days: 2, minimum_succeeded_builds: 1}", `{"builds":5,"minimum_succeeded_builds":1,"days":2}`},
+		{"deprecated count", "build_logs_to_retain: 7", `{"builds":7}`},
+		{"none", "public: true", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, _, err := translateJob(t, strings.Replace(job, "%s", tc.field, 1), translate.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := translate.Options{Pipeline: "p", Job: "test", Build: "1", BuildLogRetention: b.Retention}
+			r, err := translate.Translate(b.Plan, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.OneOff = true
+			if oneOff, err := translate.Translate(b.Plan, opts); err != nil || oneOff.PipelineRun.Annotations[runspec.AnnotationBuildLogRetention] != "" {
+				t.Errorf("a one-off build: err = %v, annotations %v", err, oneOff.PipelineRun.Annotations)
+			}
+			validate(t, r)
+			for kind, annotations := range map[string]map[string]string{"Pipeline": r.Pipeline.Annotations, "PipelineRun": r.PipelineRun.Annotations} {
+				if got := annotations[runspec.AnnotationBuildLogRetention]; got != tc.want {
+					t.Errorf("%s annotation = %q, want %q", kind, got, tc.want)
+				}
+			}
+			if (b.Retention != nil) != (tc.want != "") {
+				t.Errorf("planner.Build.Retention = %+v", b.Retention)
+			}
+		})
+	}
+}

@@ -22,6 +22,9 @@ type Options struct {
 	OneOff bool
 	// InstanceVars are the pipeline's instance vars, if it is an instanced pipeline.
 	InstanceVars map[string]any
+	// BuildLogRetention is the job's (concourse.JobConfig.LogRetention), kept on its
+	// Pipeline and PipelineRun for gc; nil: the job sets none.
+	BuildLogRetention *concourse.BuildLogRetention
 	// ExternalURL is the ATC's URL, for the BUILD_URL the resource scripts see.
 	ExternalURL string
 

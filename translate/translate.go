@@ -108,6 +108,13 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		}
 		annotations[runspec.AnnotationInstanceVars] = string(buf)
 	}
+	if r := opts.BuildLogRetention; r != nil && !opts.OneOff {
+		buf, err := json.Marshal(r)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the build log retention: %w", err)
+		}
+		annotations[runspec.AnnotationBuildLogRetention] = string(buf)
+	}
 	pipeline := &v1.Pipeline{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Pipeline"},
 		ObjectMeta: metav1.ObjectMeta{

@@ -64,6 +64,8 @@ type Build struct {
 	// step's; the job's hooks are at `jobs[unit].on_failure`, its steps as a whole at
 	// `jobs[unit].plan`. The nodes of an across substep are those of its template.
 	Paths map[concourse.PlanID]concourse.Path
+	// Retention is the job's build log retention (concourse.JobConfig.LogRetention).
+	Retention *concourse.BuildLogRetention
 }
 
 // PlanBuild plans a build of the named job of p, as PlanJob does, and locates each node of
@@ -81,7 +83,7 @@ func PlanBuild(p *concourse.Pipeline, job string, opts Options) (Build, error) {
 	if err := root.Visit(v); err != nil {
 		return Build{}, err
 	}
-	return Build{Plan: v.plan, Paths: v.paths}, nil
+	return Build{Plan: v.plan, Paths: v.paths, Retention: j.LogRetention()}, nil
 }
 
 // PlanJob plans a build of the named job of cfg.

@@ -372,6 +372,7 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 		}
 		jobOpts := opts
 		jobOpts.Job = name
+		jobOpts.BuildLogRetention = b.Retention
 		r, err := translate.Translate(b.Plan, jobOpts)
 		if err != nil {
 			msg := stepError(p, b.Paths, name, err)

@@ -87,7 +87,7 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 		signals = notifySignals()
 		defer signal.Stop(signals)
 	}
-	build, err := backend.Run(ctx, b.Plan, tektonrun.BuildMeta{Team: opts.Team, Pipeline: opts.Pipeline, Job: job, Build: opts.Build})
+	build, err := backend.Run(ctx, b.Plan, tektonrun.BuildMeta{Team: opts.Team, Pipeline: opts.Pipeline, Job: job, Build: opts.Build, Retention: b.Retention})
 	var unsupported *translate.UnsupportedError
 	if errors.As(err, &unsupported) {
 		return errors.New(stepError(p, b.Paths, job, unsupported))
