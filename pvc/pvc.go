@@ -310,17 +310,56 @@ func compatible(a, b *corev1.PersistentVolumeClaim) bool {
 	return deref(a.Spec.StorageClassName) == deref(b.Spec.StorageClassName) && mode(a) == mode(b)
 }
 
-// Garbage are the build volumes among claims that may be deleted, sorted. Kept: per
-// job, the newest cache source and those that finished within Grace of now; the volumes
-// of builds still running; volumes younger than Grace whose run is not there (yet); and
-// the sources of clones not yet bound.
+// Garbage are the build volumes among claims that may be deleted, sorted: those whose
+// Volumes verdict is Delete.
 func Garbage(claims []corev1.PersistentVolumeClaim, runs []v1.PipelineRun, taskRuns []v1.TaskRun, now time.Time) []string {
+	var out []string
+	for _, v := range Volumes(claims, runs, taskRuns, now) {
+		if v.Delete {
+			out = append(out, v.Name)
+		}
+	}
+	return out
+}
+
+// Verdict is what becomes of one build volume, and why.
+type Verdict struct {
+	Name   string
+	Delete bool
+	Reason string
+}
+
+// The reasons a build volume is kept or deleted.
+const (
+	ReasonSource     = "the job's newest cache source: its next build clones it"
+	ReasonRecent     = "a cache source that finished within the grace period"
+	ReasonUnbound    = "the source of a clone not yet bound"
+	ReasonNoRunYet   = "its build's run is not there (yet), and it is younger than the grace period"
+	ReasonRunning    = "its build is running"
+	ReasonDownload   = "a one-off build's, whose outputs may still be downloaded"
+	ReasonSuperseded = "its job has a newer cache source"
+	ReasonNoSource   = "not a cache source (its build ended without a clean verdict, or was aborted)"
+	ReasonNoRun      = "its build's run is gone"
+)
+
+// Volumes decides, for each build volume among claims in name order, whether it may be
+// deleted. Kept: per job, the newest cache source and those that finished within Grace
+// of now; the volumes of builds still running; volumes younger than Grace whose run is
+// not there (yet); a one-off build's within Grace of its end; and the sources of clones
+// not yet bound.
+func Volumes(claims []corev1.PersistentVolumeClaim, runs []v1.PipelineRun, taskRuns []v1.TaskRun, now time.Time) []Verdict {
 	b := index(runs, taskRuns)
-	keep := map[string]bool{}
+	keep := map[string]string{}
+	superseded := map[string]bool{}
 	newest := map[job]bool{}
 	for _, s := range b.sources(claims) {
-		if !newest[s.job] || now.Sub(s.finished) < Grace {
-			keep[s.claim.Name] = true
+		switch {
+		case !newest[s.job]:
+			keep[s.claim.Name] = ReasonSource
+		case now.Sub(s.finished) < Grace:
+			keep[s.claim.Name] = ReasonRecent
+		default:
+			superseded[s.claim.Name] = true
 		}
 		newest[s.job] = true
 	}
@@ -332,24 +371,38 @@ func Garbage(claims []corev1.PersistentVolumeClaim, runs []v1.PipelineRun, taskR
 		run, ok := b.run(c)
 		switch {
 		case !ok && now.Sub(c.CreationTimestamp.Time) < Grace:
-			keep[c.Name] = true
+			keep[c.Name] = ReasonNoRunYet
 		case ok && !finished(run):
-			keep[c.Name] = true
+			keep[c.Name] = ReasonRunning
 		case ok && oneOff(c.ObjectMeta) && now.Sub(endOf(run)) < Grace:
-			// Its outputs are downloaded from it once it has ended.
-			keep[c.Name] = true
+			keep[c.Name] = ReasonDownload
 		}
 		if ds := c.Spec.DataSource; ds != nil && ds.Kind == kindClaim && c.Status.Phase != corev1.ClaimBound {
-			keep[ds.Name] = true
+			keep[ds.Name] = ReasonUnbound
 		}
 	}
-	var out []string
+	var out []Verdict
 	for i := range claims {
-		if _, ok := isBuildVolume(&claims[i]); ok && !keep[claims[i].Name] {
-			out = append(out, claims[i].Name)
+		c := &claims[i]
+		if _, ok := isBuildVolume(c); !ok {
+			continue
 		}
+		v := Verdict{Name: c.Name, Reason: keep[c.Name]}
+		if v.Reason == "" {
+			v.Delete = true
+			_, hasRun := b.run(c)
+			switch {
+			case superseded[c.Name]:
+				v.Reason = ReasonSuperseded
+			case !hasRun:
+				v.Reason = ReasonNoRun
+			default:
+				v.Reason = ReasonNoSource
+			}
+		}
+		out = append(out, v)
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b Verdict) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 

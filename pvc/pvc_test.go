@@ -381,6 +381,33 @@ func TestGarbage(t *testing.T) {
 	}
 }
 
+// TestVolumesReasons says why each volume is kept or deleted.
+func TestVolumesReasons(t *testing.T) {
+	claims, runs, taskRuns := world([]build{
+		{job: "unit", n: "1", outcome: "succeeded", ended: 10},
+		{job: "unit", n: "2", outcome: "succeeded", ended: 52},
+		{job: "unit", n: "3", outcome: "succeeded", ended: 55},
+		{job: "unit", n: "4", outcome: "succeeded", ended: 30, dirty: true},
+		{job: "unit", n: "5", noRun: true},
+		{job: "unit", n: "6", noRun: true, age: 58},
+		{job: "unit", n: "7", running: true},
+		{job: "build", n: "8", outcome: "succeeded", ended: 55, oneOff: true},
+	})
+	want := []Verdict{
+		{Name: "app-build-8-build", Reason: ReasonDownload},
+		{Name: "app-unit-1-build", Delete: true, Reason: ReasonSuperseded},
+		{Name: "app-unit-2-build", Reason: ReasonRecent},
+		{Name: "app-unit-3-build", Reason: ReasonSource},
+		{Name: "app-unit-4-build", Delete: true, Reason: ReasonNoSource},
+		{Name: "app-unit-5-build", Delete: true, Reason: ReasonNoRun},
+		{Name: "app-unit-6-build", Reason: ReasonNoRunYet},
+		{Name: "app-unit-7-build", Reason: ReasonRunning},
+	}
+	if diff := cmp.Diff(want, Volumes(claims, runs, taskRuns, t0.Add(time.Hour))); diff != "" {
+		t.Errorf("Volumes (-want +got):\n%s", diff)
+	}
+}
+
 func TestGarbageLeavesOthersAlone(t *testing.T) {
 	claims, runs, taskRuns := world([]build{{job: "unit", n: "1"}, {job: "unit", n: "2"}})
 	claims[0].Labels = map[string]string{"app": "db"}

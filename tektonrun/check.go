@@ -82,11 +82,17 @@ var Permissions = []Permission{
 	{"", "secrets", "", "create"},
 	{"", "secrets", "", "patch"},
 	{"", "secrets", "", "delete"},
-	// Build volumes.
+	// Build volumes: made before their run, then owned by it (patched); gc deletes them.
 	{"", "persistentvolumeclaims", "", "get"},
 	{"", "persistentvolumeclaims", "", "list"},
 	{"", "persistentvolumeclaims", "", "create"},
+	{"", "persistentvolumeclaims", "", "patch"},
 	{"", "persistentvolumeclaims", "", "delete"},
+	// An ended build's events are archived in ConfigMaps it owns (Client.Archive), read
+	// back once its pods are gone.
+	{"", "configmaps", "", "get"},
+	{"", "configmaps", "", "create"},
+	{"", "configmaps", "", "update"},
 }
 
 // CheckReport says whether a target can run builds, and what it lacks.

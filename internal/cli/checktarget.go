@@ -37,18 +37,9 @@ kubectl chooses it.`,
 }
 
 func (s *streams) checkTarget(ctx context.Context, o tektonrun.TargetOptions, output string) error {
-	var marshal func(any) ([]byte, error)
-	switch output {
-	case "":
-	case "json":
-		marshal = func(v any) ([]byte, error) {
-			b, err := json.MarshalIndent(v, "", "  ")
-			return append(b, '\n'), err
-		}
-	case "yaml":
-		marshal = yaml.Marshal
-	default:
-		return fmt.Errorf("invalid --output %q: use json or yaml", output)
+	marshal, err := outputFormat(output)
+	if err != nil {
+		return err
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = "concourse-tekton/" + Version
@@ -58,16 +49,8 @@ func (s *streams) checkTarget(ctx context.Context, o tektonrun.TargetOptions, ou
 		return err
 	}
 	r := t.Check(ctx)
-	if marshal == nil {
-		printCheck(s.out, t, r)
-	} else {
-		out, err := marshal(r)
-		if err != nil {
-			return err
-		}
-		if _, err := s.out.Write(out); err != nil {
-			return err
-		}
+	if err := writeReport(s.out, marshal, r, func() { printCheck(s.out, t, r) }); err != nil {
+		return err
 	}
 	if !r.OK() {
 		return &exitError{code: 1}
@@ -123,4 +106,34 @@ func printCheck(w io.Writer, t *tektonrun.Target, r tektonrun.CheckReport) {
 	if r.Err != nil {
 		fmt.Fprintf(w, "✗ %v\n", r.Err)
 	}
+}
+
+// outputFormat is how --output prints a report: nil for lines, else json or yaml.
+func outputFormat(output string) (func(any) ([]byte, error), error) {
+	switch output {
+	case "":
+		return nil, nil
+	case "json":
+		return func(v any) ([]byte, error) {
+			b, err := json.MarshalIndent(v, "", "  ")
+			return append(b, '\n'), err
+		}, nil
+	case "yaml":
+		return yaml.Marshal, nil
+	}
+	return nil, fmt.Errorf("invalid --output %q: use json or yaml", output)
+}
+
+// writeReport prints v with marshal, or as lines when it is nil.
+func writeReport(w io.Writer, marshal func(any) ([]byte, error), v any, lines func()) error {
+	if marshal == nil {
+		lines()
+		return nil
+	}
+	out, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(out)
+	return err
 }

@@ -1,0 +1,322 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/concourse-tekton/concourse-tekton/pvc"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+)
+
+// Options say how Sweep sweeps.
+type Options struct {
+	Rules
+	// DryRun decides and reports, and changes nothing.
+	DryRun bool
+	// ImageRegistry is the target's image registry (HOST[:PORT][/PATH], as the builds'
+	// --image-registry): the images its builds pushed there go with them. Empty: none.
+	// Credentials come from the Docker config ($DOCKER_CONFIG), as docker reads them.
+	ImageRegistry string
+	// PageSize is how many objects a list request asks for (0: 500).
+	PageSize int64
+	// ArchiveTimeout bounds the archiving of one build's events (0: 2 minutes).
+	ArchiveTimeout time.Duration
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Report is what Sweep did, or with DryRun would do.
+type Report struct {
+	Target string `json:"target"`
+	DryRun bool   `json:"dryRun"`
+	// Deleted are the objects deleted (with DryRun: to delete), in Plan's order. A
+	// PipelineRun's TaskRuns, pods, volume, Secrets and archive go with it.
+	Deleted []Item `json:"deleted"`
+	// Kept are the objects decided on and kept, with why.
+	Kept []Item `json:"kept"`
+	// Failed are the deletions that failed, and why; their objects stay.
+	Failed []Failure `json:"failed,omitempty"`
+}
+
+// Failure is an object that could not be deleted (or its build archived).
+type Failure struct {
+	Item
+	Error string `json:"error"`
+}
+
+// Sweep deletes from the target's namespace what Plan decides may go: it lists the
+// builds' objects by label, in pages, decides, archives the events of the builds whose
+// pods go, and deletes each object under a precondition on its UID, so that one made
+// again under its name meanwhile stays. The API load is one list per kind and page, a
+// get or two per archived build, and a delete per object, within the target client's
+// rate limit. Safe to run at any time, from any number of processes: what it deletes is
+// what no build needs, by the state it listed.
+func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) {
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	if o.PageSize == 0 {
+		o.PageSize = 500
+	}
+	if o.ArchiveTimeout == 0 {
+		o.ArchiveTimeout = 2 * time.Minute
+	}
+	report := Report{Target: t.Name, DryRun: o.DryRun, Deleted: []Item{}, Kept: []Item{}}
+	var registry *imageRepository
+	var objs Objects
+	if o.ImageRegistry != "" {
+		// Tags first: a tag listed before the TaskRuns whose TaskRun is not among them
+		// is one whose TaskRun has gone, not one that is yet to come.
+		r, err := newImageRepository(ctx, o.ImageRegistry, t.Namespace)
+		if err != nil {
+			return report, err
+		}
+		registry = r
+		if objs.Images, err = r.tags(ctx); err != nil {
+			return report, err
+		}
+		objs.Repository = r.repo.String()
+	}
+	if err := list(ctx, t, o.PageSize, registry != nil, &objs); err != nil {
+		return report, err
+	}
+	d := Plan(objs, o.Rules, now())
+	report.Kept = append(report.Kept, d.Keep...)
+	if o.DryRun {
+		report.Deleted = append(report.Deleted, d.Delete...)
+		return report, nil
+	}
+
+	archived := map[string]error{}
+	client := tektonrun.NewClient(t)
+	defer client.Close()
+	for _, run := range d.Archive {
+		actx, cancel := context.WithTimeout(ctx, o.ArchiveTimeout)
+		_, err := client.Archive(actx, run)
+		cancel()
+		if err != nil {
+			archived[run] = fmt.Errorf("archiving its build's events first: %w", err)
+		}
+		if ctx.Err() != nil {
+			return report, ctx.Err()
+		}
+	}
+	deletedDigests := map[string]bool{}
+	for _, item := range d.Delete {
+		var err error
+		switch item.Kind {
+		case KindPipelineRun:
+			err = t.Tekton.TektonV1().PipelineRuns(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, metav1.DeletePropagationBackground))
+		case KindPod:
+			if err = archived[item.Run]; err == nil {
+				err = t.Kube.CoreV1().Pods(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
+			}
+		case KindVolume:
+			err = t.Kube.CoreV1().PersistentVolumeClaims(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
+		case KindImage:
+			if !deletedDigests[item.Digest] {
+				err = registry.delete(ctx, item.Digest)
+				deletedDigests[item.Digest] = err == nil
+			}
+		}
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			report.Deleted = append(report.Deleted, item)
+		case apierrors.IsConflict(err):
+			// Made again under its name since it was listed: not what was decided on.
+			item.Reason = ReasonRemade
+			report.Kept = append(report.Kept, item)
+		default:
+			report.Failed = append(report.Failed, Failure{Item: item, Error: err.Error()})
+		}
+		if ctx.Err() != nil {
+			return report, ctx.Err()
+		}
+	}
+	sortItems(report.Kept)
+	return report, nil
+}
+
+func deleteOptions(uid types.UID, propagation metav1.DeletionPropagation) metav1.DeleteOptions {
+	o := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	if propagation != "" {
+		o.PropagationPolicy = &propagation
+	}
+	return o
+}
+
+// list lists the builds' objects of the target's namespace into objs, in pages.
+func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames bool, objs *Objects) error {
+	ns := t.Namespace
+	selector := func(reqs ...string) string { return strings.Join(reqs, ",") }
+	ours := runspec.LabelManagedBy + "=" + runspec.ManagedBy
+	build := mustExist(runspec.LabelBuild)
+
+	err := pages(ctx, pageSize, "PipelineRuns", func(opts metav1.ListOptions) (string, error) {
+		opts.LabelSelector = selector(ours, build)
+		l, err := t.Tekton.TektonV1().PipelineRuns(ns).List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		objs.Runs = append(objs.Runs, l.Items...)
+		return l.Continue, nil
+	})
+	if err != nil {
+		return err
+	}
+	if taskRunNames {
+		objs.TaskRuns = map[string]string{}
+	}
+	err = pages(ctx, pageSize, "TaskRuns", func(opts metav1.ListOptions) (string, error) {
+		opts.LabelSelector = build
+		if !taskRunNames {
+			opts.LabelSelector = selector(build, pipeline.PipelineTaskLabelKey+"="+runspec.VerdictTask)
+		}
+		l, err := t.Tekton.TektonV1().TaskRuns(ns).List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		for i := range l.Items {
+			tr := &l.Items[i]
+			if objs.TaskRuns != nil {
+				objs.TaskRuns[tr.Name] = tr.Labels[pipeline.PipelineRunLabelKey]
+			}
+			if tr.Labels[pipeline.PipelineTaskLabelKey] == runspec.VerdictTask {
+				objs.Verdicts = append(objs.Verdicts, *tr)
+			}
+		}
+		return l.Continue, nil
+	})
+	if err != nil {
+		return err
+	}
+	err = pages(ctx, pageSize, "PersistentVolumeClaims", func(opts metav1.ListOptions) (string, error) {
+		opts.LabelSelector = selector(ours, pvc.LabelVolume+"="+pvc.VolumeBuild)
+		l, err := t.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		objs.Claims = append(objs.Claims, l.Items...)
+		return l.Continue, nil
+	})
+	if err != nil {
+		return err
+	}
+	return pages(ctx, pageSize, "pods", func(opts metav1.ListOptions) (string, error) {
+		opts.LabelSelector = build
+		l, err := t.Kube.CoreV1().Pods(ns).List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		for _, p := range l.Items {
+			// Only what Plan reads: a page of step pods is mostly their specs.
+			objs.Pods = append(objs.Pods, corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID, Labels: p.Labels, CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp},
+				Spec:       corev1.PodSpec{ActiveDeadlineSeconds: p.Spec.ActiveDeadlineSeconds},
+				Status:     corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime},
+			})
+		}
+		return l.Continue, nil
+	})
+}
+
+// pages calls list for each page of a list of kind, from the first.
+func pages(ctx context.Context, size int64, kind string, list func(metav1.ListOptions) (string, error)) error {
+	opts := metav1.ListOptions{Limit: size}
+	for {
+		next, err := list(opts)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", kind, err)
+		}
+		if next == "" {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		opts.Continue = next
+	}
+}
+
+func mustExist(key string) string {
+	r, err := labels.NewRequirement(key, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant key
+	}
+	return r.String()
+}
+
+// imageRepository is the namespace's repository in the image registry.
+type imageRepository struct {
+	repo name.Repository
+	opts []remote.Option
+}
+
+func newImageRepository(ctx context.Context, registry, namespace string) (*imageRepository, error) {
+	repo, err := name.NewRepository(strings.TrimSuffix(registry, "/") + "/" + namespace)
+	if err != nil {
+		return nil, fmt.Errorf("image registry %q: %w", registry, err)
+	}
+	return &imageRepository{repo: repo, opts: []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}}, nil
+}
+
+// tags are the repository's tags and their digests; none when it does not exist.
+func (r *imageRepository) tags(ctx context.Context) (map[string]string, error) {
+	tags, err := remote.List(r.repo, r.opts...)
+	if err != nil {
+		if isNotFound(err) {
+			return map[string]string{}, nil
+		}
+		return nil, fmt.Errorf("listing the tags of %s: %w", r.repo, err)
+	}
+	out := make(map[string]string, len(tags))
+	for _, tag := range tags {
+		desc, err := remote.Head(r.repo.Tag(tag), r.opts...)
+		if err != nil {
+			if isNotFound(err) {
+				continue // deleted meanwhile
+			}
+			return nil, fmt.Errorf("reading %s:%s: %w", r.repo, tag, err)
+		}
+		out[tag] = desc.Digest.String()
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// delete deletes the manifest of digest, and so every tag of it.
+func (r *imageRepository) delete(ctx context.Context, digest string) error {
+	err := remote.Delete(r.repo.Digest(digest), append(r.opts, remote.WithContext(ctx))...)
+	if isNotFound(err) {
+		return nil
+	}
+	var terr *transport.Error
+	if errors.As(err, &terr) && terr.StatusCode == 405 {
+		return fmt.Errorf("the registry does not allow deleting images (a distribution registry needs storage.delete.enabled): %w", err)
+	}
+	return err
+}
+
+func isNotFound(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && terr.StatusCode == 404
+}
