@@ -78,6 +78,7 @@ const (
 	ReasonImageInUse   = "a build's TaskRun pushed it"
 	ReasonImageShared  = "a kept tag has the same digest"
 	ReasonRemade       = "made again under its name since it was listed"
+	ReasonReleased     = "released from its deleted build: " + pvc.ReasonRecent
 )
 
 // Item is one object decided on, and why.
@@ -103,6 +104,10 @@ type Decisions struct {
 	Keep []Item
 	// Archive are the runs whose events are archived before their pods in Delete go.
 	Archive []string
+	// Release are the volumes of builds in Delete that are kept for their grace period
+	// (pvc.ReasonRecent): they are released from their build first (no owner, and
+	// pvc.AnnotationReleased), so that they do not go with it.
+	Release []Item
 }
 
 // build is one PipelineRun as Plan sees it.
@@ -148,9 +153,12 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 	}
 
 	volumes := pvc.Volumes(objs.Claims, objs.Runs, objs.Verdicts, now)
-	source := map[string]bool{} // runs whose volume a next build may clone
+	// The volumes a next build clones, or is cloning: their builds stay. (An older
+	// source within its grace period goes with its build: a build that chose it a moment
+	// ago starts with empty caches, and says so.)
+	source := map[string]bool{}
 	for _, v := range volumes {
-		if !v.Delete && (v.Reason == pvc.ReasonSource || v.Reason == pvc.ReasonRecent || v.Reason == pvc.ReasonUnbound) {
+		if !v.Delete && (v.Reason == pvc.ReasonSource || v.Reason == pvc.ReasonUnbound) {
 			source[v.Name] = true
 		}
 	}
@@ -230,6 +238,10 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 		item := Item{Kind: KindVolume, Name: v.Name, Reason: v.Reason, UID: uids[v.Name]}
 		if b, ok := owner[v.Name]; ok {
 			if deleted[b.run.Name] {
+				if !v.Delete && v.Reason == pvc.ReasonRecent {
+					item.Run, item.Build, item.Reason = b.run.Name, b.name(), ReasonReleased
+					d.Release = append(d.Release, item)
+				}
 				continue // it goes with its build
 			}
 			item.Run, item.Build = b.run.Name, b.name()
@@ -248,6 +260,7 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 	d.Delete, d.Keep = append(d.Delete, gone...), append(d.Keep, kept...)
 	sortItems(d.Delete)
 	sortItems(d.Keep)
+	sortItems(d.Release)
 	return d
 }
 

@@ -296,3 +296,24 @@ func TestPlanDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanReleases a recent cache source from its deleted build: a build being prepared
+// may have chosen it a moment ago.
+func TestPlanReleases(t *testing.T) {
+	builds := []fixture{
+		{job: "unit", n: 1, outcome: runspec.Succeeded, ended: 3, volume: true},
+		{job: "unit", n: 2, outcome: runspec.Succeeded, ended: 3, volume: true},
+		{job: "unit", n: 3, outcome: runspec.Errored, ended: 3, volume: true, noVerdict: true, retention: `{"builds":1}`},
+	}
+	d := Plan(namespace(builds), Rules{}, t0.Add(3*time.Hour+5*time.Minute))
+	want := []string{"PipelineRun/app-unit-2: " + ReasonBeyond, "PersistentVolumeClaim/app-unit-3-build: " + pvc.ReasonNoSource}
+	if diff := cmp.Diff(want, names(d.Delete)); diff != "" {
+		t.Errorf("Delete (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"PersistentVolumeClaim/app-unit-2-build: " + ReasonReleased}, names(d.Release)); diff != "" {
+		t.Errorf("Release (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(names(d.Keep), "PipelineRun/app-unit-1: "+ReasonCacheSource) {
+		t.Errorf("the cache source's build is not kept: %v", names(d.Keep))
+	}
+}

@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -101,7 +102,18 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 	report.Kept = append(report.Kept, d.Keep...)
 	if o.DryRun {
 		report.Deleted = append(report.Deleted, d.Delete...)
+		report.Kept = append(report.Kept, d.Release...)
+		sortItems(report.Kept)
 		return report, nil
+	}
+
+	blocked := map[string]error{} // runs that stay: their volume could not be released
+	for _, item := range d.Release {
+		if err := release(ctx, t, item, now()); err != nil {
+			blocked[item.Run] = fmt.Errorf("releasing its volume %s first: %w", item.Name, err)
+			continue
+		}
+		report.Kept = append(report.Kept, item)
 	}
 
 	archived := map[string]error{}
@@ -123,7 +135,9 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 		var err error
 		switch item.Kind {
 		case KindPipelineRun:
-			err = t.Tekton.TektonV1().PipelineRuns(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, metav1.DeletePropagationBackground))
+			if err = blocked[item.Name]; err == nil {
+				err = t.Tekton.TektonV1().PipelineRuns(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, metav1.DeletePropagationBackground))
+			}
 		case KindPod:
 			if err = archived[item.Run]; err == nil {
 				err = t.Kube.CoreV1().Pods(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
@@ -152,6 +166,21 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 	}
 	sortItems(report.Kept)
 	return report, nil
+}
+
+// release takes a build volume from its build, so that it stays when the build goes
+// (pvc.AnnotationReleased).
+func release(ctx context.Context, t *tektonrun.Target, item Item, now time.Time) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":             item.UID, // a precondition: not another volume of its name
+		"ownerReferences": nil,
+		"annotations":     map[string]string{pvc.AnnotationReleased: now.UTC().Format(time.RFC3339)},
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = t.Kube.CoreV1().PersistentVolumeClaims(t.Namespace).Patch(ctx, item.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 func deleteOptions(uid types.UID, propagation metav1.DeletionPropagation) metav1.DeleteOptions {

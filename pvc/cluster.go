@@ -3,7 +3,6 @@ package pvc
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -268,34 +267,4 @@ func Own(ctx context.Context, kube kubernetes.Interface, namespace, claim string
 		return fmt.Errorf("owning build volume %s: %w", claim, err)
 	}
 	return nil
-}
-
-// Collect deletes the namespace's build volumes that are Garbage now, and returns their
-// names. A volume made again under the same name meanwhile is left alone.
-func Collect(ctx context.Context, kube kubernetes.Interface, tekton versioned.Interface, namespace string) ([]string, error) {
-	anyJob, err := labels.NewRequirement(runspec.LabelJob, selection.Exists, nil)
-	if err != nil {
-		return nil, err
-	}
-	claims, runs, taskRuns, err := list(ctx, kube, tekton, namespace, labels.NewSelector().Add(*anyJob))
-	if err != nil {
-		return nil, err
-	}
-	uids := map[string]types.UID{}
-	for _, c := range claims {
-		uids[c.Name] = c.UID
-	}
-	var deleted []string
-	var errs []error
-	for _, name := range Garbage(claims, runs, taskRuns, time.Now()) {
-		uid := uids[name]
-		err := kube.CoreV1().PersistentVolumeClaims(namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		switch {
-		case err == nil:
-			deleted = append(deleted, name)
-		case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-			errs = append(errs, fmt.Errorf("deleting build volume %s: %w", name, err))
-		}
-	}
-	return deleted, errors.Join(errs...)
 }

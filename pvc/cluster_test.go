@@ -216,28 +216,3 @@ func TestOwn(t *testing.T) {
 		t.Errorf("owners (-want +got):\n%s", diff)
 	}
 }
-
-func TestCollect(t *testing.T) {
-	ctx := context.Background()
-	now := time.Now()
-	ago := func(d time.Duration) int { return int(now.Add(-d).Sub(t0) / time.Minute) }
-	claims, runs, taskRuns := world([]build{
-		{job: "unit", n: "1", outcome: "succeeded", ended: ago(3 * time.Hour)},
-		{job: "unit", n: "2", outcome: "failed", ended: ago(2 * time.Hour)},
-		{job: "unit", n: "3", running: true, age: ago(time.Hour)},
-		{job: "lint", n: "1", outcome: "succeeded", ended: ago(3 * time.Hour)},
-	})
-	kube, tekton := fakeCluster(t, claims, runs, taskRuns)
-	deleted, err := Collect(ctx, kube, tekton, "ci")
-	if err != nil || !cmp.Equal(deleted, []string{"app-unit-1-build"}) {
-		t.Errorf("Collect = %q, %v; want [app-unit-1-build]", deleted, err)
-	}
-	list, _ := kube.CoreV1().PersistentVolumeClaims("ci").List(ctx, metav1.ListOptions{})
-	var left []string
-	for _, c := range list.Items {
-		left = append(left, c.Name)
-	}
-	if diff := cmp.Diff([]string{"app-lint-1-build", "app-unit-2-build", "app-unit-3-build"}, left); diff != "" {
-		t.Errorf("left (-want +got):\n%s", diff)
-	}
-}

@@ -22,13 +22,16 @@
 //     was neither cancelled nor aborted (AnnotationAborted) and whose verdict TaskRun finished with an `outcome` result and
 //     no `error` result; the newest by the verdict's completion wins, whatever the
 //     build's outcome (Concourse saves caches whatever a task's exit status).
-//   - Garbage, swept by Collect: every build volume but, per job, the newest cache
-//     source, those of builds still running, and anything that changed within Grace.
+//   - Volumes says which may go, and why (Garbage: their names); package gc deletes
+//     them: every build volume but, per job, the newest cache source, those of builds
+//     still running, and anything that changed within Grace. A recent cache source whose
+//     build gc deletes is released from it first (AnnotationReleased) and stays for
+//     Grace: a build being prepared may have just chosen it.
 //   - A one-off build's volume (runspec.AnnotationOneOff) is no job's: the verdict keeps
 //     it whole, for its starter to download the build's outputs from, it is never a
 //     cache source, and it is garbage once its run has been over for Grace.
 //
 // The pure functions (ClaimName, Request, BuildClaim, BindBuildVolume, OwnerReference,
-// CacheSource, Garbage) do no I/O; Prepare, Own and Collect are the shell over the
+// CacheSource, Volumes, Garbage) do no I/O; Prepare and Own are the shell over the
 // Kubernetes and Tekton clients.
 package pvc

@@ -35,6 +35,10 @@ const (
 	// volume, keeps the volume from being cloned: a marker written while the verdict
 	// cleans, or after it, would abort the next build at once.
 	AnnotationAborted = prefix + "aborted"
+	// AnnotationReleased on a build volume is when (RFC 3339) its build was deleted while
+	// it was a cache source within its grace period: it lost its owner then, and stays
+	// for Grace after, for a build that may have chosen it to clone it.
+	AnnotationReleased = prefix + "released"
 )
 
 // Grace is how long a volume younger than it is kept whatever it looks like: a claim
@@ -335,6 +339,7 @@ const (
 	ReasonRecent     = "a cache source that finished within the grace period"
 	ReasonUnbound    = "the source of a clone not yet bound"
 	ReasonNoRunYet   = "its build's run is not there (yet), and it is younger than the grace period"
+	ReasonReleased   = "its build is gone, but it was a cache source within the grace period, which a build may be cloning"
 	ReasonRunning    = "its build is running"
 	ReasonDownload   = "a one-off build's, whose outputs may still be downloaded"
 	ReasonSuperseded = "its job has a newer cache source"
@@ -370,6 +375,8 @@ func Volumes(claims []corev1.PersistentVolumeClaim, runs []v1.PipelineRun, taskR
 		}
 		run, ok := b.run(c)
 		switch {
+		case !ok && released(c, now):
+			keep[c.Name] = ReasonReleased
 		case !ok && now.Sub(c.CreationTimestamp.Time) < Grace:
 			keep[c.Name] = ReasonNoRunYet
 		case ok && !finished(run):
@@ -404,6 +411,12 @@ func Volumes(claims []corev1.PersistentVolumeClaim, runs []v1.PipelineRun, taskR
 	}
 	slices.SortFunc(out, func(a, b Verdict) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// released says whether c lost its build within Grace of now (AnnotationReleased).
+func released(c *corev1.PersistentVolumeClaim, now time.Time) bool {
+	t, err := time.Parse(time.RFC3339, c.Annotations[AnnotationReleased])
+	return err == nil && now.Sub(t) < Grace
 }
 
 // oneOff says whether a run or volume is a one-off build's (runspec.AnnotationOneOff).

@@ -392,16 +392,23 @@ func TestVolumesReasons(t *testing.T) {
 		{job: "unit", n: "6", noRun: true, age: 58},
 		{job: "unit", n: "7", running: true},
 		{job: "build", n: "8", outcome: "succeeded", ended: 55, oneOff: true},
+		{job: "unit", n: "9", noRun: true},
+		{job: "unit", n: "10", noRun: true},
 	})
+	for i, released := range map[int]time.Duration{8: 55 * time.Minute, 9: 45 * time.Minute} {
+		claims[i].Annotations[AnnotationReleased] = t0.Add(released).Format(time.RFC3339)
+	}
 	want := []Verdict{
 		{Name: "app-build-8-build", Reason: ReasonDownload},
 		{Name: "app-unit-1-build", Delete: true, Reason: ReasonSuperseded},
+		{Name: "app-unit-10-build", Delete: true, Reason: ReasonNoRun},
 		{Name: "app-unit-2-build", Reason: ReasonRecent},
 		{Name: "app-unit-3-build", Reason: ReasonSource},
 		{Name: "app-unit-4-build", Delete: true, Reason: ReasonNoSource},
 		{Name: "app-unit-5-build", Delete: true, Reason: ReasonNoRun},
 		{Name: "app-unit-6-build", Reason: ReasonNoRunYet},
 		{Name: "app-unit-7-build", Reason: ReasonRunning},
+		{Name: "app-unit-9-build", Reason: ReasonReleased},
 	}
 	if diff := cmp.Diff(want, Volumes(claims, runs, taskRuns, t0.Add(time.Hour))); diff != "" {
 		t.Errorf("Volumes (-want +got):\n%s", diff)
