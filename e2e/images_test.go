@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,13 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/concourse-tekton/concourse-tekton/gc"
 	"github.com/concourse-tekton/concourse-tekton/internal/ociimage"
+	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // imageRegistry is the registry builds push image artifacts to: the harness runs one that
@@ -63,6 +68,59 @@ func TestImagesFromArtifacts(t *testing.T) {
 			"fetched by a type built from git",
 		},
 	})
+	if t.Failed() {
+		return
+	}
+	collectImages(t, ctx, ns)
+}
+
+// collectImages deletes the build of namespace ns, whose tasks pushed images to the
+// registry, and gc with the registry deletes them; before, it keeps them.
+func collectImages(t *testing.T, ctx context.Context, ns string) {
+	repo, err := name.NewRepository(imageRegistry + "/" + ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := remote.List(repo, remote.WithContext(ctx))
+	if err != nil || len(tags) < 4 {
+		t.Fatalf("the build's images in %s: %q, %v", repo, tags, err)
+	}
+	images := func(items []gc.Item) (n int) {
+		for _, i := range items {
+			if i.Kind == gc.KindImage {
+				n++
+			}
+		}
+		return n
+	}
+	sweep := func() gc.Report {
+		exit, stdout, stderr := runCLI(t, ctx, "gc", "-n", ns, "--image-registry", imageRegistry, "-o", "json")
+		var r gc.Report
+		if err := json.Unmarshal([]byte(stdout), &r); exit != 0 || err != nil {
+			t.Fatalf("gc --image-registry: exit %d, %v\n%s%s", exit, err, stdout, stderr)
+		}
+		return r
+	}
+	if r := sweep(); images(r.Deleted) > 0 || images(r.Kept) != len(tags) {
+		t.Errorf("gc deleted %d images of a build that is there, kept %d of %d", images(r.Deleted), images(r.Kept), len(tags))
+	}
+	run := translate.RunName("images", "images", "1")
+	background := metav1.DeletePropagationBackground
+	if err := testCluster.tekton.TektonV1().PipelineRuns(ns).Delete(ctx, run, metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the build's TaskRuns to go", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		l, err := testCluster.tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0, err
+	})
+	if r := sweep(); images(r.Deleted) != len(tags) {
+		t.Errorf("gc deleted %d images of a deleted build, want %d: %+v", images(r.Deleted), len(tags), r.Deleted)
+	}
+	for _, tag := range tags {
+		if _, err := remote.Head(repo.Tag(tag), remote.WithContext(ctx)); err == nil {
+			t.Errorf("%s:%s is still there", repo, tag)
+		}
+	}
 }
 
 // imagesPipeline is the pipeline of TestImagesFromArtifacts, its repositories at git.

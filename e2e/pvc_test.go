@@ -14,8 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/gc"
 	buildvol "github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -123,8 +125,14 @@ func TestCacheVolumes(t *testing.T) {
 		t.Errorf("build 1's volume's owners (-want +got):\n%s", diff)
 	}
 	// Build 1's volume is the job's cache source, and build 2's has no run yet: both stay.
-	if deleted, err := buildvol.Collect(ctx, kube, tekton, ns); err != nil || len(deleted) > 0 {
-		t.Errorf("Collect = %q, %v; want nothing deleted", deleted, err)
+	r, err := gc.Sweep(ctx, tektonrun.NewTargetFromClients(ns, kube, tekton), gc.Options{Rules: gc.DefaultRules})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range r.Deleted {
+		if i.Kind == gc.KindVolume {
+			t.Errorf("gc deleted volume %s: %s", i.Name, i.Reason)
+		}
 	}
 }
 
