@@ -18,6 +18,7 @@ help: ## List the targets.
 
 VERSION  ?= dev
 RUNNER_IMAGE ?= ghcr.io/concourse-tekton/runner:$(VERSION)
+CLI_IMAGE ?= ghcr.io/concourse-tekton/concourse-tekton:$(VERSION)
 LDFLAGS  := -s -w -X github.com/concourse-tekton/concourse-tekton/internal/cli.Version=$(VERSION)
 
 .PHONY: build
@@ -28,6 +29,11 @@ build: ## Build the binaries into ./bin.
 runner-image: build ## Build the step runner's image as bin/images/runner.tar (RUNNER_IMAGE=ref; PUSH=1 pushes it).
 	@mkdir -p $(BIN)/images
 	$(BIN)/runner-image -binary $(BIN)/concourse-runner -ref $(RUNNER_IMAGE) -o $(BIN)/images/runner.tar $(if $(PUSH),-push)
+
+.PHONY: cli-image
+cli-image: build ## Build the concourse-tekton command's image (gc's CronJob) as bin/images/cli.tar (CLI_IMAGE=ref; PUSH=1 pushes it).
+	@mkdir -p $(BIN)/images
+	$(BIN)/runner-image -cli $(BIN)/concourse-tekton -ref $(CLI_IMAGE) -o $(BIN)/images/cli.tar $(if $(PUSH),-push)
 
 .PHONY: test
 test: ## Run the hermetic tests (unit, golden, corpus) and print the corpus tables.
@@ -65,7 +71,7 @@ update-golden: ## Rewrite the golden files (and examples/booklit/tekton) from th
 E2E_CLUSTER ?= e2e/cluster/cluster.sh
 
 .PHONY: e2e
-e2e: runner-image ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
+e2e: runner-image cli-image ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
 	GO=$(GO) $(E2E_CLUSTER) test
 
 .PHONY: bench-e2e
@@ -73,7 +79,7 @@ bench-e2e: ## Benchmarks on the running e2e cluster (make e2e-up first): execute
 	cd e2e && $(GO) test -tags e2e -count=1 -run '^$$' -bench . -benchtime 1x -count 3 -timeout 30m .
 
 .PHONY: e2e-up
-e2e-up: runner-image ## Start the local e2e cluster (root; ~10 GB disk, 10-20 min the first time) and print its kubeconfig path.
+e2e-up: runner-image cli-image ## Start the local e2e cluster (root; ~10 GB disk, 10-20 min the first time) and print its kubeconfig path.
 	$(E2E_CLUSTER) up
 
 .PHONY: e2e-down

@@ -6,6 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +18,12 @@ import (
 	"time"
 
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/concourse-tekton/concourse-tekton/gc"
 	buildvol "github.com/concourse-tekton/concourse-tekton/pvc"
@@ -294,4 +302,158 @@ func podNames(t *testing.T, ns, selector string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// cliImage is the concourse-tekton command's image: `make cli-image` writes
+// bin/images/cli.tar, which the harness imports.
+var cliImage = envOr("E2E_CLI_IMAGE", "ghcr.io/concourse-tekton/concourse-tekton:dev")
+
+// TestGCCronJob applies the README's CronJob (examples/gc/cronjob.yaml) in a namespace of
+// two ended builds of a job that keeps one, and runs it once, as kubectl create job
+// --from=cronjob does: in its pod, with its Role alone, gc deletes the older build and
+// archives the newer one's events.
+func TestGCCronJob(t *testing.T) {
+	ns := namespace(t)
+	ctx := context.Background()
+	kube := testCluster.kube
+	file := filepath.Join(t.TempDir(), "kept.yml")
+	repo, tag, _ := strings.Cut(busyboxImage, ":")
+	pipeline := `jobs:
+- name: once
+  build_log_retention: {builds: 1}
+  plan:
+  - task: say
+    config:
+      platform: linux
+      image_resource: {type: registry-image, source: {repository: ` + repo + `, tag: "` + tag + `"}}
+      run: {path: echo, args: [hello]}
+`
+	if err := os.WriteFile(file, []byte(pipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, build := range []string{"1", "2"} {
+		if exit, stdout, stderr := runCLI(t, ctx, "run", file, "-j", "once", "--build", build, "-w", "-n", ns, "--build-volume-size", "64Mi"); exit != 0 {
+			t.Fatalf("run --build %s: exit %d\n%s%s", build, exit, stdout, stderr)
+		}
+	}
+
+	manifest, err := os.ReadFile(filepath.Join("..", "examples", "gc", "cronjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cronJob *batchv1.CronJob
+	for _, doc := range strings.Split(string(manifest), "\n---\n") {
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode([]byte(doc), nil, nil)
+		if err != nil {
+			t.Fatalf("examples/gc/cronjob.yaml: %v", err)
+		}
+		switch o := obj.(type) {
+		case *corev1.ServiceAccount:
+			_, err = kube.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.Role:
+			_, err = kube.RbacV1().Roles(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *rbacv1.RoleBinding:
+			for i := range o.Subjects {
+				o.Subjects[i].Namespace = ns
+			}
+			_, err = kube.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
+		case *batchv1.CronJob:
+			pod := &o.Spec.JobTemplate.Spec.Template.Spec
+			pod.Containers[0].Image = cliImage
+			if kubeconfigPath() == harnessKubeconfig() {
+				// The harness's pods reach only the host's address on their bridge, and
+				// its apiserver listens on loopback: the test forwards the one to the
+				// other, and the pod finds the apiserver there under its own name.
+				addr := forwardAPIServer(t)
+				host, port, _ := net.SplitHostPort(addr)
+				pod.HostAliases = []corev1.HostAlias{{IP: host, Hostnames: []string{"kubernetes.default.svc"}}}
+				pod.Containers[0].Env = append(pod.Containers[0].Env,
+					corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "kubernetes.default.svc"},
+					corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: port})
+			}
+			cronJob, err = kube.BatchV1().CronJobs(ns).Create(ctx, o, metav1.CreateOptions{})
+		default:
+			t.Fatalf("examples/gc/cronjob.yaml holds a %T", obj)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cronJob == nil {
+		t.Fatal("examples/gc/cronjob.yaml holds no CronJob")
+	}
+	// The RBAC authorizer learns of the Role from its informers, a moment later.
+	time.Sleep(2 * time.Second)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "gc-now", Annotations: map[string]string{"cronjob.kubernetes.io/instantiate": "manual"}},
+		Spec:       cronJob.Spec.JobTemplate.Spec,
+	}
+	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod string
+	poll(t, "the gc Job to end", 3*time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=gc-now"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, err
+		}
+		pod = pods.Items[0].Name
+		phase := pods.Items[0].Status.Phase
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, nil
+	})
+	logs, err := podLogs(ctx, ns, pod, "gc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	older, newer := translate.RunName("kept", "once", "1"), translate.RunName("kept", "once", "2")
+	checkLines(t, logs, []string{
+		"deleted PipelineRun " + older + " (main/kept/once #1): " + gc.ReasonBeyond,
+		"deleted Pod " + newer + "-task-say-pod (main/kept/once #2): " + gc.ReasonEnded,
+		"kept PipelineRun " + newer + " (main/kept/once #2): " + gc.ReasonNewest,
+	}, nil)
+	if _, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, newer+"-events", metav1.GetOptions{}); err != nil {
+		t.Errorf("the kept build's events archive: %v", err)
+	}
+}
+
+// podBridgeIP is the host's address on the harness's pod bridge: the one host address its
+// pods reach.
+var podBridgeIP = envOr("E2E_POD_BRIDGE_IP", "10.88.0.1")
+
+// forwardAPIServer forwards connections to podBridgeIP:port (the address it returns) to the
+// apiserver of the harness's kubeconfig, until the test ends.
+func forwardAPIServer(t *testing.T) string {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(podBridgeIP, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer in.Close()
+				out, err := net.Dial("tcp", u.Host)
+				if err != nil {
+					return
+				}
+				defer out.Close()
+				go func() { _, _ = io.Copy(out, in) }()
+				_, _ = io.Copy(in, out)
+			}()
+		}
+	}()
+	return l.Addr().String()
 }

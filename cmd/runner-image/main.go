@@ -1,10 +1,14 @@
 // Command runner-image builds the step runner's container image, reproducibly and without
 // a Docker engine: one layer holding the static runner binary at the path the translator's
-// Tasks run it from, and the image tool (concourse-image) that publish steps run. It writes a docker-save tarball (for `ctr images import`, `kind load
-// image-archive`, or the local e2e cluster) and can push to a registry.
+// Tasks run it from, and the image tool (concourse-image) that publish steps run. It writes
+// a docker-save tarball (for `ctr images import`, `kind load image-archive`, or the local
+// e2e cluster) and can push to a registry. With -cli it builds instead the image of the
+// concourse-tekton command (CLIPath, its entrypoint; a non-root user), which runs gc in a
+// CronJob of the cluster.
 //
 //	runner-image -binary bin/concourse-runner -ref ghcr.io/concourse-tekton/runner:dev -o bin/images/runner.tar
 //	runner-image -binary bin/concourse-runner -ref registry.example/runner:v1 -push
+//	runner-image -cli bin/concourse-tekton -ref ghcr.io/concourse-tekton/concourse-tekton:dev -o bin/images/cli.tar
 package main
 
 import (
@@ -12,6 +16,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 
@@ -25,29 +31,53 @@ func main() {
 	ref := flag.String("ref", translate.DefaultRunnerImage, "the image reference to tag (and push)")
 	out := flag.String("o", "", "write a docker-save tarball here")
 	push := flag.Bool("push", false, "push the image to -ref's registry (credentials from the Docker config)")
+	cli := flag.String("cli", "", "build the image of this static concourse-tekton binary instead")
 	flag.Parse()
-	if err := run(*binary, *tool, *ref, *out, *push); err != nil {
+	build := func() (v1.Image, error) { return runnerImage(*binary, *tool) }
+	if *cli != "" {
+		build = func() (v1.Image, error) { return cliImage(*cli) }
+	}
+	if err := run(build, *ref, *out, *push); err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(binary, tool, ref, out string, push bool) error {
-	if out == "" && !push {
-		return fmt.Errorf("nothing to do: give -o FILE, -push, or both")
-	}
+// CLIPath is where the concourse-tekton image holds the command.
+const CLIPath = "/ko-app/concourse-tekton"
+
+// runnerImage is the step runner's image.
+func runnerImage(binary, tool string) (v1.Image, error) {
 	data, err := os.ReadFile(binary)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	toolData, err := os.ReadFile(tool)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	img, err := ociimage.Build([]ociimage.File{
+	return ociimage.Build([]ociimage.File{
 		{Path: runspec.RunnerBinary, Mode: 0o755, Data: data},
 		{Path: runspec.ImageTool, Mode: 0o755, Data: toolData},
 	}, ociimage.Config{Entrypoint: []string{runspec.RunnerBinary}})
+}
+
+// cliImage is the image of the concourse-tekton command, which runs as a user that is
+// not root (Pod Security "restricted").
+func cliImage(binary string) (v1.Image, error) {
+	data, err := os.ReadFile(binary)
+	if err != nil {
+		return nil, err
+	}
+	return ociimage.Build([]ociimage.File{{Path: CLIPath, Mode: 0o755, Data: data}},
+		ociimage.Config{Entrypoint: []string{CLIPath}, User: "65532:65532"})
+}
+
+func run(build func() (v1.Image, error), ref, out string, push bool) error {
+	if out == "" && !push {
+		return fmt.Errorf("nothing to do: give -o FILE, -push, or both")
+	}
+	img, err := build()
 	if err != nil {
 		return err
 	}
