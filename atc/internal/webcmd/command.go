@@ -75,10 +75,14 @@ func (cmd *WebCommand) Execute(args []string) error {
 	if t := cmd.tekton; t != nil && t.registrar != nil {
 		defer t.backend.Close()
 		// The worker is registered once the ATC runs, and stops heartbeating first.
-		runner = grouper.NewOrdered(os.Interrupt, grouper.Members{
+		members := grouper.Members{
 			{Name: "atc", Runner: runner},
-			{Name: "tekton-worker", Runner: registrarRunner(t.registrar)},
-		})
+			{Name: "tekton-worker", Runner: contextRunner(t.registrar.Run)},
+		}
+		if t.sweeper != nil {
+			members = append(members, grouper.Member{Name: "tekton-gc", Runner: contextRunner(t.sweeper.Run)})
+		}
+		runner = grouper.NewOrdered(os.Interrupt, members)
 	}
 	return <-ifrit.Invoke(sigmon.New(runner)).Wait()
 }

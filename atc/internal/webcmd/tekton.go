@@ -14,6 +14,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/atc/tektonengine"
 	"github.com/concourse-tekton/concourse-tekton/atc/tektonworker"
+	"github.com/concourse-tekton/concourse-tekton/gc"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
@@ -39,6 +40,7 @@ type TektonFlags struct {
 
 	WorkerName        string        `long:"worker-name" description:"The name the namespace has as a worker (default: tekton-<namespace>)."`
 	HeartbeatInterval time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
+	GCInterval        time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
 }
 
 // Enabled tells whether builds run on Kubernetes: any flag that picks a cluster or a
@@ -86,6 +88,7 @@ type tekton struct {
 	options   translate.Options
 	backend   *tektonrun.Backend
 	registrar *tektonworker.Registrar
+	sweeper   *tektonworker.Sweeper // nil: --tekton-gc-interval=0
 }
 
 // openTekton loads the target the flags name. It does not contact the cluster: the
@@ -132,6 +135,21 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		Interval: f.HeartbeatInterval,
 		Logger:   logger.Session("worker"),
 	}
+	if f.GCInterval > 0 {
+		failed, oneOff := gc.DefaultRules.FailedGrace, gc.DefaultRules.OneOffGrace
+		if cmd.RunCommand != nil { // the web node's --gc-* flags
+			failed, oneOff = cmd.GC.FailedGracePeriod, cmd.GC.OneOffBuildGracePeriod
+		}
+		t.sweeper = &tektonworker.Sweeper{
+			Target: t.target,
+			Options: gc.Options{
+				Rules:         tektonworker.ATCRules(failed, oneOff),
+				ImageRegistry: opts.ImageRegistry,
+			},
+			Interval: f.GCInterval,
+			Logger:   logger.Session("gc"),
+		}
+	}
 	logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": name})
 	// A run of a build the database no longer has (of a pipeline destroyed and set
 	// again) gives way to the new build of that name.
@@ -142,13 +160,14 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 	return &tektonengine.StepperFactory{Runs: tektonengine.NewRuns(t.backend, builds), Checks: checks, SetPipelines: pipelines, Fallback: fallback}
 }
 
-// registrarRunner runs the registrar as a member of the web node's process group.
-func registrarRunner(r *tektonworker.Registrar) ifrit.Runner {
+// contextRunner runs run (the registrar's, the sweeper's) as a member of the web node's
+// process group, until it is signalled.
+func contextRunner(run func(context.Context) error) ifrit.Runner {
 	return ifrit.RunFunc(func(signals <-chan os.Signal, ready chan<- struct{}) error {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		done := make(chan error, 1)
-		go func() { done <- r.Run(ctx) }()
+		go func() { done <- run(ctx) }()
 		close(ready)
 		select {
 		case <-signals:

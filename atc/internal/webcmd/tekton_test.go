@@ -22,6 +22,7 @@ func TestTektonFlags(t *testing.T) {
 		ResourceImages:    map[string]string{"mock": "e2e.invalid/mock-resource:v1", "git": "e2e.invalid/git-resource:v1"},
 		BuildVolumeSize:   "1Gi",
 		HeartbeatInterval: 30 * time.Second,
+		GCInterval:        10 * time.Minute,
 	}
 	t.Run("flags", func(t *testing.T) {
 		cmd, _, err := parse(t, "web", "--tekton-namespace", "ci", "--tekton-runner-image", "ghcr.io/concourse-tekton/runner:dev",
@@ -112,7 +113,7 @@ func TestStepperFactory(t *testing.T) {
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Tekton = TektonFlags{Kubeconfig: path, ResourceImages: map[string]string{"mock": "e2e.invalid/mock-resource:v1"}, HeartbeatInterval: time.Second}
+	cmd.Tekton = TektonFlags{Kubeconfig: path, ResourceImages: map[string]string{"mock": "e2e.invalid/mock-resource:v1"}, HeartbeatInterval: time.Second, GCInterval: time.Minute}
 	tk, err := cmd.Tekton.openTekton()
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +134,9 @@ func TestStepperFactory(t *testing.T) {
 	reg := cmd.tekton.registrar
 	if reg == nil || reg.Worker.Name != "tekton-from-context" || reg.Workers != workers || reg.Interval != time.Second {
 		t.Fatalf("registrar %+v; want worker tekton-from-context, saved by the ATC's worker factory", reg)
+	}
+	if sw := cmd.tekton.sweeper; sw == nil || sw.Interval != time.Minute || sw.Target != cmd.tekton.target || sw.Options.Defaults.MaxBuilds != 1 || sw.Options.FailedGrace != 120*time.Hour {
+		t.Errorf("sweeper %+v; want the namespace swept every minute under the web node's rules", sw)
 	}
 	images := map[string]string{}
 	for _, rt := range reg.Worker.ResourceTypes {
