@@ -53,6 +53,11 @@ type Rules struct {
 	// OneOffGrace is how long a one-off build's pods stay after it ended: Concourse's
 	// --gc-one-off-grace-period.
 	OneOffGrace time.Duration
+	// OneOffsEnd deletes a one-off build once it has ended for OneOffGrace (at least
+	// pvc.Grace, while its outputs may be downloaded): for a starter that keeps its
+	// events elsewhere (the ATC's database). Otherwise one-off builds are kept, as
+	// Concourse keeps their logs.
+	OneOffsEnd bool
 }
 
 // DefaultRules are Concourse's defaults: no retention unless a job sets one, pods of a
@@ -73,6 +78,7 @@ const (
 	ReasonEnded        = "its build ended (its events are archived first)"
 	ReasonIntercept    = "its job's latest build, which did not succeed: kept to be intercepted until the failed grace period ends"
 	ReasonOneOffGrace  = "a one-off build that ended within the one-off grace period"
+	ReasonOneOffEnded  = "a one-off build that ended, whose events its starter keeps"
 	ReasonSessionEnded = "its session ended"
 	ReasonBuildGone    = "its build is gone"
 	ReasonImageInUse   = "a build's TaskRun pushed it"
@@ -137,13 +143,20 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 		verdicts[tr.Labels[pipeline.PipelineRunLabelKey]] = tr
 	}
 	builds := map[string]*build{}
+	deleted := map[string]bool{}
 	jobs := map[jobKey][]*build{}
 	var order []jobKey
 	for i := range objs.Runs {
 		b := newBuild(&objs.Runs[i], verdicts[objs.Runs[i].Name])
 		builds[b.run.Name] = b
 		if b.oneOff {
-			d.Keep = append(d.Keep, runItem(b, ReasonOneOff))
+			// Its volume, which its outputs are downloaded from, stays pvc.Grace.
+			if rules.OneOffsEnd && !b.running && now.Sub(b.ended) >= max(rules.OneOffGrace, pvc.Grace) {
+				deleted[b.run.Name] = true
+				d.Delete = append(d.Delete, runItem(b, ReasonOneOffEnded))
+			} else {
+				d.Keep = append(d.Keep, runItem(b, ReasonOneOff))
+			}
 			continue
 		}
 		if _, ok := jobs[b.key]; !ok {
@@ -163,7 +176,6 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 		}
 	}
 
-	deleted := map[string]bool{}
 	latestEnded := map[string]bool{} // per job, its newest build that ended
 	for _, key := range order {
 		list := jobs[key]

@@ -317,3 +317,26 @@ func TestPlanReleases(t *testing.T) {
 		t.Errorf("the cache source's build is not kept: %v", names(d.Keep))
 	}
 }
+
+// TestPlanOneOffsEnd deletes one-off builds that ended past the grace period when their
+// starter keeps their events, and keeps them otherwise.
+func TestPlanOneOffsEnd(t *testing.T) {
+	objs := namespace([]fixture{
+		{n: 1, outcome: runspec.Succeeded, ended: 1, pods: 1},
+		{n: 2, outcome: runspec.Failed, ended: 10},
+		{n: 3, ended: 11},
+	})
+	now := t0.Add(10*time.Hour + time.Minute)
+	rules := Rules{OneOffGrace: 5 * time.Minute, OneOffsEnd: true}
+	d := Plan(objs, rules, now)
+	if diff := cmp.Diff([]string{"PipelineRun/one-off-1: " + ReasonOneOffEnded}, names(d.Delete)); diff != "" {
+		t.Errorf("Delete (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"PipelineRun/one-off-2: " + ReasonOneOff, "PipelineRun/one-off-3: " + ReasonOneOff}, names(d.Keep)); diff != "" {
+		t.Errorf("Keep (-want +got):\n%s", diff)
+	}
+	rules.OneOffsEnd = false
+	if d := Plan(objs, rules, now); slices.ContainsFunc(d.Delete, func(i Item) bool { return i.Kind == KindPipelineRun }) {
+		t.Errorf("without OneOffsEnd, a one-off build deleted: %v", names(d.Delete))
+	}
+}

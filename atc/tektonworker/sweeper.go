@@ -14,12 +14,13 @@ import (
 const DefaultSweepInterval = 10 * time.Minute
 
 // ATCRules are how a namespace is swept under the web node, whose database keeps every
-// build's events (and reaps them itself, by build_log_retention): of each job's builds,
-// and of each resource's checks, the cluster keeps the newest (its pods while it failed
-// and is to be intercepted, within failedGrace), the one whose volume holds the job's
-// caches, and those running; pods go once their build ended, as Concourse's containers.
+// build's events (and reaps them itself, by build_log_retention): of each job's builds
+// the cluster keeps the newest (its pods while it failed and is to be intercepted, within
+// failedGrace), the one whose volume holds the job's caches, and those running; one-off
+// builds go once they have ended for oneOffGrace; pods go once their build ended, as
+// Concourse's containers.
 func ATCRules(failedGrace, oneOffGrace time.Duration) gc.Rules {
-	return gc.Rules{Defaults: gc.Defaults{MaxBuilds: 1}, FailedGrace: failedGrace, OneOffGrace: oneOffGrace}
+	return gc.Rules{Defaults: gc.Defaults{MaxBuilds: 1}, FailedGrace: failedGrace, OneOffGrace: oneOffGrace, OneOffsEnd: true}
 }
 
 // Sweeper sweeps a target (gc.Sweep) at an interval while the web node runs, as

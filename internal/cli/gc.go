@@ -44,6 +44,7 @@ is 1 when a deletion failed.`,
 	fl.IntVar(&opts.Defaults.MaxDays, "max-days-to-retain-build-logs", 0, "the most days of builds any job keeps, whatever it sets (0: no cap)")
 	fl.DurationVar(&opts.FailedGrace, "failed-grace-period", opts.FailedGrace, "how long the pods of a job's latest build, when it failed, stay to be intercepted (0: until the job's next build ends)")
 	fl.DurationVar(&opts.OneOffGrace, "one-off-grace-period", opts.OneOffGrace, "how long the pods of a one-off build stay after it ended")
+	fl.BoolVar(&opts.OneOffsEnd, "delete-one-off-builds", false, "delete one-off builds (execute) once they ended for --one-off-grace-period (at least 10m); by default they are kept, as Concourse keeps their logs")
 	fl.StringVar(&opts.ImageRegistry, "image-registry", "", "the registry (HOST[:PORT][/PATH]) the builds push image artifacts to: delete the images of deleted builds there (the registry must allow deletes)")
 	return cmd
 }
