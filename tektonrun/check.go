@@ -89,10 +89,21 @@ var Permissions = []Permission{
 	{"", "persistentvolumeclaims", "", "patch"},
 	{"", "persistentvolumeclaims", "", "delete"},
 	// An ended build's events are archived in ConfigMaps it owns (Client.Archive), read
-	// back once its pods are gone.
+	// back once its pods are gone. The target's state (land, retire) is a ConfigMap too.
 	{"", "configmaps", "", "get"},
+	{"", "configmaps", "", "list"},
 	{"", "configmaps", "", "create"},
 	{"", "configmaps", "", "update"},
+	{"", "configmaps", "", "delete"},
+	// Retiring a target deletes everything of ours.
+	{"tekton.dev", "pipelineruns", "", "deletecollection"},
+	{"tekton.dev", "pipelines", "", "deletecollection"},
+	{"tekton.dev", "tasks", "", "deletecollection"},
+	{"", "pods", "", "deletecollection"},
+	{"", "persistentvolumeclaims", "", "deletecollection"},
+	{"", "secrets", "", "list"},
+	{"", "secrets", "", "deletecollection"},
+	{"", "configmaps", "", "deletecollection"},
 }
 
 // CheckReport says whether a target can run builds, and what it lacks.
@@ -105,6 +116,10 @@ type CheckReport struct {
 	// PodSecurity is the namespace's enforced Pod Security level and the step pods it
 	// would reject; nil when the namespace could not be read (Err says why).
 	PodSecurity *PodSecurity
+	// Status is the target's state (running, landing, landed, retiring) and how many
+	// builds run; nil when it could not be read (Err says why). A target that is not
+	// running is still OK: it is as an operator wants it.
+	Status *Status
 	// Err is why the API server is unreachable, or, when it answers, why a question could
 	// not be answered (then the permissions it concerns are neither granted nor missing).
 	Err error
@@ -124,6 +139,7 @@ func (r CheckReport) MarshalJSON() ([]byte, error) {
 		TektonInstalled bool         `json:"tektonInstalled"`
 		Missing         []Permission `json:"missing"`
 		PodSecurity     *PodSecurity `json:"podSecurity,omitempty"`
+		Status          *Status      `json:"status,omitempty"`
 		Error           string       `json:"error,omitempty"`
 		OK              bool         `json:"ok"`
 	}{
@@ -133,6 +149,7 @@ func (r CheckReport) MarshalJSON() ([]byte, error) {
 		TektonInstalled: r.TektonInstalled,
 		Missing:         r.Missing,
 		PodSecurity:     r.PodSecurity,
+		Status:          r.Status,
 		OK:              r.OK(),
 	}
 	if out.Missing == nil {
@@ -143,6 +160,9 @@ func (r CheckReport) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(out)
 }
+
+// statusNeeds are the permissions Target.Status takes.
+var statusNeeds = []Permission{{"", "configmaps", "", "get"}, {"tekton.dev", "pipelineruns", "", "list"}}
 
 // checkConcurrency bounds the access reviews in flight, well under the client's burst.
 const checkConcurrency = 8
@@ -190,7 +210,15 @@ func (t *Target) Check(ctx context.Context) CheckReport {
 	}
 	ps, psErr := t.podSecurity(ctx)
 	r.PodSecurity = ps
-	r.Err = errors.Join(lookupErr, reviewErr, psErr)
+	// The state, unless the permissions it takes are missing (and reported so).
+	var statusErr error
+	if !slices.ContainsFunc(r.Missing, func(p Permission) bool { return slices.Contains(statusNeeds, p) }) {
+		var status Status
+		if status, statusErr = t.Status(ctx); statusErr == nil {
+			r.Status = &status
+		}
+	}
+	r.Err = errors.Join(lookupErr, reviewErr, psErr, statusErr)
 	return r
 }
 

@@ -94,6 +94,7 @@ func TestCheck(t *testing.T) {
 	getTasks := Permission{"tekton.dev", "tasks", "", "get"}
 	refused := errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
 	forbidden := errors.New("forbidden")
+	running := &Status{State: StateRunning}
 	tests := []struct {
 		name    string
 		cluster fakeCluster
@@ -103,7 +104,7 @@ func TestCheck(t *testing.T) {
 	}{{
 		name:    "ready",
 		cluster: fakeCluster{groupVersions: []string{"v1", "tekton.dev/v1"}},
-		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Status: running},
 		wantOK:  true,
 	}, {
 		name: "missing permissions, in table order",
@@ -112,17 +113,17 @@ func TestCheck(t *testing.T) {
 			denied:        []Permission{podsExec, watchRuns, getTasks},
 		},
 		want: CheckReport{
-			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true,
+			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Status: running,
 			Missing: []Permission{getTasks, watchRuns, podsExec},
 		},
 	}, {
 		name:    "no Tekton",
 		cluster: fakeCluster{groupVersions: []string{"v1"}},
-		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Status: running},
 	}, {
 		name:    "only an older Tekton",
 		cluster: fakeCluster{groupVersions: []string{"tekton.dev/v1beta1"}},
-		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Status: running},
 	}, {
 		name:    "unreachable",
 		cluster: fakeCluster{groupVersions: []string{"tekton.dev/v1"}, unreachable: refused},
@@ -136,7 +137,7 @@ func TestCheck(t *testing.T) {
 			failing:       map[Permission]error{podsExec: forbidden, watchRuns: forbidden},
 		},
 		want: CheckReport{
-			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true,
+			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Status: running,
 			Missing: []Permission{getTasks},
 		},
 		wantErr: "asking whether watch pipelineruns.tekton.dev is allowed in namespace ci: forbidden",

@@ -67,6 +67,9 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 	} else if !apierrors.IsNotFound(err) {
 		return nil, fmt.Errorf("looking for build %s: %w", r.PipelineRun.Name, err)
 	}
+	if err := c.target.acceptsBuilds(ctx); err != nil {
+		return nil, err
+	}
 	var secret *corev1.Secret
 	if r.CredentialSecret != nil {
 		if creds == nil {

@@ -33,6 +33,9 @@ const (
 	// DefaultAbortRetry is how often an abort that failed is tried again while the run
 	// goes on.
 	DefaultAbortRetry = 5 * time.Second
+	// DefaultWorkerPolling is how often a build waiting for the target to take builds
+	// again (landed, retiring) tries to start: Concourse's worker pool's interval.
+	DefaultWorkerPolling = 5 * time.Second
 )
 
 // StepperFactory runs job and one-off builds on the cluster, each as one run of its
@@ -49,9 +52,11 @@ type StepperFactory struct {
 	SetPipelines *SetPipelineConfig
 	// Fallback makes the steppers of check builds when Checks is nil: Concourse's own.
 	Fallback engine.StepperFactory
-	// Settle and AbortRetry: see DefaultSettle and DefaultAbortRetry (zero: those).
-	Settle     time.Duration
-	AbortRetry time.Duration
+	// Settle, AbortRetry and WorkerPolling: see DefaultSettle, DefaultAbortRetry and
+	// DefaultWorkerPolling (zero: those).
+	Settle        time.Duration
+	AbortRetry    time.Duration
+	WorkerPolling time.Duration
 	// Now is the clock of the error events the stepper saves itself (nil: time.Now).
 	Now func() time.Time
 }
@@ -127,7 +132,13 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("encoding the build plan: %w", err)
 	}
-	run, err := s.factory.Runs.Start(runCtx, planJSON, Ref(s.build).WithCredentials(state))
+	ref := Ref(s.build).WithCredentials(state)
+	run, err := s.factory.Runs.Start(runCtx, planJSON, ref)
+	if errors.Is(err, tektonrun.ErrNotRunning) {
+		if run, err = s.waitForTarget(ctx, runCtx, planJSON, ref, logger); ctx.Err() != nil {
+			return false, context.Canceled // aborted while it waited: it never started
+		}
+	}
 	if err != nil && ctx.Err() == nil && Transient(err) {
 		// The cluster could not be reached, or asked to be tried again: the build stays
 		// pending on it, and the engine runs it again later (as a build whose events could
@@ -221,6 +232,27 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 		return false, context.Canceled
 	}
 	return false, fmt.Errorf("the build's run %s ended %s", run.Name(), status)
+}
+
+// waitForTarget starts the build once its target takes builds again, trying every
+// WorkerPolling, as a Concourse step waits for a worker: the build shows it is waiting
+// (a waiting-for-worker event), and an abort ends the wait.
+func (s *buildStep) waitForTarget(ctx, runCtx context.Context, planJSON []byte, ref BuildRef, logger lager.Logger) (Run, error) {
+	logger.Info("waiting-for-target")
+	s.save(logger, atcevent.WaitingForWorker{Time: s.now().Unix(), Origin: atcevent.Origin{ID: atcevent.OriginID(s.plan.ID)}})
+	t := time.NewTicker(or(s.factory.WorkerPolling, DefaultWorkerPolling))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		run, err := s.factory.Runs.Start(runCtx, planJSON, ref)
+		if !errors.Is(err, tektonrun.ErrNotRunning) {
+			return run, err
+		}
+	}
 }
 
 // abortOnCancel aborts the run once ctx is cancelled, until it succeeds or the run is no

@@ -67,8 +67,14 @@ type Registrar struct {
 	Interval time.Duration
 	Logger   lager.Logger
 
-	// running says the worker was last saved running.
+	// Lander lands the target when an operator lands its worker (fly land-worker), so
+	// that no starter of builds starts one there (nil: the target is not told).
+	Lander interface{ Land(context.Context) error }
+
+	// running says the worker was last saved running; state, the state other than
+	// running it was last saved with.
 	running bool
+	state   tektonrun.TargetState
 }
 
 func (r *Registrar) interval() time.Duration {
@@ -117,9 +123,31 @@ func (r *Registrar) Beat(ctx context.Context) error {
 		_, err := r.Workers.SaveWorker(w, ttl)
 		return err
 	}
+	if st := report.Status; st != nil && st.State != tektonrun.StateRunning {
+		// Landed or retired on the cluster (concourse-tekton land, retire): the worker
+		// says so, and no build is scheduled on it.
+		w.State = string(st.State)
+		if r.running || r.state != st.State {
+			logger.Info("not-running", lager.Data{"state": st.State, "since": st.Since, "builds": st.Running})
+		}
+		r.running, r.state = false, st.State
+		_, err := r.Workers.SaveWorker(w, ttl)
+		return err
+	}
+	r.state = ""
 	if r.running {
-		_, err := r.Workers.HeartbeatWorker(w, ttl)
+		saved, err := r.Workers.HeartbeatWorker(w, ttl)
 		if err == nil {
+			if saved == nil || r.Lander == nil {
+				return nil
+			}
+			if state := saved.State(); state == db.WorkerStateLanding || state == db.WorkerStateLanded {
+				// Landed by an operator (fly land-worker): the target lands too.
+				logger.Info("landed-by-operator", lager.Data{"state": state})
+				if err := r.Lander.Land(ctx); err != nil {
+					logger.Error("failed-to-land-target", err)
+				}
+			}
 			return nil
 		}
 		if !errors.Is(err, db.ErrWorkerNotPresent) {

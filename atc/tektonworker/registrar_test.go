@@ -73,20 +73,29 @@ func calls(f *dbfakes.FakeWorkerFactory, order []string) []call {
 	return out
 }
 
-func TestBeat(t *testing.T) {
+// recordingWorkers is a worker factory that records its calls' kinds in order, and
+// answers heartbeats with heartbeat.
+func recordingWorkers(order *[]string, heartbeat func() (db.Worker, error)) *dbfakes.FakeWorkerFactory {
 	workers := new(dbfakes.FakeWorkerFactory)
-	var order []string
 	workers.SaveWorkerStub = func(atc.Worker, time.Duration) (db.Worker, error) {
-		order = append(order, "save")
+		*order = append(*order, "save")
 		return new(dbfakes.FakeWorker), nil
 	}
 	workers.HeartbeatWorkerStub = func(atc.Worker, time.Duration) (db.Worker, error) {
-		order = append(order, "heartbeat")
+		*order = append(*order, "heartbeat")
+		return heartbeat()
+	}
+	return workers
+}
+
+func TestBeat(t *testing.T) {
+	var order []string
+	workers := recordingWorkers(&order, func() (db.Worker, error) {
 		if len(order) == 6 {
 			return nil, db.ErrWorkerNotPresent
 		}
 		return new(dbfakes.FakeWorker), nil
-	}
+	})
 	r := &Registrar{
 		Workers:  workers,
 		Target:   &checker{[]tektonrun.CheckReport{ok, ok, unreachable, unreachable, ok, ok}},
@@ -175,5 +184,60 @@ func TestProblems(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// lander counts the times it was told to land the target.
+type lander struct{ lands int }
+
+func (l *lander) Land(context.Context) error { l.lands++; return nil }
+
+// TestBeatLanding: a target landed on the cluster is a landing (then landed) worker, and
+// one running again is saved running; a worker an operator landed lands its target.
+func TestBeatLanding(t *testing.T) {
+	landing := ok
+	landing.Status = &tektonrun.Status{State: tektonrun.StateLanding, Running: 1}
+	landed := ok
+	landed.Status = &tektonrun.Status{State: tektonrun.StateLanded}
+	running := ok
+	running.Status = &tektonrun.Status{State: tektonrun.StateRunning}
+
+	var order []string
+	workers := recordingWorkers(&order, func() (db.Worker, error) {
+		w := new(dbfakes.FakeWorker)
+		w.StateReturns(db.WorkerStateRunning)
+		if len(order) == 6 {
+			w.StateReturns(db.WorkerStateLanding) // fly land-worker
+		}
+		return w, nil
+	})
+	l := &lander{}
+	r := &Registrar{
+		Workers:  workers,
+		Target:   &checker{[]tektonrun.CheckReport{running, landing, landed, running, running, running}},
+		Worker:   Worker("tekton-ci", nil),
+		Interval: 10 * time.Second,
+		Logger:   lagertest.NewTestLogger("worker"),
+		Lander:   l,
+	}
+	for range 6 {
+		if err := r.Beat(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ttl := 20 * time.Second
+	want := []call{
+		{"save", "running", ttl},
+		{"save", "landing", ttl}, // concourse-tekton land, a build running
+		{"save", "landed", ttl},  // it ended
+		{"save", "running", ttl}, // land --undo
+		{"heartbeat", "", ttl},
+		{"heartbeat", "", ttl}, // fly land-worker: the target lands
+	}
+	if diff := cmp.Diff(want, calls(workers, order)); diff != "" {
+		t.Errorf("calls to the worker factory (-want +got):\n%s", diff)
+	}
+	if l.lands != 1 {
+		t.Errorf("the target was landed %d times; want once, when the operator landed the worker", l.lands)
 	}
 }

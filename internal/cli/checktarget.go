@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -41,10 +42,7 @@ func (s *streams) checkTarget(ctx context.Context, o tektonrun.TargetOptions, ou
 	if err != nil {
 		return err
 	}
-	if o.UserAgent == "" {
-		o.UserAgent = "concourse-tekton/" + Version
-	}
-	t, err := newTarget(o)
+	t, err := s.target(o)
 	if err != nil {
 		return err
 	}
@@ -101,6 +99,16 @@ func printCheck(w io.Writer, t *tektonrun.Target, r tektonrun.CheckReport) {
 			if ps.Level == "restricted" && !ps.TektonSecurityContext {
 				fmt.Fprintf(w, "    (Tekton's init container \"prepare\" passes \"restricted\" only with set-security-context: \"true\" in its ConfigMap tekton-pipelines/feature-flags)\n")
 			}
+		}
+	}
+	if st := r.Status; st != nil {
+		switch st.State {
+		case tektonrun.StateRunning:
+			fmt.Fprintf(w, "✓ target %s is running: it takes builds (%d running)\n", t.Name, st.Running)
+		case tektonrun.StateLanded:
+			fmt.Fprintf(w, "! target %s is landed since %s: it takes no new build (land --undo takes them again)\n", t.Name, st.Since.Format(time.RFC3339))
+		default:
+			fmt.Fprintf(w, "! target %s is %s since %s: it takes no new build; %d running\n", t.Name, st.State, st.Since.Format(time.RFC3339), st.Running)
 		}
 	}
 	if r.Err != nil {

@@ -29,6 +29,7 @@ type fakeWorker struct {
 	denied      []string // permissions not granted, as "verb resource/subresource"
 	unreachable bool
 	enforce     string // the namespace's Pod Security enforce level
+	landing     bool   // an operator landed it
 }
 
 // useFakeTarget makes check-target talk to a fake cluster in namespace "ci", and returns
@@ -44,7 +45,12 @@ func useFakeTarget(t *testing.T, w fakeWorker) *tektonrun.TargetOptions {
 		if w.enforce != "" {
 			ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": w.enforce}
 		}
-		kube := fake.NewClientset(ns)
+		objects := []runtime.Object{ns}
+		if w.landing {
+			objects = append(objects, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tektonrun.StateConfigMap, Namespace: "ci"},
+				Data: map[string]string{"state": "landing", "since": "2026-11-24T10:00:00Z"}})
+		}
+		kube := fake.NewClientset(objects...)
 		disc := kube.Discovery().(*fakediscovery.FakeDiscovery)
 		disc.FakedServerVersion = &version.Info{GitVersion: "v1.35.0"}
 		if w.tekton {
@@ -90,6 +96,7 @@ func TestCheckTarget(t *testing.T) {
 			"✓ Tekton Pipelines (tekton.dev/v1) is installed",
 			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
 			"✓ Pod Security \"privileged\" (latest) admits every step",
+			"✓ target ci is running: it takes builds (0 running)",
 		},
 	}, {
 		// Baseline: a pipeline's privileged steps cannot run there; the others can.
@@ -101,6 +108,7 @@ func TestCheckTarget(t *testing.T) {
 			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
 			`! Pod Security "baseline" (latest) in namespace ci rejects:`,
 			`    privileged steps (privileged: true): privileged (container "step-run" must not set securityContext.privileged=true)`,
+			"✓ target ci is running: it takes builds (0 running)",
 		},
 	}, {
 		// Restricted: every step that starts as root is rejected, so builds cannot run.
@@ -119,6 +127,7 @@ func TestCheckTarget(t *testing.T) {
 			"    create pods/exec",
 			"    get secrets",
 			"✓ Pod Security \"privileged\" (latest) admits every step",
+			"✓ target ci is running: it takes builds (0 running)",
 		},
 	}, {
 		name:     "no Tekton",
@@ -129,6 +138,18 @@ func TestCheckTarget(t *testing.T) {
 			"✗ Tekton Pipelines (tekton.dev/v1) is not installed: install it, see https://tekton.dev/docs/installation/pipelines/",
 			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
 			"✓ Pod Security \"privileged\" (latest) admits every step",
+			"✓ target ci is running: it takes builds (0 running)",
+		},
+	}, {
+		// Landed by an operator: as wanted, so the check passes, and says so.
+		name:   "landed",
+		worker: fakeWorker{tekton: true, landing: true},
+		want: []string{
+			"✓ API server https://127.0.0.1:6443 answers (v1.35.0)",
+			"✓ Tekton Pipelines (tekton.dev/v1) is installed",
+			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
+			"✓ Pod Security \"privileged\" (latest) admits every step",
+			"! target ci is landed since 2026-11-24T10:00:00Z: it takes no new build (land --undo takes them again)",
 		},
 	}, {
 		name:     "unreachable",
@@ -178,6 +199,7 @@ func TestCheckTargetJSON(t *testing.T) {
 		"tektonInstalled": true,
 		"missing":         []any{map[string]any{"resource": "pods", "subresource": "log", "verb": "get"}},
 		"podSecurity":     map[string]any{"level": "privileged", "version": "latest", "rejected": []any{}, "tektonSecurityContext": false},
+		"status":          map[string]any{"state": "running", "running": float64(0)},
 		"ok":              false,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -206,5 +228,23 @@ func TestCheckTargetErrors(t *testing.T) {
 				t.Errorf("stderr (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLand lands the target and takes it back, saying its state each time.
+func TestLand(t *testing.T) {
+	useFakeTarget(t, fakeWorker{tekton: true})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"land"}, "target ci is landed: it takes no new build, and none runs\n"},
+		{[]string{"land"}, "target ci is landed: it takes no new build, and none runs\n"},
+		{[]string{"land", "--undo"}, "target ci is running: it takes builds (0 running)\n"},
+	} {
+		code, stdout, stderr := run(t, "", tc.args...)
+		if code != 0 || stdout != tc.want || stderr != "" {
+			t.Errorf("%v: code %d, stdout %q, stderr %q; want %q", tc.args, code, stdout, stderr, tc.want)
+		}
 	}
 }

@@ -67,7 +67,7 @@ func newRoot(s *streams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(newValidate(s), newPlan(s), newConvert(s), newRun(s), newExecute(s), newIntercept(s), newEvents(s), newAbort(s), newCheckTarget(s), newGC(s))
+	root.AddCommand(newValidate(s), newPlan(s), newConvert(s), newRun(s), newExecute(s), newIntercept(s), newEvents(s), newAbort(s), newCheckTarget(s), newGC(s), newLand(s), newRetire(s))
 	return root
 }
 

@@ -66,10 +66,7 @@ func (s *streams) gc(ctx context.Context, o tektonrun.TargetOptions, opts gc.Opt
 	if opts.FailedGrace < 0 || opts.OneOffGrace < 0 {
 		return fmt.Errorf("invalid grace period: it is a duration, 0 or more")
 	}
-	if o.UserAgent == "" {
-		o.UserAgent = "concourse-tekton/" + Version
-	}
-	t, err := newTarget(o)
+	t, err := s.target(o)
 	if err != nil {
 		return err
 	}

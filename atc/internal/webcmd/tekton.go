@@ -134,6 +134,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		Worker:   tektonworker.Worker(name, f.resourceImages()),
 		Interval: f.HeartbeatInterval,
 		Logger:   logger.Session("worker"),
+		Lander:   t.target,
 	}
 	if f.GCInterval > 0 {
 		failed, oneOff := gc.DefaultRules.FailedGrace, gc.DefaultRules.OneOffGrace

@@ -1,0 +1,73 @@
+package tektonrun
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestLand: a landed target starts no new build, but a build it has is still its own
+// (attaching to it is no new build); it is landing while a build runs, landed once none
+// does, and takes builds again after Resume. A retiring target stays retiring.
+func TestLand(t *testing.T) {
+	b := newBackend(t, secret("token", "value"), secret("db", "user"))
+	ctx := context.Background()
+	target := b.client.target
+	status := func() Status {
+		t.Helper()
+		st, err := target.Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := status(); st.State != StateRunning || st.Running != 0 {
+		t.Errorf("a new target: %+v, want running", st)
+	}
+	if _, err := b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Land(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(); st.State != StateLanding || st.Running != 1 || time.Since(st.Since) > time.Minute {
+		t.Errorf("landed with a build running: %+v, want landing, 1 running, since now", st)
+	}
+	_, err := b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "2"})
+	if !errors.Is(err, ErrNotRunning) || !strings.Contains(err.Error(), "target ci is landing since") {
+		t.Errorf("a new build on a landing target: %v", err)
+	}
+	if _, err := b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "1"}); err != nil {
+		t.Errorf("attaching to a build of a landing target: %v", err)
+	}
+	if err := target.Tekton.TektonV1().PipelineRuns("ci").Delete(ctx, "app-unit-1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(); st.State != StateLanded {
+		t.Errorf("landing with no build running: %+v, want landed", st)
+	}
+	if err := target.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := status(); st.State != StateRunning {
+		t.Errorf("resumed: %+v, want running", st)
+	}
+	if _, err := b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "2"}); err != nil {
+		t.Errorf("a new build once resumed: %v", err)
+	}
+
+	if err := target.setState(ctx, StateRetiring); err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Land(ctx); err != nil || status().State != StateRetiring {
+		t.Errorf("landing a retiring target: %v, %+v; want it retiring still", err, status())
+	}
+	if err := target.Resume(ctx); err == nil || status().State != StateRetiring {
+		t.Errorf("resuming a retiring target: %v, %+v; want an error, and it retiring still", err, status())
+	}
+}
+
