@@ -70,4 +70,3 @@ func TestLand(t *testing.T) {
 		t.Errorf("resuming a retiring target: %v, %+v; want an error, and it retiring still", err, status())
 	}
 }
-
