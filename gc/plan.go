@@ -35,6 +35,9 @@ type Objects struct {
 	Claims []corev1.PersistentVolumeClaim
 	// Pods are the builds' pods: their steps', and the intercept and transfer pods.
 	Pods []corev1.Pod
+	// Secrets are the builds' Secrets of credentials their starter supplied, their
+	// metadata alone (Plan reads no value).
+	Secrets []corev1.Secret
 	// Images are the tags of the namespace's repository in the image registry
 	// (runspec.ImageTool) and their digests, listed before the TaskRuns; nil when the
 	// target has no registry.
@@ -70,6 +73,7 @@ const (
 	KindPod         = "Pod"
 	KindVolume      = "PersistentVolumeClaim"
 	KindImage       = "Image"
+	KindSecret      = "Secret"
 )
 
 // The reasons beside Retain's and the volumes' (pvc.Verdict).
@@ -84,6 +88,7 @@ const (
 	ReasonImageInUse   = "a build's TaskRun pushed it"
 	ReasonImageShared  = "a kept tag has the same digest"
 	ReasonRemade       = "made again under its name since it was listed"
+	ReasonSecretOrphan = "credentials of a build whose run was never made (its starter stopped first)"
 	ReasonReleased     = "released from its deleted build: " + pvc.ReasonRecent
 )
 
@@ -268,6 +273,15 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 		}
 	}
 
+	// A build's Secret is made just before its run, then owned by it: one that has no run
+	// after the grace period outlived a starter that stopped in between.
+	for _, sec := range objs.Secrets {
+		if _, ok := builds[sec.Name]; ok || len(sec.OwnerReferences) > 0 || sec.DeletionTimestamp != nil || now.Sub(sec.CreationTimestamp.Time) < pvc.Grace {
+			continue
+		}
+		d.Delete = append(d.Delete, Item{Kind: KindSecret, Name: sec.Name, Reason: ReasonSecretOrphan, UID: sec.UID})
+	}
+
 	gone, kept := images(objs, deleted)
 	d.Delete, d.Keep = append(d.Delete, gone...), append(d.Keep, kept...)
 	sortItems(d.Delete)
@@ -429,7 +443,7 @@ func sessionEnded(p *corev1.Pod, now time.Time) bool {
 
 // sortItems orders items by kind (runs, pods, volumes, images), then name.
 func sortItems(items []Item) {
-	rank := map[string]int{KindPipelineRun: 0, KindPod: 1, KindVolume: 2, KindImage: 3}
+	rank := map[string]int{KindPipelineRun: 0, KindPod: 1, KindVolume: 2, KindSecret: 3, KindImage: 4}
 	slices.SortFunc(items, func(a, b Item) int {
 		return cmp.Or(cmp.Compare(rank[a.Kind], rank[b.Kind]), strings.Compare(a.Name, b.Name))
 	})

@@ -340,3 +340,25 @@ func TestPlanOneOffsEnd(t *testing.T) {
 		t.Errorf("without OneOffsEnd, a one-off build deleted: %v", names(d.Delete))
 	}
 }
+
+// TestPlanSecrets deletes a build's Secret of credentials whose run was never made, once
+// the grace period is over, and leaves those of builds alone.
+func TestPlanSecrets(t *testing.T) {
+	objs := namespace([]fixture{{job: "unit", n: 1, outcome: runspec.Succeeded, ended: 1}})
+	secret := func(name string, age time.Duration, owned bool) corev1.Secret {
+		s := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("secret-" + name), CreationTimestamp: metav1.NewTime(t0.Add(10*time.Hour - age))}}
+		if owned {
+			s.OwnerReferences = []metav1.OwnerReference{{Kind: "PipelineRun", Name: name, UID: types.UID("uid-" + name)}}
+		}
+		return s
+	}
+	objs.Secrets = []corev1.Secret{
+		secret("app-unit-1", time.Hour, true),    // its build's
+		secret("app-unit-2", time.Hour, false),   // its starter stopped before the run
+		secret("app-unit-3", time.Minute, false), // its run is being made
+	}
+	d := Plan(objs, Rules{}, t0.Add(10*time.Hour))
+	if diff := cmp.Diff([]string{"Secret/app-unit-2: " + ReasonSecretOrphan}, names(d.Delete)); diff != "" {
+		t.Errorf("Delete (-want +got):\n%s", diff)
+	}
+}

@@ -144,6 +144,8 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 			}
 		case KindVolume:
 			err = t.Kube.CoreV1().PersistentVolumeClaims(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
+		case KindSecret:
+			err = t.Kube.CoreV1().Secrets(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
 		case KindImage:
 			if !deletedDigests[item.Digest] {
 				err = registry.delete(ctx, item.Digest)
@@ -243,6 +245,22 @@ func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames
 			return "", err
 		}
 		objs.Claims = append(objs.Claims, l.Items...)
+		return l.Continue, nil
+	})
+	if err != nil {
+		return err
+	}
+	err = pages(ctx, pageSize, "Secrets", func(opts metav1.ListOptions) (string, error) {
+		opts.LabelSelector = selector(ours, build)
+		l, err := t.Kube.CoreV1().Secrets(ns).List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		for _, s := range l.Items {
+			// Their names and owners only: no value stays in memory.
+			objs.Secrets = append(objs.Secrets, corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+				Name: s.Name, UID: s.UID, OwnerReferences: s.OwnerReferences, CreationTimestamp: s.CreationTimestamp, DeletionTimestamp: s.DeletionTimestamp}})
+		}
 		return l.Continue, nil
 	})
 	if err != nil {
