@@ -219,7 +219,13 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 		}
 	}
 	runCtx := context.WithoutCancel(ctx)
-	run, err := s.factory.Runs.Start(runCtx, planJSON, CheckRef(s.build, check).WithCredentials(state))
+	ref := CheckRef(s.build, check).WithCredentials(state)
+	bs := &buildStep{factory: s.factory, build: s.build, plan: plan}
+	run, err := s.factory.Runs.Start(runCtx, planJSON, ref)
+	if errors.Is(err, tektonrun.ErrNotRunning) {
+		// As a check step waits for a worker, within the check's timeout.
+		run, err = bs.waitForTarget(ctx, runCtx, planJSON, ref, logger)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -235,7 +241,6 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 
 	followCtx, stop := context.WithCancel(runCtx)
 	defer stop()
-	bs := &buildStep{factory: s.factory, build: s.build, plan: plan}
 	go bs.abortOnCancel(ctx, followCtx, run, logger)
 
 	var failure string

@@ -159,6 +159,23 @@ func TestCheckSavesVersion(t *testing.T) {
 	}
 }
 
+// TestCheckWaitsForTarget: a check on a target that takes no builds waits for it, as a
+// check step waits for a worker (after its initialize-check, as Concourse), then runs.
+func TestCheckWaitsForTarget(t *testing.T) {
+	fx := newCheckFixture(checkPlan)
+	runs := &fakeRuns{run: newRun(event.BuildStatusSucceeded, checkEvents(event.Finish{Origin: event.Origin{ID: "5"}, Time: 103, Succeeded: true})...), notRunning: 2}
+	f := fx.factory(runs)
+	f.WorkerPolling = time.Millisecond
+	runEngine(t, fx.build, f, nil)
+	if got := finished(fx.build); got != db.BuildStatusSucceeded || runs.starts != 3 {
+		t.Fatalf("status %q after %d starts; want succeeded after 3", got, runs.starts)
+	}
+	want := []string{"initialize-check", "waiting-for-worker", "selected-worker:labnode", "start", "log:checking\n", "finish:ok"}
+	if diff := cmp.Diff(want, eventTypes(savedEventsOf(fx.build))); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
 func TestCheckFindsNothing(t *testing.T) {
 	fx := newCheckFixture(checkPlan)
 	fx.scope.LatestVersionReturns(nil, false, nil)
