@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +136,11 @@ func TestOrchestrator(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(seen, " ") != strings.Join(whole, " ") {
+	// A step that waited for a worker (its pod unschedulable a moment, as while its volume
+	// binds) shows it to followers that watched it wait; a follower that comes once the
+	// pod is scheduled cannot know, as the cluster keeps no record of it in the pod.
+	live := slices.DeleteFunc(slices.Clone(seen), func(k string) bool { return strings.Contains(k, "/wait/") })
+	if strings.Join(live, " ") != strings.Join(whole, " ") {
 		t.Errorf("split and resumed:\n%v\nwhole:\n%v", seen, whole)
 	}
 }
