@@ -40,9 +40,14 @@ func TestLandWorker(t *testing.T) {
 	target := tektonrun.NewTargetFromClients(web.ns, web.kube, web.tekton)
 	ctx := context.Background()
 	t.Cleanup(func() {
+		// The next tests need the worker running: land --undo makes it so, whatever the
+		// database said.
 		if err := target.Resume(context.Background()); err != nil {
-			t.Errorf("resuming the target: %v", err)
+			t.Fatalf("resuming the target: %v", err)
 		}
+		eventually(t, "the worker to be running again", time.Minute, func(context.Context) (bool, error) {
+			return workerState(t) == "running", nil
+		})
 	})
 	setPipeline(t, "land", fmt.Sprintf(`
 jobs:

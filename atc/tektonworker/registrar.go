@@ -146,7 +146,11 @@ func (r *Registrar) Beat(ctx context.Context) error {
 				logger.Info("landed-by-operator", lager.Data{"state": state})
 				if err := r.Lander.Land(ctx); err != nil {
 					logger.Error("failed-to-land-target", err)
+					return nil
 				}
+				// The target lands: a beat that finds it running again (land --undo)
+				// saves the worker running, whatever the database says.
+				r.running, r.state = false, tektonrun.StateLanding
 			}
 			return nil
 		}

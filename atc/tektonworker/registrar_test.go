@@ -214,13 +214,13 @@ func TestBeatLanding(t *testing.T) {
 	l := &lander{}
 	r := &Registrar{
 		Workers:  workers,
-		Target:   &checker{[]tektonrun.CheckReport{running, landing, landed, running, running, running}},
+		Target:   &checker{[]tektonrun.CheckReport{running, landing, landed, running, running, running, running}},
 		Worker:   Worker("tekton-ci", nil),
 		Interval: 10 * time.Second,
 		Logger:   lagertest.NewTestLogger("worker"),
 		Lander:   l,
 	}
-	for range 6 {
+	for range 7 {
 		if err := r.Beat(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +232,8 @@ func TestBeatLanding(t *testing.T) {
 		{"save", "landed", ttl},  // it ended
 		{"save", "running", ttl}, // land --undo
 		{"heartbeat", "", ttl},
-		{"heartbeat", "", ttl}, // fly land-worker: the target lands
+		{"heartbeat", "", ttl},   // fly land-worker: the target lands,
+		{"save", "running", ttl}, // and land --undo before the next beat: running again
 	}
 	if diff := cmp.Diff(want, calls(workers, order)); diff != "" {
 		t.Errorf("calls to the worker factory (-want +got):\n%s", diff)
