@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,9 +68,15 @@ jobs:
 		return workerState(t) == "landed", nil
 	})
 	flyOK(t, time.Minute, "trigger-job", "-j", "land/hello")
-	time.Sleep(10 * time.Second) // two polls of the waiting build
-	if b := builds(t, "land")["hello/1"]; b.Status != "started" && b.Status != "pending" {
-		t.Errorf("hello #1 on a landed target: %+v, want it waiting", b)
+	// The build waits (however long the scheduler takes to start it) with no run.
+	watchCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	watch := startFly(t, watchCtx, "watch", "-j", "land/hello", "-b", "1")
+	eventually(t, "hello #1 to wait for the landed worker", 2*time.Minute, func(context.Context) (bool, error) {
+		return strings.Contains(watch.output(), "waiting for worker"), nil
+	})
+	if b := builds(t, "land")["hello/1"]; b.Status != "started" {
+		t.Errorf("hello #1 on a landed target: %+v, want it started and waiting", b)
 	}
 	if l, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(ctx, metav1.ListOptions{LabelSelector: "concourse-ci.org/pipeline=land"}); err != nil || len(l.Items) > 0 {
 		t.Errorf("runs of a build waiting for a landed target: %d, %v; want none", len(l.Items), err)
@@ -78,7 +85,11 @@ jobs:
 	if err := target.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	out := watchBuild(t, "land", "hello", "1")
+	out, code := watch.wait(t)
+	t.Logf("fly watch -j land/hello -b 1: exit %d\n%s", code, out)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
 	inOrder(t, out, "waiting for worker", "hello from a landed target", "succeeded")
 	eventually(t, "the worker to be running", time.Minute, func(context.Context) (bool, error) {
 		return workerState(t) == "running", nil
