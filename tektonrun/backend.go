@@ -66,6 +66,14 @@ func (m BuildMeta) withDefaults() BuildMeta {
 	return m
 }
 
+// RunName is the name of the build's PipelineRun (Build must be set): what Run names it
+// on any target, so that a starter of builds on several targets finds the target a build
+// runs on.
+func (m BuildMeta) RunName() string {
+	m = m.withDefaults()
+	return translate.RunName(translate.Scope(m.Team, m.Pipeline, m.InstanceVars), m.Job, m.Build)
+}
+
 // Build is a build on the cluster.
 type Build struct {
 	// Name is its PipelineRun's name, in Namespace.

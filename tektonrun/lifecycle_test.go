@@ -70,3 +70,25 @@ func TestLand(t *testing.T) {
 		t.Errorf("resuming a retiring target: %v, %+v; want an error, and it retiring still", err, status())
 	}
 }
+
+// TestRunName: BuildMeta.RunName names the PipelineRun Run creates, for every kind of
+// build (a one-off's defaults, a team's, an instanced pipeline's).
+func TestRunName(t *testing.T) {
+	b := newBackend(t, secret("token", "value"), secret("db", "user"))
+	ctx := context.Background()
+	for _, meta := range []BuildMeta{
+		{Pipeline: "app", Job: "unit", Build: "7"},
+		{Team: "other", Pipeline: "app", Job: "unit", Build: "7"},
+		{Pipeline: "app", Job: "unit", Build: "7", InstanceVars: map[string]any{"branch": "main"}},
+		{Pipeline: "App.Pipeline", Job: "unit_test", Build: "7.1"},
+		{Build: "42"},
+	} {
+		build, err := b.Run(ctx, taskPlan(), meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := meta.RunName(); got != build.Name {
+			t.Errorf("%+v: RunName %q, Run created %q", meta, got, build.Name)
+		}
+	}
+}
