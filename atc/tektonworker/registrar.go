@@ -84,13 +84,33 @@ func (r *Registrar) interval() time.Duration {
 	return DefaultInterval
 }
 
+// registerTries is how many times Run tries to register the worker, registerRetry apart,
+// before it fails.
+var registerTries, registerRetry = 10, time.Second
+
 // Run saves the worker and keeps it up to date until ctx ends. Since it then stops
 // heartbeating, the worker stalls once its time runs out, as a worker that stopped does.
-// It fails only when the worker cannot be saved at first: the database refused it.
+// It fails only when the worker cannot be saved at first, registerTries times: the
+// database refused it.
 func (r *Registrar) Run(ctx context.Context) error {
 	r.Worker.StartTime = time.Now().Unix()
-	if err := r.Beat(ctx); err != nil {
-		return fmt.Errorf("registering worker %s: %w", r.Worker.Name, err)
+	// Registering can fail for a moment: workers saved at once race on the database's
+	// base resource types (a foreign key violation), as Concourse's workers' beacons
+	// do, which register again.
+	for try := 1; ; try++ {
+		err := r.Beat(ctx)
+		if err == nil {
+			break
+		}
+		if try == registerTries {
+			return fmt.Errorf("registering worker %s: %w", r.Worker.Name, err)
+		}
+		r.Logger.Error("failed-to-register", err, lager.Data{"try": try})
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(registerRetry):
+		}
 	}
 	t := time.NewTicker(r.interval())
 	defer t.Stop()

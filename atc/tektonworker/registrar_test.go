@@ -150,12 +150,29 @@ func TestRun(t *testing.T) {
 			t.Error("saved with no start time")
 		}
 	})
+	registerRetry = time.Millisecond
 	t.Run("a worker the database refuses", func(t *testing.T) {
 		workers := new(dbfakes.FakeWorkerFactory)
 		workers.SaveWorkerReturns(nil, errors.New("worker already exists and is either global or owned by another team"))
 		r := &Registrar{Workers: workers, Target: &checker{[]tektonrun.CheckReport{ok}}, Worker: Worker("w", nil), Logger: lagertest.NewTestLogger("worker")}
-		if err := r.Run(context.Background()); err == nil {
-			t.Error("Run did not fail")
+		if err := r.Run(context.Background()); err == nil || workers.SaveWorkerCallCount() != registerTries {
+			t.Errorf("Run: %v after %d tries; want it to fail after %d", err, workers.SaveWorkerCallCount(), registerTries)
+		}
+	})
+	t.Run("a worker the database refuses for a moment", func(t *testing.T) {
+		// Workers registered at once race on the base resource types.
+		workers := new(dbfakes.FakeWorkerFactory)
+		workers.SaveWorkerReturnsOnCall(0, nil, errors.New(`insert or update on table "worker_base_resource_types" violates foreign key constraint`))
+		r := &Registrar{Workers: workers, Target: &checker{[]tektonrun.CheckReport{ok}}, Worker: Worker("w", nil), Logger: lagertest.NewTestLogger("worker"), Interval: time.Hour}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		for workers.SaveWorkerCallCount() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v, want it registered at the second try", err)
 		}
 	})
 }
