@@ -18,14 +18,26 @@ import (
 
 // worker is one line of `fly workers --json`.
 type worker struct {
-	Name          string `json:"name"`
-	State         string `json:"state"`
-	Platform      string `json:"platform"`
-	Version       string `json:"version"`
+	Name          string   `json:"name"`
+	State         string   `json:"state"`
+	Platform      string   `json:"platform"`
+	Version       string   `json:"version"`
+	Tags          []string `json:"tags"`
 	ResourceTypes []struct {
 		Type  string `json:"type"`
 		Image string `json:"image"`
 	} `json:"resource_types"`
+}
+
+// listWorkers is what fly workers --json lists.
+func listWorkers(t *testing.T) ([]worker, error) {
+	t.Helper()
+	out, code := fly(t, time.Minute, "workers", "--json")
+	if code != 0 {
+		return nil, fmt.Errorf("fly workers: exit %d\n%s", code, out)
+	}
+	var workers []worker
+	return workers, jsonUnmarshal(out, &workers)
 }
 
 func TestWorker(t *testing.T) {
@@ -33,12 +45,8 @@ func TestWorker(t *testing.T) {
 	name := "tekton-" + web.ns
 	var found *worker
 	eventually(t, "worker "+name+" running", time.Minute, func(context.Context) (bool, error) {
-		var workers []worker
-		out, code := fly(t, time.Minute, "workers", "--json")
-		if code != 0 {
-			return false, fmt.Errorf("fly workers: exit %d\n%s", code, out)
-		}
-		if err := jsonUnmarshal(out, &workers); err != nil {
+		workers, err := listWorkers(t)
+		if err != nil {
 			return false, err
 		}
 		for i := range workers {

@@ -65,8 +65,9 @@ var web *webNode
 type webNode struct {
 	kube   kubernetes.Interface
 	tekton tekton.Interface
-	// ns is the namespace its builds run in.
-	ns string
+	// ns is the namespace its builds run in; tagged, a further target's, whose worker
+	// has the tag taggedTag (--tekton-targets).
+	ns, tagged string
 	// env is web.sh's environment: its state, ports and --tekton-* flags, and a home of
 	// its own, so that fly's targets (~/.flyrc) are the test's.
 	env   []string
@@ -76,6 +77,9 @@ type webNode struct {
 }
 
 const flyTarget = "e2e"
+
+// taggedTag is the tag of the web node's second target's worker.
+const taggedTag = "e2e-tagged"
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -104,6 +108,7 @@ func start() (w *webNode, stop func(), err error) {
 		return nil, nil, fmt.Errorf("loading kubeconfig %s (start the cluster with `make e2e-up` in the repository's root, or set E2E_KUBECONFIG): %w", path, err)
 	}
 	w = &webNode{kube: kubernetes.NewForConfigOrDie(cfg), tekton: tekton.NewForConfigOrDie(cfg)}
+	node := w // what undo works on, when start fails (w is then nil)
 	var undo []func()
 	stop = func() {
 		for i := len(undo) - 1; i >= 0; i-- {
@@ -113,24 +118,27 @@ func start() (w *webNode, stop func(), err error) {
 
 	ctx := context.Background()
 	w.ns = "atc-e2e-" + rand.String(5)
-	if _, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}, metav1.CreateOptions{}); err != nil {
-		return nil, stop, fmt.Errorf("creating namespace %s: %w", w.ns, err)
-	}
-	undo = append(undo, func() {
-		if os.Getenv("E2E_KEEP_NAMESPACES") == "1" {
-			fmt.Fprintf(os.Stderr, "keeping namespace %s (E2E_KEEP_NAMESPACES=1)\n", w.ns)
-			return
+	w.tagged = w.ns + "-tagged"
+	for _, ns := range []string{w.ns, w.tagged} {
+		if _, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			return nil, stop, fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
-		if err := w.kube.CoreV1().Namespaces().Delete(context.Background(), w.ns, metav1.DeleteOptions{}); err != nil {
-			fmt.Fprintf(os.Stderr, "deleting namespace %s: %v\n", w.ns, err)
+		undo = append(undo, func() {
+			if os.Getenv("E2E_KEEP_NAMESPACES") == "1" {
+				fmt.Fprintf(os.Stderr, "keeping namespace %s (E2E_KEEP_NAMESPACES=1)\n", ns)
+				return
+			}
+			if err := node.kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil {
+				fmt.Fprintf(os.Stderr, "deleting namespace %s: %v\n", ns, err)
+			}
+		})
+		// Pods need the namespace's default service account, which a controller adds.
+		if err := pollErr(ctx, time.Minute, func(ctx context.Context) (bool, error) {
+			_, err := w.kube.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
+			return err == nil, client(err)
+		}); err != nil {
+			return nil, stop, fmt.Errorf("waiting for the default service account of %s: %w", ns, err)
 		}
-	})
-	// Pods need the namespace's default service account, which a controller adds.
-	if err := pollErr(ctx, time.Minute, func(ctx context.Context) (bool, error) {
-		_, err := w.kube.CoreV1().ServiceAccounts(w.ns).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, client(err)
-	}); err != nil {
-		return nil, stop, fmt.Errorf("waiting for the default service account of %s: %w", w.ns, err)
 	}
 
 	tmp, err := os.MkdirTemp("", "atc-e2e-")
@@ -139,6 +147,10 @@ func start() (w *webNode, stop func(), err error) {
 	}
 	undo = append(undo, func() { os.RemoveAll(tmp) })
 	w.state = filepath.Join(tmp, "web")
+	targets := filepath.Join(tmp, "targets.yml")
+	if err := os.WriteFile(targets, []byte(fmt.Sprintf("- namespace: %s\n  kubeconfig: %s\n  tags: [%s]\n", w.tagged, path, taggedTag)), 0o600); err != nil {
+		return nil, stop, err
+	}
 	home := filepath.Join(tmp, "home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, stop, err
@@ -165,6 +177,7 @@ func start() (w *webNode, stop func(), err error) {
 		"CONCOURSE_TEKTON_FLY_TARGET="+flyTarget,
 		"CONCOURSE_TEKTON_KUBECONFIG="+path,
 		"CONCOURSE_TEKTON_NAMESPACE="+w.ns,
+		"CONCOURSE_TEKTON_TARGETS="+targets,
 		"CONCOURSE_TEKTON_RUNNER_IMAGE="+runnerImage,
 		"CONCOURSE_TEKTON_RESOURCE_IMAGE=mock="+mockImage,
 		"CONCOURSE_TEKTON_IMAGE_REGISTRY="+os.Getenv("E2E_IMAGE_REGISTRY"),
@@ -175,7 +188,7 @@ func start() (w *webNode, stop func(), err error) {
 		"CONCOURSE_ENABLE_REDACT_SECRETS=true",
 	)
 	undo = append(undo, func() {
-		if out, err := w.webSh("down"); err != nil {
+		if out, err := node.webSh("down"); err != nil {
 			fmt.Fprintf(os.Stderr, "web.sh down: %v\n%s", err, out)
 		}
 	})

@@ -14,19 +14,15 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
-// workerState is the state fly workers shows of the namespace's worker ("" when absent).
-func workerState(t *testing.T) string {
+// workerState is the state fly workers shows of a worker ("" when absent).
+func workerState(t *testing.T, name string) string {
 	t.Helper()
-	var workers []worker
-	out, code := fly(t, time.Minute, "workers", "--json")
-	if code != 0 {
-		t.Fatalf("fly workers: exit %d\n%s", code, out)
-	}
-	if err := jsonUnmarshal(out, &workers); err != nil {
+	workers, err := listWorkers(t)
+	if err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range workers {
-		if w.Name == "tekton-"+web.ns {
+		if w.Name == name {
 			return w.State
 		}
 	}
@@ -34,8 +30,9 @@ func workerState(t *testing.T) string {
 }
 
 // TestLandWorker: a target landed on the cluster (concourse-tekton land) is a landed
-// worker in fly workers, and a build triggered meanwhile waits for it, with no run, until
-// it takes builds again; fly land-worker lands the target too.
+// worker in fly workers, and a build triggered meanwhile errors at once, with no run, as
+// a Concourse step with no running worker to run it does; once the target takes builds
+// again, builds run; fly land-worker lands the target too.
 func TestLandWorker(t *testing.T) {
 	dumpOnFailure(t)
 	target := tektonrun.NewTargetFromClients(web.ns, web.kube, web.tekton)
@@ -47,7 +44,7 @@ func TestLandWorker(t *testing.T) {
 			t.Fatalf("resuming the target: %v", err)
 		}
 		eventually(t, "the worker to be running again", time.Minute, func(context.Context) (bool, error) {
-			return workerState(t) == "running", nil
+			return workerState(t, "tekton-"+web.ns) == "running", nil
 		})
 	})
 	setPipeline(t, "land", fmt.Sprintf(`
@@ -65,35 +62,25 @@ jobs:
 		t.Fatal(err)
 	}
 	eventually(t, "the worker to be landed", time.Minute, func(context.Context) (bool, error) {
-		return workerState(t) == "landed", nil
+		return workerState(t, "tekton-"+web.ns) == "landed", nil
 	})
-	flyOK(t, time.Minute, "trigger-job", "-j", "land/hello")
-	// The build waits (however long the scheduler takes to start it) with no run.
-	watchCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	watch := startFly(t, watchCtx, "watch", "-j", "land/hello", "-b", "1")
-	eventually(t, "hello #1 to wait for the landed worker", 2*time.Minute, func(context.Context) (bool, error) {
-		return strings.Contains(watch.output(), "waiting for worker"), nil
-	})
-	if b := builds(t, "land")["hello/1"]; b.Status != "started" {
-		t.Errorf("hello #1 on a landed target: %+v, want it started and waiting", b)
+	out, code := fly(t, 2*time.Minute, "trigger-job", "-j", "land/hello", "-w")
+	t.Logf("fly trigger-job -j land/hello -w: exit %d\n%s", code, out)
+	if code != 2 || !strings.Contains(out, "no workers satisfying: resource type 'registry-image', version: '2.5'") || !strings.Contains(out, "errored") {
+		t.Errorf("hello #1 on a landed target: exit %d; want it errored (2), no workers satisfying", code)
 	}
 	if l, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(ctx, metav1.ListOptions{LabelSelector: "concourse-ci.org/pipeline=land"}); err != nil || len(l.Items) > 0 {
-		t.Errorf("runs of a build waiting for a landed target: %d, %v; want none", len(l.Items), err)
+		t.Errorf("runs of a build on a landed target: %d, %v; want none", len(l.Items), err)
 	}
 
 	if err := target.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	out, code := watch.wait(t)
-	t.Logf("fly watch -j land/hello -b 1: exit %d\n%s", code, out)
-	if code != 0 {
-		t.Fatalf("exit %d, want 0", code)
-	}
-	inOrder(t, out, "waiting for worker", "hello from a landed target", "succeeded")
 	eventually(t, "the worker to be running", time.Minute, func(context.Context) (bool, error) {
-		return workerState(t) == "running", nil
+		return workerState(t, "tekton-"+web.ns) == "running", nil
 	})
+	out = flyOK(t, 5*time.Minute, "trigger-job", "-j", "land/hello", "-w")
+	inOrder(t, out, "hello from a landed target", "succeeded")
 
 	flyOK(t, time.Minute, "land-worker", "-w", "tekton-"+web.ns)
 	eventually(t, "the target to land", time.Minute, func(ctx context.Context) (bool, error) {

@@ -222,10 +222,6 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 	ref := CheckRef(s.build, check).WithCredentials(state)
 	bs := &buildStep{factory: s.factory, build: s.build, plan: plan}
 	run, err := s.factory.Runs.Start(runCtx, planJSON, ref)
-	if errors.Is(err, tektonrun.ErrNotRunning) {
-		// As a check step waits for a worker, within the check's timeout.
-		run, err = bs.waitForTarget(ctx, runCtx, planJSON, ref, logger)
-	}
 	if err != nil {
 		return nil, false, err
 	}

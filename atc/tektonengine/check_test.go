@@ -159,23 +159,6 @@ func TestCheckSavesVersion(t *testing.T) {
 	}
 }
 
-// TestCheckWaitsForTarget: a check on a target that takes no builds waits for it, as a
-// check step waits for a worker (after its initialize-check, as Concourse), then runs.
-func TestCheckWaitsForTarget(t *testing.T) {
-	fx := newCheckFixture(checkPlan)
-	runs := &fakeRuns{run: newRun(event.BuildStatusSucceeded, checkEvents(event.Finish{Origin: event.Origin{ID: "5"}, Time: 103, Succeeded: true})...), notRunning: 2}
-	f := fx.factory(runs)
-	f.WorkerPolling = time.Millisecond
-	runEngine(t, fx.build, f, nil)
-	if got := finished(fx.build); got != db.BuildStatusSucceeded || runs.starts != 3 {
-		t.Fatalf("status %q after %d starts; want succeeded after 3", got, runs.starts)
-	}
-	want := []string{"initialize-check", "waiting-for-worker", "selected-worker:labnode", "start", "log:checking\n", "finish:ok"}
-	if diff := cmp.Diff(want, eventTypes(savedEventsOf(fx.build))); diff != "" {
-		t.Errorf("events (-want +got):\n%s", diff)
-	}
-}
-
 func TestCheckFindsNothing(t *testing.T) {
 	fx := newCheckFixture(checkPlan)
 	fx.scope.LatestVersionReturns(nil, false, nil)
@@ -250,6 +233,15 @@ func TestCheckErrors(t *testing.T) {
 		}
 		if fx.scope.UpdateLastCheckEndTimeCallCount() != 1 || fx.scope.UpdateLastCheckEndTimeArgsForCall(0) {
 			t.Error("the check's end not recorded as failed")
+		}
+	})
+	t.Run("no running worker matches", func(t *testing.T) {
+		// As Concourse's check step: errored at once, saying which worker it lacks.
+		fx := newCheckFixture(checkPlan)
+		runEngine(t, fx.build, fx.factory(&fakeRuns{err: &NoWorkersError{PlanID: "5", Spec: "resource type 'git'"}}), nil)
+		evs := eventTypes(savedEventsOf(fx.build))
+		if finished(fx.build) != db.BuildStatusErrored || len(evs) == 0 || evs[len(evs)-1] != "error:run check: no workers satisfying: resource type 'git', version: '2.5'" {
+			t.Errorf("status %q, events %q; want errored, saying why", finished(fx.build), evs)
 		}
 	})
 }

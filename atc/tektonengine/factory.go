@@ -33,13 +33,10 @@ const (
 	// DefaultAbortRetry is how often an abort that failed is tried again while the run
 	// goes on.
 	DefaultAbortRetry = 5 * time.Second
-	// DefaultWorkerPolling is how often a build waiting for the target to take builds
-	// again (landed, retiring) tries to start: Concourse's worker pool's interval.
-	DefaultWorkerPolling = 5 * time.Second
 )
 
 // StepperFactory runs job and one-off builds on the cluster, each as one run of its
-// whole plan. Check builds run there too when Checks is set (a one-step run of the
+// whole plan (on one of several targets: Pool). Check builds run there too when Checks is set (a one-step run of the
 // check, its version saved through the ATC's database as Concourse's check step saves
 // it); else they go to Fallback.
 type StepperFactory struct {
@@ -52,11 +49,9 @@ type StepperFactory struct {
 	SetPipelines *SetPipelineConfig
 	// Fallback makes the steppers of check builds when Checks is nil: Concourse's own.
 	Fallback engine.StepperFactory
-	// Settle, AbortRetry and WorkerPolling: see DefaultSettle, DefaultAbortRetry and
-	// DefaultWorkerPolling (zero: those).
-	Settle        time.Duration
-	AbortRetry    time.Duration
-	WorkerPolling time.Duration
+	// Settle and AbortRetry: see DefaultSettle and DefaultAbortRetry (zero: those).
+	Settle     time.Duration
+	AbortRetry time.Duration
 	// Now is the clock of the error events the stepper saves itself (nil: time.Now).
 	Now func() time.Time
 }
@@ -134,11 +129,6 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 	}
 	ref := Ref(s.build).WithCredentials(state)
 	run, err := s.factory.Runs.Start(runCtx, planJSON, ref)
-	if errors.Is(err, tektonrun.ErrNotRunning) {
-		if run, err = s.waitForTarget(ctx, runCtx, planJSON, ref, logger); ctx.Err() != nil {
-			return false, context.Canceled // aborted while it waited: it never started
-		}
-	}
 	if err != nil && ctx.Err() == nil && Transient(err) {
 		// The cluster could not be reached, or asked to be tried again: the build stays
 		// pending on it, and the engine runs it again later (as a build whose events could
@@ -234,27 +224,6 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 	return false, fmt.Errorf("the build's run %s ended %s", run.Name(), status)
 }
 
-// waitForTarget starts the build once its target takes builds again, trying every
-// WorkerPolling, as a Concourse step waits for a worker: the build shows it is waiting
-// (a waiting-for-worker event), and an abort ends the wait.
-func (s *buildStep) waitForTarget(ctx, runCtx context.Context, planJSON []byte, ref BuildRef, logger lager.Logger) (Run, error) {
-	logger.Info("waiting-for-target")
-	s.save(logger, atcevent.WaitingForWorker{Time: s.now().Unix(), Origin: atcevent.Origin{ID: atcevent.OriginID(s.plan.ID)}})
-	t := time.NewTicker(or(s.factory.WorkerPolling, DefaultWorkerPolling))
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-t.C:
-		}
-		run, err := s.factory.Runs.Start(runCtx, planJSON, ref)
-		if !errors.Is(err, tektonrun.ErrNotRunning) {
-			return run, err
-		}
-	}
-}
-
 // abortOnCancel aborts the run once ctx is cancelled, until it succeeds or the run is no
 // longer followed.
 func (s *buildStep) abortOnCancel(ctx, followCtx context.Context, run Run, logger lager.Logger) {
@@ -297,11 +266,16 @@ func (s *buildStep) now() time.Time {
 	return time.Now()
 }
 
-// planID is the plan an error is about: the step a compile error names, else the root.
+// planID is the plan an error is about: the step a compile error names, the step no
+// worker can run, else the root.
 func planID(err error, root atc.PlanID) atc.PlanID {
 	var unsupported *translate.UnsupportedError
 	if errors.As(err, &unsupported) && unsupported.PlanID != "" {
 		return atc.PlanID(unsupported.PlanID)
+	}
+	var noWorkers *NoWorkersError
+	if errors.As(err, &noWorkers) && noWorkers.PlanID != "" {
+		return noWorkers.PlanID
 	}
 	return root
 }

@@ -32,8 +32,6 @@ import (
 type fakeRuns struct {
 	run *fakeRun
 	err error
-	// notRunning is how many starts fail first as on a landed target.
-	notRunning int
 
 	mu     sync.Mutex
 	refs   []BuildRef
@@ -52,10 +50,6 @@ func (f *fakeRuns) Start(ctx context.Context, plan []byte, ref BuildRef) (Run, e
 	}
 	f.refs, f.plans = append(f.refs, ref), append(f.plans, p)
 	f.starts++
-	if f.notRunning > 0 {
-		f.notRunning--
-		return nil, fmt.Errorf("%w: target lab/ci is landing since 2026-11-24T10:00:00Z", tektonrun.ErrNotRunning)
-	}
 	if f.err != nil {
 		return nil, f.err
 	}
@@ -306,6 +300,12 @@ func TestBuildOutcomes(t *testing.T) {
 			wantSaved: []atc.Event{atcevent.Error{Message: "creating PipelineRun app-unit-3: forbidden", Origin: atcevent.Origin{ID: "0"}, Time: 1000}},
 		},
 		{
+			name:      "no running worker matches: Concourse's error on the step, errored",
+			startErr:  &NoWorkersError{PlanID: "1", Spec: "platform 'linux', tag 'gpu'"},
+			want:      db.BuildStatusErrored,
+			wantSaved: []atc.Event{atcevent.Error{Message: "no workers satisfying: platform 'linux', tag 'gpu', version: '2.5'", Origin: atcevent.Origin{ID: "1"}, Time: 1000}},
+		},
+		{
 			name:     "the cluster cannot be reached: left running, to be started again, nothing saved",
 			startErr: fmt.Errorf("looking for build app-unit-3: %w", apierrors.NewServiceUnavailable("the apiserver restarts")),
 			want:     "",
@@ -367,40 +367,6 @@ func TestBuildRef(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestWaitForTarget: a build whose target takes no builds (landed) waits, as a step waits
-// for a worker, saying so once, and starts once the target takes builds again; aborted
-// while it waits, it ends aborted, never started.
-func TestWaitForTarget(t *testing.T) {
-	now := func() time.Time { return time.Unix(1000, 0) }
-	waiting := atcevent.WaitingForWorker{Time: 1000, Origin: atcevent.Origin{ID: "1"}}
-
-	run := newRun(event.BuildStatusSucceeded, cat(taskHead, []event.Event{finishTask(0, 103)})...)
-	runs := &fakeRuns{run: run, notRunning: 3}
-	build := jobBuild(taskPlan)
-	runEngine(t, build, &StepperFactory{Runs: runs, WorkerPolling: time.Millisecond, Now: now}, nil)
-	if got := finished(build); got != db.BuildStatusSucceeded || runs.starts != 4 {
-		t.Errorf("status %q after %d starts, want succeeded after 4", got, runs.starts)
-	}
-	if diff := cmp.Diff(cat([]atc.Event{waiting}, atcTaskHead, []atc.Event{atcFinishTask(0, 103)}), savedEventsOf(build)); diff != "" {
-		t.Errorf("saved events (-want +got):\n%s", diff)
-	}
-
-	runs = &fakeRuns{run: run, notRunning: 1 << 30}
-	build = jobBuild(taskPlan)
-	runEngine(t, build, &StepperFactory{Runs: runs, WorkerPolling: time.Millisecond, Now: now}, func(notify chan<- struct{}) {
-		for build.SaveEventCallCount() == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		notify <- struct{}{} // fly abort-build
-	})
-	if got := finished(build); got != db.BuildStatusAborted {
-		t.Errorf("aborted while waiting: status %q, want aborted", got)
-	}
-	if diff := cmp.Diff([]atc.Event{waiting}, savedEventsOf(build)); diff != "" {
-		t.Errorf("aborted while waiting: saved events (-want +got):\n%s", diff)
 	}
 }
 

@@ -72,15 +72,15 @@ func (cmd *WebCommand) Execute(args []string) error {
 	if err != nil {
 		return err
 	}
-	if t := cmd.tekton; t != nil && t.registrar != nil {
-		defer t.backend.Close()
-		// The worker is registered once the ATC runs, and stops heartbeating first.
-		members := grouper.Members{
-			{Name: "atc", Runner: runner},
-			{Name: "tekton-worker", Runner: contextRunner(t.registrar.Run)},
-		}
-		if t.sweeper != nil {
-			members = append(members, grouper.Member{Name: "tekton-gc", Runner: contextRunner(t.sweeper.Run)})
+	if t := cmd.tekton; t != nil && len(t.targets) > 0 && t.targets[0].registrar != nil {
+		// The workers are registered once the ATC runs, and stop heartbeating first.
+		members := grouper.Members{{Name: "atc", Runner: runner}}
+		for _, target := range t.targets {
+			defer target.backend.Close()
+			members = append(members, grouper.Member{Name: "tekton-worker-" + target.worker, Runner: contextRunner(target.registrar.Run)})
+			if target.sweeper != nil {
+				members = append(members, grouper.Member{Name: "tekton-gc-" + target.worker, Runner: contextRunner(target.sweeper.Run)})
+			}
 		}
 		runner = grouper.NewOrdered(os.Interrupt, members)
 	}

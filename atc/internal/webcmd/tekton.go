@@ -1,6 +1,7 @@
 package webcmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -39,14 +40,16 @@ type TektonFlags struct {
 	ImageRegistrySecret string `long:"image-registry-secret" value-name:"NAME" description:"The Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: concourse-image-registry, if it exists)."`
 
 	WorkerName        string        `long:"worker-name" description:"The name the namespace has as a worker (default: tekton-<namespace>)."`
+	Tags              []string      `long:"tag" description:"A tag of the namespace's worker: steps with tags run on a worker with all of them, steps without on a worker without tags. Can be given multiple times."`
+	Targets           string        `long:"targets" value-name:"FILE" description:"A YAML list of further targets, each a worker of its own (worker, kubeconfig, context, namespace, in_cluster, tags, service_account, storage_class, build_volume_size, image_registry, image_registry_secret): each build runs on the running target whose tags match its steps' that runs the fewest builds."`
 	HeartbeatInterval time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
 	GCInterval        time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
 }
 
-// Enabled tells whether builds run on Kubernetes: any flag that picks a cluster or a
-// namespace says so.
+// Enabled tells whether builds run on Kubernetes: any flag that picks a cluster, a
+// namespace or further targets says so.
 func (f *TektonFlags) Enabled() bool {
-	return f.Kubeconfig != "" || f.Context != "" || f.Namespace != "" || f.InCluster
+	return f.Kubeconfig != "" || f.Context != "" || f.Namespace != "" || f.InCluster || f.Targets != ""
 }
 
 // Options are the compile options every build starts from; the ATC's URL is given later.
@@ -82,8 +85,15 @@ func (f *TektonFlags) resourceImages() map[string]string {
 	return images
 }
 
-// tekton is the web node's Kubernetes side: where builds run, and the worker it is.
+// tekton is the web node's Kubernetes side: the targets builds run on, each a worker.
 type tekton struct {
+	targets []*tektonTarget
+}
+
+// tektonTarget is one target: where its builds run, and the worker it is.
+type tektonTarget struct {
+	worker    string
+	tags      []string
 	target    *tektonrun.Target
 	options   translate.Options
 	backend   *tektonrun.Backend
@@ -91,27 +101,65 @@ type tekton struct {
 	sweeper   *tektonworker.Sweeper // nil: --tekton-gc-interval=0
 }
 
-// openTekton loads the target the flags name. It does not contact the cluster: the
-// registrar's checks do, and say what is wrong in the log and in `fly workers`.
+// openTekton loads the targets the flags name: the flags' own, then the --tekton-targets
+// file's. It does not contact the clusters: the registrars' checks do, and say what is
+// wrong in the log and in `fly workers`.
 func (f *TektonFlags) openTekton() (*tekton, error) {
 	opts, err := f.Options()
 	if err != nil {
 		return nil, err
 	}
-	t, err := tektonrun.NewTarget(tektonrun.TargetOptions{
-		Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace, InCluster: f.InCluster,
-		UserAgent: "concourse-tekton-web",
-	})
-	if err != nil {
-		return nil, fmt.Errorf("--tekton-*: %w", err)
+	specs := []TargetSpec{{Worker: f.WorkerName, Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace, InCluster: f.InCluster, Tags: f.Tags}}
+	for _, tag := range f.Tags {
+		if !tagPattern.MatchString(tag) {
+			return nil, fmt.Errorf("--tekton-tag %q is not a tag (letters, digits, and _ . : / - after the first)", tag)
+		}
 	}
-	return &tekton{target: t, options: opts}, nil
+	if f.Targets != "" {
+		more, err := ReadTargets(f.Targets)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, more...)
+	}
+	t := &tekton{}
+	workers, places := map[string]string{}, map[string]string{}
+	for i, s := range specs {
+		where := "--tekton-*"
+		if i > 0 {
+			where = fmt.Sprintf("--tekton-targets %s:%d:%d: targets[%d]", f.Targets, s.Line, s.Column, i-1)
+		}
+		target, err := tektonrun.NewTarget(tektonrun.TargetOptions{
+			Kubeconfig: s.Kubeconfig, Context: s.Context, Namespace: s.Namespace, InCluster: s.InCluster,
+			UserAgent: "concourse-tekton-web",
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+		name := cmp.Or(s.Worker, "tekton-"+target.Namespace)
+		if other, ok := workers[name]; ok {
+			return nil, fmt.Errorf("%s: worker %s is %s's name already: give it another (worker:)", where, name, other)
+		}
+		place := target.Config.Host + " " + target.Namespace
+		if other, ok := places[place]; ok {
+			return nil, fmt.Errorf("%s: namespace %s of %s is worker %s already: a namespace is one target", where, target.Namespace, target.Config.Host, other)
+		}
+		workers[name], places[place] = where, name
+		o := opts
+		o.ServiceAccount = cmp.Or(s.ServiceAccount, o.ServiceAccount)
+		o.StorageClass = cmp.Or(s.StorageClass, o.StorageClass)
+		o.BuildVolumeSize = cmp.Or(s.BuildVolumeSize, o.BuildVolumeSize)
+		o.ImageRegistry = cmp.Or(strings.TrimSuffix(s.ImageRegistry, "/"), o.ImageRegistry)
+		o.ImageRegistrySecret = cmp.Or(s.ImageRegistrySecret, o.ImageRegistrySecret)
+		t.targets = append(t.targets, &tektonTarget{worker: name, tags: s.Tags, target: target, options: o})
+	}
+	return t, nil
 }
 
 // StepperFactory is the build engine's StepperFactory, for the hook
 // atccmd.NewStepperFactory, called while the web node is constructed: Concourse's own
 // (fallback) unless the --tekton-* flags say where builds run. Then builds run there, all
-// but check builds, which stay with fallback, and the namespace is registered as a worker
+// but check builds, which stay with fallback, and each target is registered as a worker
 // through workers while the web node runs. Check builds run there too, saving versions
 // through checks' database, unless checks is nil: then they go to fallback. set_pipeline
 // steps set pipelines through pipelines (nil: they error).
@@ -120,45 +168,47 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		logger.Info("using-concourse-default")
 		return fallback
 	}
-	f, t := &cmd.Tekton, cmd.tekton
-	opts := t.options
-	opts.ExternalURL = externalURL
-	t.backend = tektonrun.NewBackend(t.target, opts)
-	name := f.WorkerName
-	if name == "" {
-		name = "tekton-" + t.target.Namespace
-	}
-	t.registrar = &tektonworker.Registrar{
-		Workers:  workers,
-		Target:   t.target,
-		Worker:   tektonworker.Worker(name, f.resourceImages()),
-		Interval: f.HeartbeatInterval,
-		Logger:   logger.Session("worker"),
-		Lander:   t.target,
-	}
-	if f.GCInterval > 0 {
-		failed, oneOff := gc.DefaultRules.FailedGrace, gc.DefaultRules.OneOffGrace
-		if cmd.RunCommand != nil { // the web node's --gc-* flags
-			failed, oneOff = cmd.GC.FailedGracePeriod, cmd.GC.OneOffBuildGracePeriod
-		}
-		t.sweeper = &tektonworker.Sweeper{
-			Target: t.target,
-			Options: gc.Options{
-				Rules:         tektonworker.ATCRules(failed, oneOff),
-				ImageRegistry: opts.ImageRegistry,
-			},
-			Interval: f.GCInterval,
-			Logger:   logger.Session("gc"),
-		}
-	}
-	logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": name})
+	f := &cmd.Tekton
 	// A run of a build the database no longer has (of a pipeline destroyed and set
 	// again) gives way to the new build of that name.
 	var builds tektonengine.Builds
 	if pipelines != nil && pipelines.BuildFactory != nil {
 		builds = pipelines.BuildFactory
 	}
-	return &tektonengine.StepperFactory{Runs: tektonengine.NewRuns(t.backend, builds), Checks: checks, SetPipelines: pipelines, Fallback: fallback}
+	pool := &tektonengine.Pool{}
+	for _, t := range cmd.tekton.targets {
+		opts := t.options
+		opts.ExternalURL = externalURL
+		t.backend = tektonrun.NewBackend(t.target, opts)
+		worker := tektonworker.Worker(t.worker, f.resourceImages())
+		worker.Tags = t.tags
+		t.registrar = &tektonworker.Registrar{
+			Workers:  workers,
+			Target:   t.target,
+			Worker:   worker,
+			Interval: f.HeartbeatInterval,
+			Logger:   logger.Session("worker", lager.Data{"worker": t.worker}),
+			Lander:   t.target,
+		}
+		if f.GCInterval > 0 {
+			failed, oneOff := gc.DefaultRules.FailedGrace, gc.DefaultRules.OneOffGrace
+			if cmd.RunCommand != nil { // the web node's --gc-* flags
+				failed, oneOff = cmd.GC.FailedGracePeriod, cmd.GC.OneOffBuildGracePeriod
+			}
+			t.sweeper = &tektonworker.Sweeper{
+				Target: t.target,
+				Options: gc.Options{
+					Rules:         tektonworker.ATCRules(failed, oneOff),
+					ImageRegistry: opts.ImageRegistry,
+				},
+				Interval: f.GCInterval,
+				Logger:   logger.Session("gc", lager.Data{"worker": t.worker}),
+			}
+		}
+		pool.Workers = append(pool.Workers, tektonengine.Worker{Name: t.worker, Tags: t.tags, Target: t.target, Runs: tektonengine.NewRuns(t.backend, builds)})
+		logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": t.worker, "tags": t.tags})
+	}
+	return &tektonengine.StepperFactory{Runs: pool, Checks: checks, SetPipelines: pipelines, Fallback: fallback}
 }
 
 // contextRunner runs run (the registrar's, the sweeper's) as a member of the web node's

@@ -3,6 +3,7 @@ package webcmd
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +60,8 @@ func TestTektonEnabled(t *testing.T) {
 		{[]string{"--tekton-kubeconfig", "/k"}, true},
 		{[]string{"--tekton-context", "lab"}, true},
 		{[]string{"--tekton-in-cluster"}, true},
+		{[]string{"--tekton-targets", "/targets.yml"}, true},
+		{[]string{"--tekton-tag", "gpu"}, false},
 	} {
 		cmd, _, err := parse(t, append([]string{"web"}, tt.args...)...)
 		if err != nil {
@@ -131,11 +134,15 @@ func TestStepperFactory(t *testing.T) {
 	if f.SetPipelines != pipelines {
 		t.Error("set_pipeline steps do not get the ATC's teams and builds")
 	}
-	reg := cmd.tekton.registrar
-	if reg == nil || reg.Worker.Name != "tekton-from-context" || reg.Workers != workers || reg.Interval != time.Second {
+	pool, ok := f.Runs.(*tektonengine.Pool)
+	if !ok || len(pool.Workers) != 1 || pool.Workers[0].Name != "tekton-from-context" || len(pool.Workers[0].Tags) != 0 {
+		t.Fatalf("runs %+v; want a pool of the one untagged worker", f.Runs)
+	}
+	reg := cmd.tekton.targets[0].registrar
+	if reg == nil || reg.Worker.Name != "tekton-from-context" || reg.Workers != workers || reg.Interval != time.Second || len(reg.Worker.Tags) != 0 {
 		t.Fatalf("registrar %+v; want worker tekton-from-context, saved by the ATC's worker factory", reg)
 	}
-	if sw := cmd.tekton.sweeper; sw == nil || sw.Interval != time.Minute || sw.Target != cmd.tekton.target || sw.Options.Defaults.MaxBuilds != 1 || sw.Options.FailedGrace != 120*time.Hour {
+	if sw := cmd.tekton.targets[0].sweeper; sw == nil || sw.Interval != time.Minute || sw.Target != cmd.tekton.targets[0].target || sw.Options.Defaults.MaxBuilds != 1 || sw.Options.FailedGrace != 120*time.Hour {
 		t.Errorf("sweeper %+v; want the namespace swept every minute under the web node's rules", sw)
 	}
 	images := map[string]string{}
@@ -144,5 +151,100 @@ func TestStepperFactory(t *testing.T) {
 	}
 	if images["mock"] != "e2e.invalid/mock-resource:v1" || images["registry-image"] != translate.DefaultResourceImages["registry-image"] || len(images) != len(translate.DefaultResourceImages) {
 		t.Errorf("base resource types %v; want the defaults with the flag's over them", images)
+	}
+}
+
+// TestTargets: --tekton-tag and a --tekton-targets file make several workers, each with
+// its tags, registrar, sweeper and compile options (the flags' unless the file says).
+func TestTargets(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "targets.yml")
+	if err := os.WriteFile(file, []byte(`
+- namespace: gpu
+  kubeconfig: `+path+`
+  tags: [gpu, big]
+  storage_class: fast
+- worker: arm
+  kubeconfig: `+path+`
+  namespace: arm
+  tags: [arm]
+  image_registry: registry.arm:5000/ci/
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, err := parse(t, "web", "--tekton-kubeconfig", path, "--tekton-tag", "main", "--tekton-targets", file,
+		"--tekton-storage-class", "standard", "--tekton-image-registry", "10.0.0.1:5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := cmd.Web
+	if !web.Tekton.Enabled() {
+		t.Fatal("not enabled")
+	}
+	tk, err := web.Tekton.openTekton()
+	if err != nil {
+		t.Fatal(err)
+	}
+	web.tekton = tk
+	f := web.StepperFactory(lagertest.NewTestLogger("web"), new(enginefakes.FakeStepperFactory), new(dbfakes.FakeWorkerFactory), "http://ci", nil, nil).(*tektonengine.StepperFactory)
+	type worker struct {
+		Name, Namespace, StorageClass, Registry string
+		Tags, RegisteredTags                    []string
+		Swept                                   bool
+	}
+	var got []worker
+	for i, w := range f.Runs.(*tektonengine.Pool).Workers {
+		tt := tk.targets[i]
+		got = append(got, worker{w.Name, w.Target.Namespace, tt.options.StorageClass, tt.options.ImageRegistry, w.Tags, tt.registrar.Worker.Tags, tt.sweeper != nil && tt.sweeper.Target == w.Target})
+	}
+	want := []worker{
+		{"tekton-from-context", "from-context", "standard", "10.0.0.1:5000", []string{"main"}, []string{"main"}, true},
+		{"tekton-gpu", "gpu", "fast", "10.0.0.1:5000", []string{"gpu", "big"}, []string{"gpu", "big"}, true},
+		{"arm", "arm", "standard", "registry.arm:5000/ci", []string{"arm"}, []string{"arm"}, true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("workers (-want +got):\n%s", diff)
+	}
+}
+
+// TestTargetsErrors: a bad --tekton-targets file or two targets that are one say where.
+func TestTargetsErrors(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, file, want string
+	}{
+		{"empty", "", "targets.yml:1:1: no targets"},
+		{"not a list", "worker: a\n", "targets.yml:1:1: want a list of targets"},
+		{"unknown field", "- namespace: a\n  tag: [x]\n", "targets.yml:2:3: targets[0].tag: unknown field"},
+		{"wrong type", "- namespace: a\n  tags: x\n", "targets.yml:2:9: targets[0].tags: cannot unmarshal !!str `x` into []string"},
+		{"bad namespace", "- namespace: A_B\n", "targets.yml:1:14: targets[0].namespace: \"A_B\""},
+		{"bad tag", "- namespace: a\n  tags: [\"x y\"]\n", "targets.yml:2:9: targets[0].tags: \"x y\" is not a tag"},
+		{"bad size", "- namespace: a\n  build_volume_size: lots\n", "targets.yml:2:22: targets[0].build_volume_size: \"lots\""},
+		{"in-cluster and a kubeconfig", "- namespace: a\n  kubeconfig: /k\n  in_cluster: true\n", "targets.yml:3:15: targets[0].in_cluster: the pod's service account"},
+		{"a worker's name twice", "- namespace: a\n  kubeconfig: " + path + "\n  worker: tekton-from-context\n", "targets.yml:1:3: targets[0]: worker tekton-from-context is --tekton-*'s name already"},
+		{"a namespace twice", "- namespace: from-context\n  kubeconfig: " + path + "\n  worker: other\n", "targets.yml:1:3: targets[0]: namespace from-context of https://127.0.0.1:6443 is worker tekton-from-context already"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(dir, "targets.yml")
+			if err := os.WriteFile(file, []byte(tt.file), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f := TektonFlags{Kubeconfig: path, Targets: file}
+			_, err := f.openTekton()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %v, want it to say %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := (&TektonFlags{Kubeconfig: path, Tags: []string{"a b"}}).openTekton(); err == nil || !strings.Contains(err.Error(), `--tekton-tag "a b"`) {
+		t.Errorf("--tekton-tag 'a b': %v", err)
 	}
 }

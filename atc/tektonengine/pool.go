@@ -1,0 +1,245 @@
+package tektonengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/concourse/concourse"
+	"github.com/concourse/concourse/atc"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+)
+
+// Worker is one target of the web node as the ATC knows it: a worker of that name and
+// those tags, whose builds run as Runs on Target.
+type Worker struct {
+	Name   string
+	Tags   []string
+	Target *tektonrun.Target
+	Runs   Runs
+}
+
+// Pool runs each build on one of several targets, chosen as Concourse chooses a worker
+// for a step (atc/worker/pool.go): one that is running and whose tags match the steps'
+// (a step with tags needs a worker with all of them; a step without, a worker without
+// tags); among those, the one running the fewest builds (Concourse's
+// fewest-build-containers), the first given on a tie. A build is one PipelineRun, so it
+// runs whole on one target: a build whose steps have tags runs on a target with every
+// tag of its steps, and its untagged steps run there too. A build whose run exists on a
+// target (started before the web node restarted) is attached to there. When no target is
+// running and matches, the build errors as a Concourse step does, with "no workers
+// satisfying: ..." (NoWorkersError).
+type Pool struct {
+	Workers []Worker
+}
+
+var _ Runs = (*Pool)(nil)
+
+// Start starts the build on the target Pool chooses, or attaches to its run.
+func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, error) {
+	var plan atc.Plan
+	if err := json.Unmarshal(planJSON, &plan); err != nil {
+		return nil, fmt.Errorf("decoding the build plan: %w", err)
+	}
+	specs := workerSpecs(&plan)
+	tags := neededTags(specs)
+	var matching []*Worker
+	for i := range p.Workers {
+		if w := &p.Workers[i]; w.satisfies(specs, tags) {
+			matching = append(matching, w)
+		}
+	}
+	// Only a matching target can have been given the build before (unless the workers'
+	// tags changed since: then the build starts again on one that matches).
+	for _, w := range matching {
+		found, err := w.runs(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			return w.Runs.Start(ctx, planJSON, ref)
+		}
+	}
+	type candidate struct {
+		w       *Worker
+		running int
+	}
+	var candidates []candidate
+	for _, w := range matching {
+		st, err := w.Target.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if st.State == tektonrun.StateRunning {
+			candidates = append(candidates, candidate{w, st.Running})
+		}
+	}
+	slices.SortStableFunc(candidates, func(a, b candidate) int { return a.running - b.running })
+	for _, c := range candidates {
+		run, err := c.w.Runs.Start(ctx, planJSON, ref)
+		if errors.Is(err, tektonrun.ErrNotRunning) {
+			continue // landed since
+		}
+		return run, err
+	}
+	return nil, noWorkers(specs, tags, p.running(ctx))
+}
+
+// runs tells whether the build's run is on the worker's target.
+func (w *Worker) runs(ctx context.Context, ref BuildRef) (bool, error) {
+	name := ref.Meta.RunName()
+	pr, err := w.Target.Tekton.TektonV1().PipelineRuns(w.Target.Namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("looking for the run of build %d on worker %s (%s/%s): %w", ref.ID, w.Name, w.Target.Namespace, name, err)
+	}
+	switch owner := pr.Annotations[AnnotationBuildID]; owner {
+	case strconv.Itoa(ref.ID):
+		return true, nil
+	case "":
+		// Created, not claimed yet (the web node stopped in between): this build's unless
+		// it was made before the build started.
+		return ref.Started.IsZero() || !pr.CreationTimestamp.Time.Before(ref.Started.Add(-clockSkew)), nil
+	}
+	return false, nil
+}
+
+// running are the workers that take builds, for NoWorkersError; an error reading a
+// target's state leaves it out.
+func (p *Pool) running(ctx context.Context) []*Worker {
+	var running []*Worker
+	for i := range p.Workers {
+		w := &p.Workers[i]
+		if st, err := w.Target.Status(ctx); err == nil && st.State == tektonrun.StateRunning {
+			running = append(running, w)
+		}
+	}
+	return running
+}
+
+// workerSpec is what a step needs of its worker, as Concourse's worker.Spec: a base
+// resource type (a get, put or check, and a task's image_resource check), a platform (a
+// task), tags.
+type workerSpec struct {
+	plan         atc.PlanID
+	resourceType string
+	platform     string
+	tags         []string
+}
+
+// description is worker.Spec.Description.
+func (s workerSpec) description() string {
+	var attrs []string
+	if s.resourceType != "" {
+		attrs = append(attrs, fmt.Sprintf("resource type '%s'", s.resourceType))
+	}
+	if s.platform != "" {
+		attrs = append(attrs, fmt.Sprintf("platform '%s'", s.platform))
+	}
+	for _, tag := range s.tags {
+		attrs = append(attrs, fmt.Sprintf("tag '%s'", tag))
+	}
+	return strings.Join(attrs, ", ")
+}
+
+// workerSpecs are the specs of the plan's steps that need a worker, in the plan's order:
+// the first is the first step to run.
+func workerSpecs(plan *atc.Plan) []workerSpec {
+	var specs []workerSpec
+	plan.Each(func(p *atc.Plan) {
+		switch {
+		case p.Get != nil:
+			specs = append(specs, workerSpec{plan: p.ID, resourceType: p.Get.TypeImage.BaseType, tags: p.Get.Tags})
+		case p.Put != nil:
+			specs = append(specs, workerSpec{plan: p.ID, resourceType: p.Put.TypeImage.BaseType, tags: p.Put.Tags})
+		case p.Check != nil:
+			specs = append(specs, workerSpec{plan: p.ID, resourceType: p.Check.TypeImage.BaseType, tags: p.Check.Tags})
+		case p.Task != nil:
+			s := workerSpec{plan: p.ID, tags: p.Task.Tags}
+			if c := p.Task.Config; c != nil {
+				// A task's image_resource is checked first, in a container of its type.
+				if c.ImageResource != nil {
+					s.resourceType = c.ImageResource.Type
+				} else {
+					s.platform = c.Platform
+				}
+			}
+			specs = append(specs, s)
+		}
+	})
+	return specs
+}
+
+// neededTags are the tags of all the steps, each once, sorted.
+func neededTags(specs []workerSpec) []string {
+	var tags []string
+	for _, s := range specs {
+		tags = append(tags, s.tags...)
+	}
+	slices.Sort(tags)
+	return slices.Compact(tags)
+}
+
+// satisfies tells whether the worker can run a build of those steps, needing those tags
+// (see Pool).
+func (w *Worker) satisfies(specs []workerSpec, tags []string) bool {
+	for _, s := range specs {
+		if s.platform != "" && s.platform != "linux" {
+			return false
+		}
+	}
+	if len(tags) == 0 {
+		return len(w.Tags) == 0
+	}
+	for _, tag := range tags {
+		if !slices.Contains(w.Tags, tag) {
+			return false
+		}
+	}
+	return true
+}
+
+// NoWorkersError is the error of a build no running worker can run: Concourse's
+// NoCompatibleWorkersError, at the first step no running worker matches (the first step
+// with tags when each matches one but none all), which the build's error event names.
+type NoWorkersError struct {
+	PlanID atc.PlanID
+	// Spec is the step's worker spec, as Concourse describes it.
+	Spec string
+}
+
+func (e *NoWorkersError) Error() string {
+	return fmt.Sprintf("no workers satisfying: %s, version: '%s'", e.Spec, concourse.WorkerVersion)
+}
+
+// noWorkers is the NoWorkersError of a build of those steps, needing those tags, given
+// the running workers.
+func noWorkers(specs []workerSpec, tags []string, running []*Worker) error {
+	if len(specs) == 0 {
+		return &NoWorkersError{}
+	}
+	for _, s := range specs {
+		if !slices.ContainsFunc(running, func(w *Worker) bool { return w.satisfies([]workerSpec{s}, s.tags) }) {
+			return &NoWorkersError{PlanID: s.plan, Spec: s.description()}
+		}
+	}
+	// Each step has a worker, none has them all: the first tagged step, needing all.
+	first := specs[0]
+	for _, s := range specs {
+		if len(s.tags) > 0 {
+			first = s
+			break
+		}
+	}
+	first.tags = tags
+	return &NoWorkersError{PlanID: first.plan, Spec: first.description()}
+}

@@ -1,0 +1,201 @@
+package tektonengine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/concourse/concourse/atc"
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+)
+
+// poolWorker is a worker of a Pool on fake clients: running builds (PipelineRuns that
+// have not ended), landing when landing, and the Runs that record its starts.
+func poolWorker(name string, tags []string, running int, landing bool, objects ...runtime.Object) Worker {
+	var kube []runtime.Object
+	if landing {
+		kube = append(kube, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tektonrun.StateConfigMap, Namespace: name},
+			Data: map[string]string{"state": string(tektonrun.StateLanding), "since": "2026-11-25T10:00:00Z"}})
+	}
+	for i := range running {
+		objects = append(objects, &v1.PipelineRun{ObjectMeta: metav1.ObjectMeta{
+			Name: name + "-busy-" + string(rune('a'+i)), Namespace: name,
+			Labels: map[string]string{runspec.LabelManagedBy: runspec.ManagedBy},
+		}})
+	}
+	target := tektonrun.NewTargetFromClients(name, fake.NewSimpleClientset(kube...), tektonfake.NewSimpleClientset(objects...))
+	return Worker{Name: name, Tags: tags, Target: target, Runs: &fakeRuns{run: newRun("succeeded")}}
+}
+
+// started is the worker a build started on ("" none).
+func started(p *Pool) string {
+	for _, w := range p.Workers {
+		if len(w.Runs.(*fakeRuns).refs) > 0 {
+			return w.Name
+		}
+	}
+	return ""
+}
+
+func TestPool(t *testing.T) {
+	task := func(id atc.PlanID, tags ...string) atc.Plan {
+		return atc.Plan{ID: id, Task: &atc.TaskPlan{Name: "t", Tags: tags, Config: &atc.TaskConfig{Platform: "linux", Run: atc.TaskRunConfig{Path: "true"}}}}
+	}
+	get := func(id atc.PlanID, tags ...string) atc.Plan {
+		return atc.Plan{ID: id, Get: &atc.GetPlan{Name: "repo", Type: "git", Tags: tags, TypeImage: atc.TypeImage{BaseType: "git"}}}
+	}
+	do := func(steps ...atc.Plan) atc.Plan { return atc.Plan{ID: "0", Do: (*atc.DoPlan)(&steps)} }
+	imageTask := task("1", "gpu")
+	imageTask.Task.Config.ImageResource = &atc.ImageResource{Type: "registry-image", Source: atc.Source{"repository": "busybox"}}
+	ref := BuildRef{Meta: tektonrun.BuildMeta{Pipeline: "app", Job: "unit", Build: "3"}, ID: 30, Started: time.Unix(1000, 0)}
+	ours := &v1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "app-unit-3", Namespace: "c",
+		Annotations: map[string]string{AnnotationBuildID: "30"}, CreationTimestamp: metav1.NewTime(time.Unix(1001, 0))}}
+	another := ours.DeepCopy()
+	another.Annotations[AnnotationBuildID] = "29"
+
+	tests := []struct {
+		name    string
+		workers []Worker
+		plan    atc.Plan
+		want    string // the worker it starts on
+		wantErr string
+		errPlan atc.PlanID
+	}{
+		{
+			name:    "untagged steps: a worker without tags",
+			workers: []Worker{poolWorker("gpu", []string{"gpu"}, 0, false), poolWorker("a", nil, 0, false)},
+			plan:    do(get("1"), task("2")),
+			want:    "a",
+		},
+		{
+			name:    "a tagged step: a worker with its tags",
+			workers: []Worker{poolWorker("a", nil, 0, false), poolWorker("gpu", []string{"gpu", "big"}, 0, false)},
+			plan:    do(task("1", "gpu")),
+			want:    "gpu",
+		},
+		{
+			name:    "tagged and untagged steps: the whole build where the tags are",
+			workers: []Worker{poolWorker("a", nil, 0, false), poolWorker("gpu", []string{"gpu"}, 0, false)},
+			plan:    do(get("1"), task("2", "gpu")),
+			want:    "gpu",
+		},
+		{
+			name:    "the fewest running builds",
+			workers: []Worker{poolWorker("a", nil, 2, false), poolWorker("b", nil, 1, false), poolWorker("c", nil, 1, false)},
+			plan:    do(task("1")),
+			want:    "b",
+		},
+		{
+			name:    "a landing worker takes none",
+			workers: []Worker{poolWorker("a", nil, 0, true), poolWorker("b", nil, 3, false)},
+			plan:    do(task("1")),
+			want:    "b",
+		},
+		{
+			name:    "the worker the build's run is on, after a restart",
+			workers: []Worker{poolWorker("a", nil, 0, false), poolWorker("c", nil, 5, false, ours)},
+			plan:    do(task("1")),
+			want:    "c",
+		},
+		{
+			name:    "a run of another build of that name is not the build's",
+			workers: []Worker{poolWorker("c", nil, 5, false, another), poolWorker("a", nil, 0, false)},
+			plan:    do(task("1")),
+			want:    "a",
+		},
+		{
+			name:    "no worker has the tag: Concourse's error at the step",
+			workers: []Worker{poolWorker("a", nil, 0, false), poolWorker("gpu", []string{"gpu"}, 0, false)},
+			plan:    do(get("1"), task("2", "arm")),
+			wantErr: "no workers satisfying: platform 'linux', tag 'arm', version: '2.5'",
+			errPlan: "2",
+		},
+		{
+			name:    "the only worker is landing: the first step's error",
+			workers: []Worker{poolWorker("a", nil, 0, true)},
+			plan:    do(get("1"), task("2")),
+			wantErr: "no workers satisfying: resource type 'git', version: '2.5'",
+			errPlan: "1",
+		},
+		{
+			name:    "a worker for each tag, none with both",
+			workers: []Worker{poolWorker("x", []string{"x"}, 0, false), poolWorker("y", []string{"y"}, 0, false)},
+			plan:    do(task("2", "y"), task("3", "x")),
+			wantErr: "no workers satisfying: platform 'linux', tag 'x', tag 'y', version: '2.5'",
+			errPlan: "2",
+		},
+		{
+			name:    "a task's image_resource is checked first",
+			workers: []Worker{poolWorker("a", nil, 0, false)},
+			plan:    do(imageTask),
+			wantErr: "no workers satisfying: resource type 'registry-image', tag 'gpu', version: '2.5'",
+			errPlan: "1",
+		},
+		{
+			name:    "a task of another platform",
+			workers: []Worker{poolWorker("a", nil, 0, false)},
+			plan: func() atc.Plan {
+				p := task("1")
+				p.Task.Config.Platform = "windows"
+				return do(p)
+			}(),
+			wantErr: "no workers satisfying: platform 'windows', version: '2.5'",
+			errPlan: "1",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pool := &Pool{Workers: tt.workers}
+			plan, err := json.Marshal(tt.plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = pool.Start(context.Background(), plan, ref)
+			var noWorkers *NoWorkersError
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Start: %v", err)
+			case tt.wantErr != "" && (!errors.As(err, &noWorkers) || err.Error() != tt.wantErr || noWorkers.PlanID != tt.errPlan):
+				t.Fatalf("Start: %v (%+v), want %q at plan %s", err, noWorkers, tt.wantErr, tt.errPlan)
+			}
+			if got := started(pool); got != tt.want {
+				t.Errorf("started on %q, want %q", got, tt.want)
+			}
+			if tt.want != "" {
+				for _, w := range pool.Workers {
+					if w.Name == tt.want {
+						if diff := cmp.Diff([]BuildRef{ref}, w.Runs.(*fakeRuns).refs); diff != "" {
+							t.Errorf("started (-want +got):\n%s", diff)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestPoolLandedSince: a worker that lands between its state being read and the start
+// (the start says ErrNotRunning) gives the build to the next.
+func TestPoolLandedSince(t *testing.T) {
+	a, b := poolWorker("a", nil, 0, false), poolWorker("b", nil, 1, false)
+	a.Runs = &fakeRuns{err: tektonrun.ErrNotRunning}
+	pool := &Pool{Workers: []Worker{a, b}}
+	plan, _ := json.Marshal(atc.Plan{ID: "1", Task: &atc.TaskPlan{Name: "t", Config: &atc.TaskConfig{Platform: "linux"}}})
+	if _, err := pool.Start(context.Background(), plan, BuildRef{Meta: tektonrun.BuildMeta{Pipeline: "p", Job: "j", Build: "1"}, ID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Runs.(*fakeRuns).refs) != 1 {
+		t.Errorf("b started %d builds, want 1", len(b.Runs.(*fakeRuns).refs))
+	}
+}
