@@ -51,7 +51,7 @@ func TestTaggedWorkers(t *testing.T) {
 
 	for _, tt := range []struct{ job, ns string }{{"plain", web.ns}, {"tagged", web.tagged}, {"mixed", web.tagged}} {
 		out := flyOK(t, 5*time.Minute, "trigger-job", "-j", "tags/"+tt.job, "-w")
-		inOrder(t, out, "ran", "succeeded")
+		inOrder(t, out, "selected worker:", " tekton-"+tt.ns+"\n", "ran", "succeeded")
 		run := "tags-" + tt.job + "-1"
 		for _, ns := range []string{web.ns, web.tagged} {
 			_, err := web.tekton.TektonV1().PipelineRuns(ns).Get(context.Background(), run, metav1.GetOptions{})

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
@@ -33,7 +34,8 @@ type Worker struct {
 // fewest-build-containers), the first given on a tie. A build is one PipelineRun, so it
 // runs whole on one target: a build whose steps have tags runs on a target with every
 // tag of its steps, and its untagged steps run there too. A build whose run exists on a
-// target (started before the web node restarted) is attached to there. When no target is
+// target (started before the web node restarted) is attached to there. Its steps show
+// the worker as the one selected (the run says the node its pod ran on). When no target is
 // running and matches, the build errors as a Concourse step does, with "no workers
 // satisfying: ..." (NoWorkersError).
 type Pool struct {
@@ -64,7 +66,7 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 			return nil, err
 		}
 		if found {
-			return w.Runs.Start(ctx, planJSON, ref)
+			return w.start(ctx, planJSON, ref)
 		}
 	}
 	type candidate struct {
@@ -83,13 +85,39 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 	}
 	slices.SortStableFunc(candidates, func(a, b candidate) int { return a.running - b.running })
 	for _, c := range candidates {
-		run, err := c.w.Runs.Start(ctx, planJSON, ref)
+		run, err := c.w.start(ctx, planJSON, ref)
 		if errors.Is(err, tektonrun.ErrNotRunning) {
 			continue // landed since
 		}
 		return run, err
 	}
 	return nil, noWorkers(specs, tags, p.running(ctx))
+}
+
+// start starts the build on the worker's target: its steps show the worker as theirs
+// (selected worker: <worker>), as Concourse's do, where the run says the node.
+func (w *Worker) start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, error) {
+	run, err := w.Runs.Start(ctx, planJSON, ref)
+	if err != nil {
+		return nil, err
+	}
+	return workerRun{Run: run, worker: w.Name}, nil
+}
+
+// workerRun is a run on a worker of a Pool.
+type workerRun struct {
+	Run
+	worker string
+}
+
+func (r workerRun) Events(ctx context.Context, emit func(tektonrun.Event) error) (event.BuildStatus, error) {
+	return r.Run.Events(ctx, func(e tektonrun.Event) error {
+		if sw, ok := e.Event.(event.SelectedWorker); ok {
+			sw.WorkerName = r.worker
+			e.Event = sw
+		}
+		return emit(e)
+	})
 }
 
 // runs tells whether the build's run is on the worker's target.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
@@ -197,5 +198,35 @@ func TestPoolLandedSince(t *testing.T) {
 	}
 	if len(b.Runs.(*fakeRuns).refs) != 1 {
 		t.Errorf("b started %d builds, want 1", len(b.Runs.(*fakeRuns).refs))
+	}
+}
+
+// TestPoolSelectedWorker: a build's steps show the worker they ran on, not its node.
+func TestPoolSelectedWorker(t *testing.T) {
+	w := poolWorker("tekton-gpu", []string{"gpu"}, 0, false)
+	w.Runs = &fakeRuns{run: newRun(event.BuildStatusSucceeded,
+		event.SelectedWorker{Time: 101, Origin: event.Origin{ID: "1"}, WorkerName: "labnode"},
+		event.Log{Time: 102, Origin: event.Origin{ID: "1", Source: event.OriginSourceStdout}, Payload: "hi\n"})}
+	pool := &Pool{Workers: []Worker{w}}
+	plan, _ := json.Marshal(atc.Plan{ID: "1", Task: &atc.TaskPlan{Name: "t", Tags: atc.Tags{"gpu"}, Config: &atc.TaskConfig{Platform: "linux"}}})
+	run, err := pool.Start(context.Background(), plan, BuildRef{Meta: tektonrun.BuildMeta{Pipeline: "p", Job: "j", Build: "1"}, ID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []event.Event
+	if _, err := run.Events(context.Background(), func(e tektonrun.Event) error {
+		got = append(got, e.Event)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []event.Event{
+		event.Status{Status: event.BuildStatusStarted, Time: 100},
+		event.SelectedWorker{Time: 101, Origin: event.Origin{ID: "1"}, WorkerName: "tekton-gpu"},
+		event.Log{Time: 102, Origin: event.Origin{ID: "1", Source: event.OriginSourceStdout}, Payload: "hi\n"},
+		event.Status{Status: event.BuildStatusSucceeded, Time: 200},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
