@@ -104,6 +104,46 @@ func (t *Target) runningBuilds(ctx context.Context) (int, error) {
 	}
 }
 
+// Usage is what a target holds of ours, as Concourse counts a worker's: the pods of its
+// builds that have not ended (containers) and its volumes.
+type Usage struct {
+	Containers int `json:"containers"`
+	Volumes    int `json:"volumes"`
+}
+
+// Usage counts the target's pods that have not ended and its volumes, ours alone.
+func (t *Target) Usage(ctx context.Context) (Usage, error) {
+	var u Usage
+	opts := metav1.ListOptions{LabelSelector: runspec.LabelManagedBy + "=" + runspec.ManagedBy, Limit: 500}
+	for {
+		l, err := t.Kube.CoreV1().Pods(t.Namespace).List(ctx, opts)
+		if err != nil {
+			return Usage{}, fmt.Errorf("counting the pods of target %s: %w", t.Name, err)
+		}
+		for _, p := range l.Items {
+			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil {
+				u.Containers++
+			}
+		}
+		if l.Continue == "" {
+			break
+		}
+		opts.Continue = l.Continue
+	}
+	opts.Continue = ""
+	for {
+		l, err := t.Kube.CoreV1().PersistentVolumeClaims(t.Namespace).List(ctx, opts)
+		if err != nil {
+			return Usage{}, fmt.Errorf("counting the volumes of target %s: %w", t.Name, err)
+		}
+		u.Volumes += len(l.Items)
+		if l.Continue == "" {
+			return u, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
 // acceptsBuilds fails with ErrNotRunning unless the target is running.
 func (t *Target) acceptsBuilds(ctx context.Context) error {
 	state, since, err := t.set(ctx)

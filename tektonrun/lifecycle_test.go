@@ -7,7 +7,13 @@ import (
 	"testing"
 	"time"
 
+	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // TestLand: a landed target starts no new build, but a build it has is still its own
@@ -90,5 +96,40 @@ func TestRunName(t *testing.T) {
 		if got := meta.RunName(); got != build.Name {
 			t.Errorf("%+v: RunName %q, Run created %q", meta, got, build.Name)
 		}
+	}
+}
+
+// TestUsage: a target's containers are its pods of ours that have not ended (nor are
+// going), its volumes its claims of ours; others' are not counted.
+func TestUsage(t *testing.T) {
+	ours := map[string]string{runspec.LabelManagedBy: runspec.ManagedBy}
+	pod := func(name string, phase corev1.PodPhase, labels map[string]string, deleting bool) runtime.Object {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci", Labels: labels}, Status: corev1.PodStatus{Phase: phase}}
+		if deleting {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	claim := func(name string, labels map[string]string) runtime.Object {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci", Labels: labels}}
+	}
+	kube := fake.NewClientset(
+		pod("pending", corev1.PodPending, ours, false), pod("running", corev1.PodRunning, ours, false),
+		pod("succeeded", corev1.PodSucceeded, ours, false), pod("failed", corev1.PodFailed, ours, false),
+		pod("going", corev1.PodRunning, ours, true), pod("theirs", corev1.PodRunning, nil, false),
+		claim("build", ours), claim("cache", ours), claim("theirs", nil),
+	)
+	// One of ours in another namespace.
+	if _, err := kube.CoreV1().Pods("other").Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: ours}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	target := NewTargetFromClients("ci", kube, tektonfake.NewSimpleClientset())
+	got, err := target.Usage(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Usage{Containers: 2, Volumes: 2}); got != want {
+		t.Errorf("usage %+v, want %+v", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,6 +24,8 @@ type worker struct {
 	Platform      string   `json:"platform"`
 	Version       string   `json:"version"`
 	Tags          []string `json:"tags"`
+	Containers    int      `json:"active_containers"`
+	Volumes       int      `json:"active_volumes"`
 	ResourceTypes []struct {
 		Type  string `json:"type"`
 		Image string `json:"image"`
@@ -152,6 +155,13 @@ jobs:
 	watch := startFly(t, ctx, "trigger-job", "-j", "abort/sleep", "-w")
 	eventually(t, "the task to sleep", 3*time.Minute, func(context.Context) (bool, error) {
 		return strings.Contains(watch.output(), "sleeping"), nil
+	})
+	// fly workers counts the sleeping task's pod and the build's volume.
+	eventually(t, "the worker to show a container and a volume", time.Minute, func(context.Context) (bool, error) {
+		workers, err := listWorkers(t)
+		return slices.ContainsFunc(workers, func(w worker) bool {
+			return w.Name == "tekton-"+web.ns && w.Containers >= 1 && w.Volumes >= 1
+		}), err
 	})
 	start := time.Now()
 	out, code := fly(t, time.Minute, "abort-build", "-j", "abort/sleep", "-b", "1")

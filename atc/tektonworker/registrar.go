@@ -70,6 +70,11 @@ type Registrar struct {
 	// Lander lands the target when an operator lands its worker (fly land-worker), so
 	// that no starter of builds starts one there (nil: the target is not told).
 	Lander interface{ Land(context.Context) error }
+	// Counter counts the target's pods and volumes, which the worker shows as its
+	// containers and volumes (fly workers) while it is reachable (nil: none shown).
+	Counter interface {
+		Usage(context.Context) (tektonrun.Usage, error)
+	}
 
 	// running says the worker was last saved running; state, the state other than
 	// running it was last saved with.
@@ -136,6 +141,15 @@ func (r *Registrar) Beat(ctx context.Context) error {
 	logger := r.Logger.WithData(lager.Data{"worker": r.Worker.Name, "target": report.Target})
 
 	w := r.Worker
+	if report.OK() && r.Counter != nil {
+		cctx, cancel := context.WithTimeout(ctx, r.interval())
+		u, err := r.Counter.Usage(cctx)
+		cancel()
+		if err != nil {
+			logger.Error("failed-to-count-containers", err)
+		}
+		w.ActiveContainers, w.ActiveVolumes = u.Containers, u.Volumes
+	}
 	if !report.OK() {
 		logger.Error("target-not-ready", errors.New(Problems(report)))
 		w.State = string(db.WorkerStateStalled)

@@ -259,3 +259,46 @@ func TestBeatLanding(t *testing.T) {
 		t.Errorf("the target was landed %d times; want once, when the operator landed the worker", l.lands)
 	}
 }
+
+// counter counts what it is given, or fails.
+type counter struct {
+	usage tektonrun.Usage
+	err   error
+}
+
+func (c counter) Usage(context.Context) (tektonrun.Usage, error) { return c.usage, c.err }
+
+// TestBeatCounts: the worker shows its target's pods and volumes as its containers and
+// volumes (fly workers), on registering and on every heartbeat; none when they could not
+// be counted, or the target is not reachable.
+func TestBeatCounts(t *testing.T) {
+	var order []string
+	workers := recordingWorkers(&order, func() (db.Worker, error) { return new(dbfakes.FakeWorker), nil })
+	r := &Registrar{
+		Workers: workers, Target: &checker{[]tektonrun.CheckReport{ok, ok, ok, unreachable}}, Worker: Worker("tekton-ci", nil),
+		Counter: counter{usage: tektonrun.Usage{Containers: 3, Volumes: 2}}, Logger: lagertest.NewTestLogger("worker"),
+	}
+	if err := r.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.Counter = counter{err: errors.New("forbidden")}
+	if err := r.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.Counter = counter{usage: tektonrun.Usage{Containers: 9, Volumes: 9}}
+	if err := r.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	saved, _ := workers.SaveWorkerArgsForCall(0)
+	beat, _ := workers.HeartbeatWorkerArgsForCall(0)
+	failed, _ := workers.HeartbeatWorkerArgsForCall(1)
+	stalled, _ := workers.SaveWorkerArgsForCall(1)
+	got := [][2]int{{saved.ActiveContainers, saved.ActiveVolumes}, {beat.ActiveContainers, beat.ActiveVolumes},
+		{failed.ActiveContainers, failed.ActiveVolumes}, {stalled.ActiveContainers, stalled.ActiveVolumes}}
+	if want := [][2]int{{3, 2}, {3, 2}, {0, 0}, {0, 0}}; !cmp.Equal(want, got) {
+		t.Errorf("containers and volumes saved %v, want %v", got, want)
+	}
+}

@@ -189,6 +189,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 			Interval: f.HeartbeatInterval,
 			Logger:   logger.Session("worker", lager.Data{"worker": t.worker}),
 			Lander:   t.target,
+			Counter:  t.target,
 		}
 		if f.GCInterval > 0 {
 			failed, oneOff := gc.DefaultRules.FailedGrace, gc.DefaultRules.OneOffGrace
