@@ -66,6 +66,13 @@ func (t *Target) set(ctx context.Context) (TargetState, time.Time, error) {
 	}
 }
 
+// State is the target's state as an operator set it (running, landing or retiring): one
+// read, where Status also counts the running builds.
+func (t *Target) State(ctx context.Context) (TargetState, error) {
+	state, _, err := t.set(ctx)
+	return state, err
+}
+
 // Status is the target's state: as an operator set it, landed once a landing target
 // runs no build.
 func (t *Target) Status(ctx context.Context) (Status, error) {

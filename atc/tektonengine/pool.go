@@ -75,12 +75,22 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 	}
 	var candidates []candidate
 	for _, w := range matching {
-		st, err := w.Target.Status(ctx)
+		state, err := w.Target.State(ctx)
 		if err != nil {
 			return nil, err
 		}
-		if st.State == tektonrun.StateRunning {
-			candidates = append(candidates, candidate{w, st.Running})
+		if state == tektonrun.StateRunning {
+			candidates = append(candidates, candidate{w: w})
+		}
+	}
+	if len(candidates) > 1 {
+		// Only a choice needs the running builds counted.
+		for i := range candidates {
+			st, err := candidates[i].w.Target.Status(ctx)
+			if err != nil {
+				return nil, err
+			}
+			candidates[i].running = st.Running
 		}
 	}
 	slices.SortStableFunc(candidates, func(a, b candidate) int { return a.running - b.running })
@@ -147,7 +157,7 @@ func (p *Pool) running(ctx context.Context) []*Worker {
 	var running []*Worker
 	for i := range p.Workers {
 		w := &p.Workers[i]
-		if st, err := w.Target.Status(ctx); err == nil && st.State == tektonrun.StateRunning {
+		if state, err := w.Target.State(ctx); err == nil && state == tektonrun.StateRunning {
 			running = append(running, w)
 		}
 	}

@@ -230,3 +230,33 @@ func TestPoolSelectedWorker(t *testing.T) {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
+
+// TestPoolOneCandidate: with one running worker to choose, its builds are not counted (no
+// list of its PipelineRuns per build started); with two, they are.
+func TestPoolOneCandidate(t *testing.T) {
+	lists := func(w Worker) int {
+		n := 0
+		for _, a := range w.Target.Tekton.(*tektonfake.Clientset).Actions() {
+			if a.GetVerb() == "list" {
+				n++
+			}
+		}
+		return n
+	}
+	plan, _ := json.Marshal(atc.Plan{ID: "1", Task: &atc.TaskPlan{Name: "t", Config: &atc.TaskConfig{Platform: "linux"}}})
+	ref := BuildRef{Meta: tektonrun.BuildMeta{Pipeline: "p", Job: "j", Build: "1"}, ID: 1}
+	one := poolWorker("a", nil, 0, false)
+	if _, err := (&Pool{Workers: []Worker{one, poolWorker("gpu", []string{"gpu"}, 0, false)}}).Start(context.Background(), plan, ref); err != nil {
+		t.Fatal(err)
+	}
+	if n := lists(one); n != 0 {
+		t.Errorf("the one candidate: %d lists, want none", n)
+	}
+	a, b := poolWorker("a", nil, 0, false), poolWorker("b", nil, 0, false)
+	if _, err := (&Pool{Workers: []Worker{a, b}}).Start(context.Background(), plan, ref); err != nil {
+		t.Fatal(err)
+	}
+	if lists(a) != 1 || lists(b) != 1 {
+		t.Errorf("two candidates: %d and %d lists, want one each", lists(a), lists(b))
+	}
+}
