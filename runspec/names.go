@@ -23,6 +23,11 @@ const (
 // takes the registry and the name of a Docker config Secret (ParamImageRegistrySecret,
 // default DefaultImageRegistrySecret, optional) and mounts that Secret's config.json at
 // RegistryAuthDir.
+// ParamBuildName is the Pipeline's param that names the build a run is: the steps' specs
+// say "$(params.build-name)" for the build's name (BUILD_NAME), so that a job's Pipeline
+// is the same for every build of one version of the job.
+const ParamBuildName = "build-name"
+
 const (
 	ImageTool                  = "/ko-app/concourse-image"
 	ParamImageRegistry         = "image-registry"

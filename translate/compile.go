@@ -252,7 +252,8 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 		PlanID: string(planID),
 		Name:   name,
 		Build: runspec.Build{
-			Name:         c.opts.Build,
+			// Each run gives it (see runspec.ParamBuildName, finish).
+			Name:         buildNamePlaceholder,
 			TeamName:     c.opts.Team,
 			PipelineName: c.jobField(c.opts.Pipeline),
 			InstanceVars: c.opts.InstanceVars,
@@ -368,6 +369,10 @@ func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *r
 	}
 }
 
+// buildNamePlaceholder stands for the build's name in a spec until finish makes it the
+// run's param.
+const buildNamePlaceholder = "concourse-tekton:build-name"
+
 // finish encodes each task's runner spec into its params.
 func (c *compiler) finish(tasks []v1.PipelineTask) {
 	for i := range tasks {
@@ -379,6 +384,13 @@ func (c *compiler) finish(tasks []v1.PipelineTask) {
 		// Tekton reads $(...) in a param as a variable and rejects the ones it does not
 		// know, such as a script's $(pwd). In JSON strings, \u0028 is '(' to the runner.
 		encoded = strings.ReplaceAll(encoded, "$(", `$\u0028`)
+		// But the build's name is the run's param: the one $( Tekton is to replace. (A
+		// user's string cannot hold this unescaped quote-brace sequence.)
+		const field = `"build":{"name":"`
+		if !strings.Contains(encoded, field+buildNamePlaceholder+`"`) && c.err == nil {
+			c.err = fmt.Errorf("internal error: the spec of %s has no build name to give", tasks[i].Name)
+		}
+		encoded = strings.Replace(encoded, field+buildNamePlaceholder+`"`, field+"$(params."+runspec.ParamBuildName+`)"`, 1)
 		tasks[i].Params = append(tasks[i].Params,
 			v1.Param{Name: runspec.ParamMode, Value: *v1.NewStructuredValues(string(spec.Mode))},
 			v1.Param{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(encoded)})

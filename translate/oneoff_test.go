@@ -61,8 +61,11 @@ func TestOneOff(t *testing.T) {
 		t.Fatalf("want the task alone, got %d tasks", len(tasks))
 	}
 	spec := stepSpec(t, tasks[0])
-	if spec.Build.PipelineName != "" || spec.Build.JobName != "" || spec.Build.Name != "7" {
-		t.Errorf("the task sees pipeline %q, job %q, build %q; want none, none, 7", spec.Build.PipelineName, spec.Build.JobName, spec.Build.Name)
+	if spec.Build.PipelineName != "" || spec.Build.JobName != "" || spec.Build.Name != "$(params.build-name)" {
+		t.Errorf("the task sees pipeline %q, job %q, build %q; want none, none, the run's build-name", spec.Build.PipelineName, spec.Build.JobName, spec.Build.Name)
+	}
+	if p := r.PipelineRun.Spec.Params; len(p) != 1 || p[0].Name != "build-name" || p[0].Value.StringVal != "7" {
+		t.Errorf("the run's params %+v; want build-name 7", p)
 	}
 	again, err := translate.Translate(planner.PlanOneOff(cfg, planner.OneOff{Inputs: []string{"src", "ci"}, Outputs: []string{"out"}}), opts)
 	if err != nil {

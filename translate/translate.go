@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -62,6 +63,9 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	opts = opts.withDefaults()
 	if opts.Pipeline == "" || opts.Job == "" {
 		return nil, fmt.Errorf("translating a plan needs the pipeline and job names")
+	}
+	if q, _ := json.Marshal(opts.Build); string(q) != `"`+opts.Build+`"` || strings.Contains(opts.Build, "$(") {
+		return nil, fmt.Errorf("invalid build name %q: no quotes, backslashes, control characters or $(", opts.Build)
 	}
 	c := &compiler{
 		opts:     opts,
@@ -130,15 +134,18 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 			Finally:     finally,
 		},
 	}
-	var runParams v1.Params
+	// The build's name is the run's, not the job's: each run gives it.
+	pipeline.Spec.Params = v1.ParamSpecs{{Name: runspec.ParamBuildName, Type: v1.ParamTypeString,
+		Description: "the build's name (BUILD_NAME): each run gives its own"}}
+	runParams := v1.Params{{Name: runspec.ParamBuildName, Value: *v1.NewStructuredValues(opts.Build)}}
 	if c.publishes > 0 {
 		// The registry is the target's, not the pipeline's: each run gives it.
-		pipeline.Spec.Params = v1.ParamSpecs{
+		pipeline.Spec.Params = append(pipeline.Spec.Params, v1.ParamSpecs{
 			{Name: runspec.ParamImageRegistry, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(""),
 				Description: "the image registry (HOST[:PORT][/PATH]) that tasks running an artifact as their image pull it from; the cluster must pull from it"},
 			{Name: runspec.ParamImageRegistrySecret, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(runspec.DefaultImageRegistrySecret),
 				Description: "the Secret (kubernetes.io/dockerconfigjson) with the registry's credentials, if it needs any"},
-		}
+		}...)
 		if opts.ImageRegistry != "" {
 			runParams = append(runParams, v1.Param{Name: runspec.ParamImageRegistry, Value: *v1.NewStructuredValues(opts.ImageRegistry)})
 		}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/pod-security-admission/policy"
 	"knative.dev/pkg/apis"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/internal/golden"
@@ -224,5 +226,32 @@ func TestUnsupported(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPipelineSameForEveryBuild: two builds of one version of a job compile the same
+// Pipeline (the build's name is the run's build-name param), so that builds started at
+// once never race to rewrite it, nor run with one another's name; their runs give their
+// names. A build name that could break out of the specs' JSON is refused.
+func TestPipelineSameForEveryBuild(t *testing.T) {
+	var pipelines []*v1.Pipeline
+	for _, build := range []string{"1", "2.1"} {
+		r, err := translateFile(t, filepath.Join("testdata", "hooks", "pipeline.yml"), "test", translate.Options{Build: build})
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate(t, r)
+		if p := r.PipelineRun.Spec.Params; len(p) != 1 || p[0].Name != "build-name" || p[0].Value.StringVal != build {
+			t.Errorf("build %s: the run's params %+v; want build-name %s", build, p, build)
+		}
+		pipelines = append(pipelines, r.Pipeline)
+	}
+	if diff := cmp.Diff(pipelines[0], pipelines[1]); diff != "" {
+		t.Errorf("the Pipelines of builds 1 and 2.1 differ (-1 +2.1):\n%s", diff)
+	}
+	for _, bad := range []string{`1"`, `a\b`, "$(params.x)"} {
+		if _, err := translateFile(t, filepath.Join("testdata", "hooks", "pipeline.yml"), "test", translate.Options{Build: bad}); err == nil || !strings.Contains(err.Error(), "invalid build name") {
+			t.Errorf("build name %q: %v, want it refused", bad, err)
+		}
 	}
 }
