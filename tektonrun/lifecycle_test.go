@@ -3,7 +3,9 @@ package tektonrun
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -131,5 +133,55 @@ func TestUsage(t *testing.T) {
 	}
 	if want := (Usage{Containers: 2, Volumes: 2}); got != want {
 		t.Errorf("usage %+v, want %+v", got, want)
+	}
+}
+
+// TestPipelineWrittenOnce: builds of a job started at once, or one after the other, of
+// the same version of the job write its Pipeline once (no update to race on); a new
+// version of the job updates it.
+func TestPipelineWrittenOnce(t *testing.T) {
+	b := newBackend(t, secret("token", "value"), secret("db", "user"))
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: strconv.Itoa(i + 1)})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := func() (creates, updates int) {
+		for _, a := range b.client.target.Tekton.(*tektonfake.Clientset).Actions() {
+			if a.GetResource().Resource == "pipelines" {
+				switch a.GetVerb() {
+				case "create":
+					creates++
+				case "update":
+					updates++
+				}
+			}
+		}
+		return creates, updates
+	}
+	if creates, updates := writes(); creates != 8 || updates != 0 {
+		// Each build tries to create it; all but one find it there, as it should be.
+		t.Errorf("pipelines: %d creates, %d updates; want 8 tries to create and no update", creates, updates)
+	}
+	changed := taskPlan()
+	changed.Task.Config.Run.Args = []string{"changed"}
+	if _, err := b.Run(ctx, changed, BuildMeta{Pipeline: "app", Job: "unit", Build: "9"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, updates := writes(); updates != 1 {
+		t.Errorf("a new version of the job: %d updates, want 1", updates)
 	}
 }

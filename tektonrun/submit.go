@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -167,6 +169,20 @@ func (c *Client) checkUserNamespaces(ctx context.Context, pr *v1.PipelineRun) er
 	return fmt.Errorf("user namespaces were asked for (--user-namespaces), but none of the %d nodes' container runtimes supports them (status.runtimeHandlers[].features.userNamespaces): the build's pods would never start", len(nodes.Items))
 }
 
+// samePipeline tells whether the Pipeline there is p, as written or with Tekton's
+// defaults applied as its webhook applies them.
+func samePipeline(ctx context.Context, there, p *v1.Pipeline) bool {
+	if !maps.Equal(there.Labels, p.Labels) || !maps.Equal(there.Annotations, p.Annotations) {
+		return false
+	}
+	if equality.Semantic.DeepEqual(there.Spec, p.Spec) {
+		return true
+	}
+	want := p.DeepCopy()
+	want.SetDefaults(ctx)
+	return equality.Semantic.DeepEqual(there.Spec, want.Spec)
+}
+
 // sameBuild checks that an object of a kind found under a build's name (its PipelineRun,
 // its Secret of credentials) is that build's (the same team, pipeline, job and build, by
 // the exact names in its annotations), so that a build never attaches to another's run,
@@ -182,6 +198,8 @@ func sameBuild(kind string, existing, want metav1.Object) error {
 
 // applyPipeline creates the job's Pipeline, or updates it to this version of the job.
 // Running builds keep the spec they started with: Tekton copies it into their status.
+// A Pipeline that is this version already (as Tekton's defaults left it) is not written:
+// builds of a job started at once do not race to update it.
 func (c *Client) applyPipeline(ctx context.Context, p *v1.Pipeline) error {
 	pipelines := c.target.Tekton.TektonV1().Pipelines(c.target.Namespace)
 	_, err := pipelines.Create(ctx, p, metav1.CreateOptions{})
@@ -195,6 +213,9 @@ func (c *Client) applyPipeline(ctx context.Context, p *v1.Pipeline) error {
 		cur, err := pipelines.Get(ctx, p.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
+		}
+		if samePipeline(ctx, cur, p) {
+			return nil
 		}
 		next := cur.DeepCopy()
 		next.Labels, next.Annotations, next.Spec = p.Labels, p.Annotations, p.Spec
