@@ -78,6 +78,11 @@ e2e: runner-image cli-image ## End-to-end tests on a real local cluster (root): 
 bench-e2e: ## Benchmarks on the running e2e cluster (make e2e-up first): a build against a hand-written Tekton Pipeline of the same steps; execute's transfers against tar | kubectl exec.
 	cd e2e && $(GO) test -tags e2e -count=1 -run '^$$' -bench . -benchtime 1x -count 3 -timeout 30m .
 
+.PHONY: bench-scale
+bench-scale: ## Scale on the running e2e cluster (make e2e-up first) with simulated nodes (kwok, built into the cache): 1,000 builds followed by one process, gc of 10,000 (SCALE_BUILDS, SCALE_GC_BUILDS, SCALE_NODES).
+	eval "$$($(E2E_CLUSTER) kwok)" && export KWOK_BIN KWOK_STAGES && export E2E_KUBECONFIG=$${E2E_KUBECONFIG:-$$($(E2E_CLUSTER) kubeconfig)} && \
+		cd e2e && $(GO) test -tags e2e -count=1 -run '^$$' -bench Scale -benchtime 1x -timeout 90m ./scale
+
 .PHONY: e2e-up
 e2e-up: runner-image cli-image ## Start the local e2e cluster (root; ~10 GB disk, 10-20 min the first time) and print its kubeconfig path.
 	$(E2E_CLUSTER) up

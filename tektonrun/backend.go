@@ -38,6 +38,11 @@ func NewBackend(t *Target, defaults translate.Options) *Backend {
 // Close stops the backend's watches and log streams.
 func (b *Backend) Close() { b.client.Close() }
 
+// SetLogSource makes the backend read its builds' logs from src (a log store kept
+// outside the cluster, a harness whose simulated nodes serve none) instead of the API's
+// pods/log. Call it before the backend follows a build.
+func (b *Backend) SetLogSource(src LogSource) { b.client.logs = src }
+
 // Client is the backend's cluster client.
 func (b *Backend) Client() *Client { return b.client }
 

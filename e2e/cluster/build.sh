@@ -135,17 +135,40 @@ build_addons() {
 	touch "$BIN_ADDONS.tmp/.done" && rm -rf "$BIN_ADDONS" && mv "$BIN_ADDONS.tmp" "$BIN_ADDONS"
 }
 
+# build_tool DEST MODULE@VERSION PACKAGE NAME builds a module's command from the module
+# proxy into DEST/NAME, whole or not at all (DEST.tmp first), leaving the module's
+# source in $src for the caller to take more from before finish_tool DEST.
+build_tool() {
+	rm -rf "$1.tmp" && mkdir -p "$1.tmp"
+	src=$E2E_CACHE/src/$(basename "$1")
+	copy_module "$2" "$src"
+	(cd "$src" && goenv go build -mod=mod -trimpath -ldflags "-s -w" -o "$1.tmp/$4" "$3") ||
+		die "building $2 failed"
+}
+
+finish_tool() {
+	touch "$1.tmp/.done" && rm -rf "$1" && mv "$1.tmp" "$1"
+}
+
 # build_registry builds the image registry (distribution, as Docker's registry:2) that
 # the cluster pulls images from and that builds push the images they make to.
 build_registry() {
 	[ -f "$BIN_REGISTRY/.done" ] && return 0
 	log "building the registry (distribution $REGISTRY_VERSION)"
-	rm -rf "$BIN_REGISTRY.tmp" && mkdir -p "$BIN_REGISTRY.tmp"
-	local src=$E2E_CACHE/src/distribution-$REGISTRY_VERSION
-	copy_module "github.com/distribution/distribution/v3@$REGISTRY_VERSION" "$src"
-	(cd "$src" && goenv go build -mod=mod -trimpath -ldflags "-s -w" -o "$BIN_REGISTRY.tmp/registry" ./cmd/registry) ||
-		die "building the registry failed"
-	touch "$BIN_REGISTRY.tmp/.done" && rm -rf "$BIN_REGISTRY" && mv "$BIN_REGISTRY.tmp" "$BIN_REGISTRY"
+	build_tool "$BIN_REGISTRY" "github.com/distribution/distribution/v3@$REGISTRY_VERSION" ./cmd/registry registry
+	finish_tool "$BIN_REGISTRY"
+}
+
+# build_kwok builds kwok (simulated nodes, for make bench-scale) from the module proxy, with
+# its stage definitions beside it. Not part of build_all: only the scale benchmark uses it.
+build_kwok() {
+	[ -f "$BIN_KWOK/.done" ] && return 0
+	mkdir -p "$E2E_CACHE/src" "$E2E_CACHE/go"
+	[ -f "$E2E_CACHE/src/go.mod" ] || printf 'module example.invalid/download\n\ngo 1.26.0\n' >"$E2E_CACHE/src/go.mod"
+	log "building kwok $KWOK_VERSION"
+	build_tool "$BIN_KWOK" "sigs.k8s.io/kwok@$KWOK_VERSION" ./cmd/kwok kwok
+	cp -a "$src/kustomize/stage" "$BIN_KWOK.tmp/stage"
+	finish_tool "$BIN_KWOK"
 }
 
 build_all() {

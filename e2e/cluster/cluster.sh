@@ -11,6 +11,8 @@
 #   cluster.sh build        only build (binaries and images)
 #   cluster.sh load         import bin/images/*.tar into the running cluster
 #   cluster.sh restart-apiserver   stop and start the running cluster's kube-apiserver
+#   cluster.sh kwok         build kwok (cached) and print KWOK_BIN=... KWOK_STAGES=... for
+#                           make bench-scale
 #   cluster.sh test         make e2e: up if needed, go test -tags e2e and the atc module's
 #                           e2e (E2E_ATC=0: not those), then down and check-clean if it
 #                           started the cluster; with E2E_KUBECONFIG set, only the tests,
@@ -164,8 +166,9 @@ kubectl) shift && KUBECTL "$@" ;;
 build) cluster_build ;;
 load) load_images ;;
 restart-apiserver) need_root && cluster_healthy && restart_apiserver ;;
+kwok) build_kwok >&2 && echo "KWOK_BIN=$BIN_KWOK/kwok KWOK_STAGES=$BIN_KWOK/stage" ;;
 *)
-	sed -n '2,15p' "$0" >&2
+	sed -n '2,17p' "$0" >&2
 	exit 2
 	;;
 esac
