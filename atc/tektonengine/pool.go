@@ -1,6 +1,7 @@
 package tektonengine
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -74,10 +75,14 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 		running int
 	}
 	var candidates []candidate
+	// A target that cannot be read is left out, as Concourse leaves out a stalled
+	// worker; its error is the build's when no other target can take it.
+	var unreadable error
 	for _, w := range matching {
 		state, err := w.Target.State(ctx)
 		if err != nil {
-			return nil, err
+			unreadable = cmp.Or(unreadable, err)
+			continue
 		}
 		if state == tektonrun.StateRunning {
 			candidates = append(candidates, candidate{w: w})
@@ -85,13 +90,17 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 	}
 	if len(candidates) > 1 {
 		// Only a choice needs the running builds counted.
-		for i := range candidates {
-			st, err := candidates[i].w.Target.Status(ctx)
+		counted := candidates[:0]
+		for _, c := range candidates {
+			st, err := c.w.Target.Status(ctx)
 			if err != nil {
-				return nil, err
+				unreadable = cmp.Or(unreadable, err)
+				continue
 			}
-			candidates[i].running = st.Running
+			c.running = st.Running
+			counted = append(counted, c)
 		}
+		candidates = counted
 	}
 	slices.SortStableFunc(candidates, func(a, b candidate) int { return a.running - b.running })
 	for _, c := range candidates {
@@ -100,6 +109,9 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 			continue // landed since
 		}
 		return run, err
+	}
+	if unreadable != nil {
+		return nil, unreadable
 	}
 	return nil, noWorkers(specs, tags, p.running(ctx))
 }

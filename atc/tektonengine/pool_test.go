@@ -12,9 +12,11 @@ import (
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -258,5 +260,32 @@ func TestPoolOneCandidate(t *testing.T) {
 	}
 	if lists(a) != 1 || lists(b) != 1 {
 		t.Errorf("two candidates: %d and %d lists, want one each", lists(a), lists(b))
+	}
+}
+
+// TestPoolUnreadableTarget: a target whose state cannot be read is left out when another
+// takes the build; alone, its error is the build's (the build is started again later),
+// not Concourse's no workers.
+func TestPoolUnreadableTarget(t *testing.T) {
+	down := func(name string) Worker {
+		w := poolWorker(name, nil, 0, false)
+		w.Target.Kube.(*fake.Clientset).PrependReactor("get", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewServiceUnavailable("the apiserver restarts")
+		})
+		return w
+	}
+	plan, _ := json.Marshal(atc.Plan{ID: "1", Task: &atc.TaskPlan{Name: "t", Config: &atc.TaskConfig{Platform: "linux"}}})
+	ref := BuildRef{Meta: tektonrun.BuildMeta{Pipeline: "p", Job: "j", Build: "1"}, ID: 1}
+	pool := &Pool{Workers: []Worker{down("a"), poolWorker("b", nil, 3, false)}}
+	if _, err := pool.Start(context.Background(), plan, ref); err != nil {
+		t.Fatal(err)
+	}
+	if got := started(pool); got != "b" {
+		t.Errorf("started on %q, want b", got)
+	}
+	_, err := (&Pool{Workers: []Worker{down("a")}}).Start(context.Background(), plan, ref)
+	var noWorkers *NoWorkersError
+	if err == nil || errors.As(err, &noWorkers) || !Transient(err) {
+		t.Errorf("the only target unreadable: %v; want its error, transient", err)
 	}
 }
