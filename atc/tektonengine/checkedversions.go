@@ -33,6 +33,9 @@ func (r *backendRun) CheckedVersions(ctx context.Context) ([]map[string]string, 
 // them from a versionsRun, else the latest.
 func checkedVersions(ctx context.Context, run Run) ([]atc.Version, error) {
 	var found []map[string]string
+	if w, ok := run.(workerRun); ok {
+		run = w.Run // a Pool's run is the run of one of its workers
+	}
 	if vr, ok := run.(versionsRun); ok {
 		var err error
 		if found, err = vr.CheckedVersions(ctx); err != nil {

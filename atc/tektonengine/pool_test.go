@@ -289,3 +289,23 @@ func TestPoolUnreadableTarget(t *testing.T) {
 		t.Errorf("the only target unreadable: %v; want its error, transient", err)
 	}
 }
+
+// TestPoolCheckedVersions: a check run on a worker of a Pool gives every version it found,
+// not the latest alone.
+func TestPoolCheckedVersions(t *testing.T) {
+	w := poolWorker("a", nil, 0, false)
+	found := []map[string]string{{"ref": "1"}, {"ref": "2"}, {"ref": "3"}}
+	w.Runs = versionsRuns{fakeRuns: &fakeRuns{run: newRun(event.BuildStatusSucceeded)}, versions: found}
+	plan, _ := json.Marshal(atc.Plan{ID: "1", Check: &atc.CheckPlan{Name: "repo", Type: "git", TypeImage: atc.TypeImage{BaseType: "git"}}})
+	run, err := (&Pool{Workers: []Worker{w}}).Start(context.Background(), plan, BuildRef{Meta: tektonrun.BuildMeta{Pipeline: "p", Job: "check-repo", Build: "1"}, ID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := checkedVersions(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []atc.Version{{"ref": "1"}, {"ref": "2"}, {"ref": "3"}}; !cmp.Equal(want, got) {
+		t.Errorf("versions %v, want %v", got, want)
+	}
+}
