@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/concourse-tekton/concourse-tekton/internal/pages"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
@@ -200,7 +201,7 @@ func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames
 	ours := runspec.LabelManagedBy + "=" + runspec.ManagedBy
 	build := mustExist(runspec.LabelBuild)
 
-	err := pages(ctx, pageSize, "PipelineRuns", func(opts metav1.ListOptions) (string, error) {
+	err := pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "PipelineRuns", func(opts metav1.ListOptions) (string, error) {
 		opts.LabelSelector = selector(ours, build)
 		l, err := t.Tekton.TektonV1().PipelineRuns(ns).List(ctx, opts)
 		if err != nil {
@@ -215,7 +216,7 @@ func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames
 	if taskRunNames {
 		objs.TaskRuns = map[string]string{}
 	}
-	err = pages(ctx, pageSize, "TaskRuns", func(opts metav1.ListOptions) (string, error) {
+	err = pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "TaskRuns", func(opts metav1.ListOptions) (string, error) {
 		opts.LabelSelector = build
 		if !taskRunNames {
 			opts.LabelSelector = selector(build, pipeline.PipelineTaskLabelKey+"="+runspec.VerdictTask)
@@ -238,7 +239,7 @@ func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames
 	if err != nil {
 		return err
 	}
-	err = pages(ctx, pageSize, "PersistentVolumeClaims", func(opts metav1.ListOptions) (string, error) {
+	err = pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "PersistentVolumeClaims", func(opts metav1.ListOptions) (string, error) {
 		opts.LabelSelector = selector(ours, pvc.LabelVolume+"="+pvc.VolumeBuild)
 		l, err := t.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, opts)
 		if err != nil {
@@ -250,7 +251,7 @@ func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames
 	if err != nil {
 		return err
 	}
-	err = pages(ctx, pageSize, "Secrets", func(opts metav1.ListOptions) (string, error) {
+	err = pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "Secrets", func(opts metav1.ListOptions) (string, error) {
 		opts.LabelSelector = selector(ours, build)
 		l, err := t.Kube.CoreV1().Secrets(ns).List(ctx, opts)
 		if err != nil {
@@ -266,7 +267,7 @@ func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames
 	if err != nil {
 		return err
 	}
-	return pages(ctx, pageSize, "pods", func(opts metav1.ListOptions) (string, error) {
+	return pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "pods", func(opts metav1.ListOptions) (string, error) {
 		opts.LabelSelector = build
 		l, err := t.Kube.CoreV1().Pods(ns).List(ctx, opts)
 		if err != nil {
@@ -282,24 +283,6 @@ func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames
 		}
 		return l.Continue, nil
 	})
-}
-
-// pages calls list for each page of a list of kind, from the first.
-func pages(ctx context.Context, size int64, kind string, list func(metav1.ListOptions) (string, error)) error {
-	opts := metav1.ListOptions{Limit: size}
-	for {
-		next, err := list(opts)
-		if err != nil {
-			return fmt.Errorf("listing %s: %w", kind, err)
-		}
-		if next == "" {
-			return nil
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		opts.Continue = next
-	}
 }
 
 func mustExist(key string) string {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"knative.dev/pkg/apis"
 
+	"github.com/concourse-tekton/concourse-tekton/internal/pages"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -93,22 +94,27 @@ func (t *Target) Status(ctx context.Context) (Status, error) {
 // runningBuilds counts the target's builds that have not ended.
 func (t *Target) runningBuilds(ctx context.Context) (int, error) {
 	n := 0
-	opts := metav1.ListOptions{LabelSelector: runspec.LabelManagedBy + "=" + runspec.ManagedBy, Limit: 500}
-	for {
+	err := pages.Each(ctx, oursPaged(), "PipelineRuns", func(opts metav1.ListOptions) (string, error) {
 		l, err := t.Tekton.TektonV1().PipelineRuns(t.Namespace).List(ctx, opts)
 		if err != nil {
-			return 0, fmt.Errorf("counting the running builds of target %s: %w", t.Name, err)
+			return "", err
 		}
 		for _, pr := range l.Items {
 			if c := pr.Status.GetCondition(apis.ConditionSucceeded); c == nil || c.IsUnknown() {
 				n++
 			}
 		}
-		if l.Continue == "" {
-			return n, nil
-		}
-		opts.Continue = l.Continue
+		return l.Continue, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("counting the running builds of target %s: %w", t.Name, err)
 	}
+	return n, nil
+}
+
+// oursPaged lists the objects of ours, 500 a page.
+func oursPaged() metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: runspec.LabelManagedBy + "=" + runspec.ManagedBy, Limit: 500}
 }
 
 // Usage is what a target holds of ours, as Concourse counts a worker's: the pods of its
@@ -121,34 +127,32 @@ type Usage struct {
 // Usage counts the target's pods that have not ended and its volumes, ours alone.
 func (t *Target) Usage(ctx context.Context) (Usage, error) {
 	var u Usage
-	opts := metav1.ListOptions{LabelSelector: runspec.LabelManagedBy + "=" + runspec.ManagedBy, Limit: 500}
-	for {
+	err := pages.Each(ctx, oursPaged(), "pods", func(opts metav1.ListOptions) (string, error) {
 		l, err := t.Kube.CoreV1().Pods(t.Namespace).List(ctx, opts)
 		if err != nil {
-			return Usage{}, fmt.Errorf("counting the pods of target %s: %w", t.Name, err)
+			return "", err
 		}
 		for _, p := range l.Items {
 			if p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed && p.DeletionTimestamp == nil {
 				u.Containers++
 			}
 		}
-		if l.Continue == "" {
-			break
-		}
-		opts.Continue = l.Continue
+		return l.Continue, nil
+	})
+	if err == nil {
+		err = pages.Each(ctx, oursPaged(), "PersistentVolumeClaims", func(opts metav1.ListOptions) (string, error) {
+			l, err := t.Kube.CoreV1().PersistentVolumeClaims(t.Namespace).List(ctx, opts)
+			if err != nil {
+				return "", err
+			}
+			u.Volumes += len(l.Items)
+			return l.Continue, nil
+		})
 	}
-	opts.Continue = ""
-	for {
-		l, err := t.Kube.CoreV1().PersistentVolumeClaims(t.Namespace).List(ctx, opts)
-		if err != nil {
-			return Usage{}, fmt.Errorf("counting the volumes of target %s: %w", t.Name, err)
-		}
-		u.Volumes += len(l.Items)
-		if l.Continue == "" {
-			return u, nil
-		}
-		opts.Continue = l.Continue
+	if err != nil {
+		return Usage{}, fmt.Errorf("counting the containers and volumes of target %s: %w", t.Name, err)
 	}
+	return u, nil
 }
 
 // acceptsBuilds fails with ErrNotRunning unless the target is running.

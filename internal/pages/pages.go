@@ -1,0 +1,30 @@
+// Package pages lists Kubernetes objects a page at a time, so that a list of many objects
+// is never one answer held whole by the API server and the client.
+package pages
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Each calls list for each page of a list of kind, from the first: with opts (their
+// Limit is the page size) and the page's continue token. list returns the next page's
+// token, "" after the last page. An error names the kind; a cancelled ctx stops between
+// pages.
+func Each(ctx context.Context, opts metav1.ListOptions, kind string, list func(metav1.ListOptions) (string, error)) error {
+	for {
+		next, err := list(opts)
+		if err != nil {
+			return fmt.Errorf("listing %s: %w", kind, err)
+		}
+		if next == "" {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		opts.Continue = next
+	}
+}
