@@ -36,9 +36,9 @@ const (
 )
 
 // StepperFactory runs job and one-off builds on the cluster, each as one run of its
-// whole plan (on one of several targets: Pool). Check builds run there too when Checks is set (a one-step run of the
-// check, its version saved through the ATC's database as Concourse's check step saves
-// it); else they go to Fallback.
+// whole plan (on one of several targets: Pool). Check builds run there too when Checks
+// is set (a one-step run of the check, its version saved through the ATC's database as
+// Concourse's check step saves it); else they go to Fallback.
 type StepperFactory struct {
 	// Runs starts the builds' runs.
 	Runs Runs

@@ -158,7 +158,7 @@ func (w *Worker) runs(ctx context.Context, ref BuildRef) (bool, error) {
 	case "":
 		// Created, not claimed yet (the web node stopped in between): this build's unless
 		// it was made before the build started.
-		return ref.Started.IsZero() || !pr.CreationTimestamp.Time.Before(ref.Started.Add(-clockSkew)), nil
+		return !createdBefore(pr, ref), nil
 	}
 	return false, nil
 }

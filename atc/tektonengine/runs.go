@@ -10,6 +10,7 @@ import (
 
 	"github.com/concourse/concourse/atc/db"
 	"github.com/concourse/concourse/vars"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -192,6 +193,12 @@ func (v atcVars) Get(ref ctvars.Reference) (any, bool, error) {
 	return v.vars.Get(vars.Reference{Source: ref.Source, Path: ref.Path, Fields: ref.Fields})
 }
 
+// createdBefore tells whether a run was created before its build started (by more than
+// the clock skew): a run of another build of the same names.
+func createdBefore(pr *v1.PipelineRun, ref BuildRef) bool {
+	return !ref.Started.IsZero() && pr.CreationTimestamp.Time.Before(ref.Started.Add(-clockSkew))
+}
+
 // claim records the build's ID on its run, after making sure that a run that existed is
 // this build's.
 func (r *backendRuns) claim(ctx context.Context, b *tektonrun.Build, ref BuildRef) error {
@@ -212,7 +219,7 @@ func (r *backendRuns) claim(ctx context.Context, b *tektonrun.Build, ref BuildRe
 			return &staleRunError{owner: n, msg: msg}
 		}
 		return errors.New(msg)
-	case b.Existed && !ref.Started.IsZero() && pr.CreationTimestamp.Time.Before(ref.Started.Add(-clockSkew)):
+	case b.Existed && createdBefore(pr, ref):
 		return fmt.Errorf("PipelineRun %s/%s, named after this build, was created at %s, before the build started (%s): it is another build's; %s",
 			b.Namespace, b.Name, pr.CreationTimestamp.UTC().Format(time.RFC3339), ref.Started.UTC().Format(time.RFC3339), fix)
 	}

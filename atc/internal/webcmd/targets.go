@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -45,8 +46,17 @@ type TargetSpec struct {
 	Line, Column int `yaml:"-"`
 }
 
-// tagPattern is what a worker tag may be here: a word a pipeline's `tags:` can name.
+// tagPattern is what a worker tag may be here (tagRule says it): a word a pipeline's
+// `tags:` can name.
 var tagPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/-]*$`)
+
+const tagRule = "letters, digits, and _ . : / - after the first"
+
+// targetFields are the keys of a TargetSpec in the file, in the order errors list them.
+var targetFields = []string{"worker", "kubeconfig", "context", "namespace", "in_cluster", "tags", "service_account", "storage_class", "build_volume_size", "image_registry", "image_registry_secret"}
+
+// yamlLine is the position yaml puts in its type errors' messages.
+var yamlLine = regexp.MustCompile(`^line \d+: `)
 
 // ReadTargets reads a --tekton-targets file: a YAML list of TargetSpec. An error names the
 // file, the line and column, and the field.
@@ -86,17 +96,13 @@ func parseTargets(data []byte) ([]TargetSpec, error) {
 		if item.Kind != yaml.MappingNode {
 			return nil, posError(item.Line, item.Column, "targets[%d]: want a mapping (worker, namespace, tags, ...)", i)
 		}
-		known := map[string]bool{}
-		for _, f := range []string{"worker", "kubeconfig", "context", "namespace", "in_cluster", "tags", "service_account", "storage_class", "build_volume_size", "image_registry", "image_registry_secret"} {
-			known[f] = true
-		}
 		for k := 0; k+1 < len(item.Content); k += 2 {
-			key := item.Content[k]
-			if !known[key.Value] {
-				return nil, posError(key.Line, key.Column, "targets[%d].%s: unknown field (want worker, kubeconfig, context, namespace, in_cluster, tags, service_account, storage_class, build_volume_size, image_registry, image_registry_secret)", i, key.Value)
+			key, v := item.Content[k], item.Content[k+1]
+			field := fieldOf(&s, key.Value)
+			if field == nil {
+				return nil, posError(key.Line, key.Column, "targets[%d].%s: unknown field (want %s)", i, key.Value, strings.Join(targetFields, ", "))
 			}
-			if err := item.Content[k+1].Decode(fieldOf(&s, key.Value)); err != nil {
-				v := item.Content[k+1]
+			if err := v.Decode(field); err != nil {
 				return nil, posError(v.Line, v.Column, "targets[%d].%s: %v", i, key.Value, yamlMessage(err))
 			}
 		}
@@ -109,21 +115,40 @@ func parseTargets(data []byte) ([]TargetSpec, error) {
 	return specs, nil
 }
 
-// fieldOf is the field of s a key of the file decodes into.
+// fieldOf is the field of s a key of the file decodes into (nil: no such key).
 func fieldOf(s *TargetSpec, key string) any {
-	return map[string]any{
-		"worker": &s.Worker, "kubeconfig": &s.Kubeconfig, "context": &s.Context, "namespace": &s.Namespace,
-		"in_cluster": &s.InCluster, "tags": &s.Tags, "service_account": &s.ServiceAccount,
-		"storage_class": &s.StorageClass, "build_volume_size": &s.BuildVolumeSize,
-		"image_registry": &s.ImageRegistry, "image_registry_secret": &s.ImageRegistrySecret,
-	}[key]
+	switch key {
+	case "worker":
+		return &s.Worker
+	case "kubeconfig":
+		return &s.Kubeconfig
+	case "context":
+		return &s.Context
+	case "namespace":
+		return &s.Namespace
+	case "in_cluster":
+		return &s.InCluster
+	case "tags":
+		return &s.Tags
+	case "service_account":
+		return &s.ServiceAccount
+	case "storage_class":
+		return &s.StorageClass
+	case "build_volume_size":
+		return &s.BuildVolumeSize
+	case "image_registry":
+		return &s.ImageRegistry
+	case "image_registry_secret":
+		return &s.ImageRegistrySecret
+	}
+	return nil
 }
 
 // yamlMessage is a decoding error without yaml's own position (the caller gives it).
 func yamlMessage(err error) string {
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
-		return regexp.MustCompile(`^line \d+: `).ReplaceAllString(te.Errors[0], "")
+		return yamlLine.ReplaceAllString(te.Errors[0], "")
 	}
 	return err.Error()
 }
@@ -151,7 +176,7 @@ func (s *TargetSpec) validate(i int, item *yaml.Node) error {
 	for _, tag := range s.Tags {
 		if !tagPattern.MatchString(tag) {
 			l, c := at("tags")
-			return posError(l, c, "targets[%d].tags: %q is not a tag (letters, digits, and _ . : / - after the first)", i, tag)
+			return posError(l, c, "targets[%d].tags: %q is not a tag (%s)", i, tag, tagRule)
 		}
 	}
 	if s.BuildVolumeSize != "" {

@@ -112,7 +112,7 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 	specs := []TargetSpec{{Worker: f.WorkerName, Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace, InCluster: f.InCluster, Tags: f.Tags}}
 	for _, tag := range f.Tags {
 		if !tagPattern.MatchString(tag) {
-			return nil, fmt.Errorf("--tekton-tag %q is not a tag (letters, digits, and _ . : / - after the first)", tag)
+			return nil, fmt.Errorf("--tekton-tag %q is not a tag (%s)", tag, tagRule)
 		}
 	}
 	if f.Targets != "" {
@@ -175,6 +175,10 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 	if pipelines != nil && pipelines.BuildFactory != nil {
 		builds = pipelines.BuildFactory
 	}
+	failed, oneOff := gc.DefaultRules.FailedGrace, gc.DefaultRules.OneOffGrace
+	if cmd.RunCommand != nil { // the web node's --gc-* flags
+		failed, oneOff = cmd.GC.FailedGracePeriod, cmd.GC.OneOffBuildGracePeriod
+	}
 	pool := &tektonengine.Pool{}
 	for _, t := range cmd.tekton.targets {
 		opts := t.options
@@ -192,10 +196,6 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 			Counter:  t.target,
 		}
 		if f.GCInterval > 0 {
-			failed, oneOff := gc.DefaultRules.FailedGrace, gc.DefaultRules.OneOffGrace
-			if cmd.RunCommand != nil { // the web node's --gc-* flags
-				failed, oneOff = cmd.GC.FailedGracePeriod, cmd.GC.OneOffBuildGracePeriod
-			}
 			t.sweeper = &tektonworker.Sweeper{
 				Target: t.target,
 				Options: gc.Options{
