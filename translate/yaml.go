@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"go.yaml.in/yaml/v3"
@@ -49,8 +50,21 @@ func ObjectYAML(obj any) ([]byte, error) {
 		return nil, err
 	}
 	dropEmpty(m)
-	// yaml.v3 sorts map keys and quotes strings YAML 1.1 readers (kubectl) would take for
-	// booleans or numbers.
+	// yaml.v3's output, keys sorted, strings YAML 1.1 readers (kubectl) would take for
+	// booleans or numbers quoted; the emitter writes it faster, and yaml.v3 the rare
+	// object it leaves.
+	e := emitter{buf: make([]byte, 0, 2*len(raw))}
+	switch err := e.document(m); {
+	case err == nil:
+		return e.buf, nil
+	case !errors.Is(err, errUnplaced):
+		return nil, fmt.Errorf("encoding %T: %w", obj, err)
+	}
+	return yamlV3(obj, m)
+}
+
+// yamlV3 encodes a decoded object with yaml.v3.
+func yamlV3(obj any, m map[string]any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)

@@ -1,0 +1,134 @@
+package translate
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// byV3 is what yaml.v3's encoder (indent 2) writes for v: the emitter's reference.
+func byV3(t testing.TB, v any) string {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(v); err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// checkEmit asserts the emitter writes v as yaml.v3 does, or leaves it to yaml.v3; it
+// says whether the emitter wrote it.
+func checkEmit(t *testing.T, v any) bool {
+	t.Helper()
+	want := byV3(t, v)
+	var e emitter
+	err := e.document(v)
+	if errors.Is(err, errUnplaced) {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%#v: %v", v, err)
+	}
+	if got := string(e.buf); got != want {
+		t.Fatalf("%#v:\nyaml.v3 writes\n%s\nthe emitter wrote\n%s", v, want, got)
+	}
+	return true
+}
+
+// TestEmitterStrings puts strings that make yaml.v3 choose each of its styles in every
+// position a string takes: a key, a mapping's value, a sequence's item, nested.
+func TestEmitterStrings(t *testing.T) {
+	strs := []string{
+		"plain", "two words", "", " lead", "trail ", "a: b", "a:b", "a #b", "a#b", "#c", "-", "- x", "-x",
+		"--- doc", "...", "?", "? x", ":", "{\"json\": 'q'}", "[x]", "x,y", "it's", "'", "\"",
+		"true", "True", "no", "NO", "on", "y", "n", "~", "null", "nope", "yes-and", "off-by-one",
+		"1", "1.5", "1.2.3", "0x1F", "1e3", "+1", "-1", ".5", ".inf", ".nan", "1:20", "12:30:00",
+		"2001-12-14", "0755", "$(params.x)", "/a/b", "@x", "`x`", "%x", "&a", "*a", "!t", "|", ">",
+		"a\nb", "a\nb\n", "a\nb\n\n", "\n", "\n\n", "\na", " a\nb", "a \nb", "a\n b", "a\n\n b\n",
+		"line with trailing \nspace", "tab\there", "tab\nin\tblock", "é", "multi\nlinë", "cr\r\nlf",
+		"0s", "1Gi", "--spec=$(params.spec)", "09", "0755", "1_000", "-.inf", "+.5", "1e", "0o17", "0b101",
+		"--", "-- x", "2001-12-14t21:59:43.10-05:00", "2001-12-14 21:59:43", "1:2:3", "0xZZ", "123456789012345678901234",
+		"x\n", strings.Repeat("k", maxSimpleKey), strings.Repeat("k", maxSimpleKey+1),
+	}
+	for _, s := range strs {
+		checkEmit(t, map[string]any{"k": s})
+		checkEmit(t, map[string]any{s: "v"})
+		checkEmit(t, []any{s, "after"})
+		checkEmit(t, map[string]any{"a": []any{map[string]any{"b": s, "c": []any{s}}}, "z": s})
+		checkEmit(t, []any{[]any{s}, []any{[]any{s, s}}})
+		checkEmit(t, s)
+	}
+}
+
+// TestEmitterRandom compares the emitter with yaml.v3 on random trees of the values a
+// decoded JSON object holds.
+func TestEmitterRandom(t *testing.T) {
+	alphabet := []string{"a", "b", "Z", "0", "1", " ", " ", "\n", ":", "#", "-", "'", "\"", "{", "}", "[", ",", ".", "~", "$", "(", ")", "/", "\t", "é", "y", "n", "o", "t", "s", "e", "x", "G", "_", "+", "9"}
+	r := rand.New(rand.NewPCG(1, 2))
+	str := func() string {
+		var b strings.Builder
+		for range r.IntN(8) {
+			b.WriteString(alphabet[r.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	var value func(depth int) any
+	value = func(depth int) any {
+		switch k := r.IntN(9); {
+		case k < 2 && depth < 4:
+			m := map[string]any{}
+			for range r.IntN(4) {
+				m[str()] = value(depth + 1)
+			}
+			return m
+		case k < 4 && depth < 4:
+			var s []any = []any{}
+			for range r.IntN(4) {
+				s = append(s, value(depth+1))
+			}
+			return s
+		case k == 4:
+			return []float64{0, 1, -1, 1.5, 1e21, 123456789, 1e-7}[r.IntN(7)]
+		case k == 5:
+			return []any{true, false, nil}[r.IntN(3)]
+		default:
+			return str()
+		}
+	}
+	wrote := 0
+	for range 20000 {
+		if checkEmit(t, value(0)) {
+			wrote++
+		}
+	}
+	if wrote < 10000 {
+		t.Errorf("the emitter wrote only %d of 20000 random trees itself", wrote)
+	}
+}
+
+// TestObjectYAMLIsYAMLv3 checks ObjectYAML's output for every object of the golden builds
+// against yaml.v3's, and that the emitter (not the fallback) wrote them.
+func TestObjectYAMLIsYAMLv3(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"params": []any{map[string]any{"name": "spec", "value": `{"mode":"task","x":"it's"}`}}}, "status": map[string]any{}}
+	got, err := ObjectYAML(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(obj)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	dropEmpty(m)
+	if want := byV3(t, m); string(got) != want {
+		t.Fatalf("ObjectYAML wrote\n%s\nyaml.v3 writes\n%s", got, want)
+	}
+}
