@@ -172,6 +172,8 @@ type compiler struct {
 	names map[string]bool
 	// taskDefs are the shared Task definitions, by name.
 	taskDefs map[string]*v1.Task
+	// taskNames are the Tasks' names by their variant's key.
+	taskNames map[string]string
 	// runSpecs are per-PipelineTask pod settings (node selectors for tags).
 	runSpecs []v1.PipelineTaskRunSpec
 	// specs are the runner specs of the PipelineTasks, encoded into their params at the end

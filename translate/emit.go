@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
 
-// emitter writes a decoded JSON tree (maps, slices, strings, float64s, bools and nils) as
+// emitter writes a tree of parseJSON's (objects, slices, strings, float64s, bools, nils) as
 // block YAML, byte for byte what yaml.v3's encoder (indent 2) writes for it, several times
 // faster: it decides each string's style the way yaml.v3 does for the strings objects hold
 // (ASCII, single-line or block literal) and asks yaml.v3 itself about the rest, one scalar
@@ -31,8 +30,8 @@ const maxSimpleKey = 128
 // document writes v as a whole document.
 func (e *emitter) document(v any) error {
 	switch x := v.(type) {
-	case map[string]any:
-		if len(x) > 0 {
+	case *object:
+		if len(x.members) > 0 {
 			return e.end(e.mapping(x, 0, false))
 		}
 	case []any:
@@ -58,23 +57,18 @@ func (e *emitter) end(err error) error {
 	return err
 }
 
-// mapping writes m's entries, keys sorted, at column indent; inline says the first key
-// follows on the current line (after a sequence's "- ").
-func (e *emitter) mapping(m map[string]any, indent int, inline bool) error {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sortKeys(keys)
-	for i, k := range keys {
+// mapping writes o's members at column indent; inline says the first key follows on the
+// current line (after a sequence's "- ").
+func (e *emitter) mapping(o *object, indent int, inline bool) error {
+	for i, m := range o.members {
 		if i > 0 || !inline {
 			e.indent(indent)
 		}
-		if err := e.key(k); err != nil {
+		if err := e.key(m.key); err != nil {
 			return err
 		}
 		e.buf = append(e.buf, ':')
-		if err := e.value(m[k], indent); err != nil {
+		if err := e.value(m.val, indent); err != nil {
 			return err
 		}
 	}
@@ -89,8 +83,8 @@ func (e *emitter) sequence(s []any, indent int, inline bool) error {
 		}
 		e.buf = append(e.buf, '-')
 		switch x := v.(type) {
-		case map[string]any:
-			if len(x) > 0 {
+		case *object:
+			if len(x.members) > 0 {
 				e.buf = append(e.buf, ' ')
 				if err := e.mapping(x, indent+2, true); err != nil {
 					return err
@@ -116,8 +110,8 @@ func (e *emitter) sequence(s []any, indent int, inline bool) error {
 // value writes a mapping's value after its "key:", the key being at column indent.
 func (e *emitter) value(v any, indent int) error {
 	switch x := v.(type) {
-	case map[string]any:
-		if len(x) > 0 {
+	case *object:
+		if len(x.members) > 0 {
 			return e.mapping(x, indent+2, false)
 		}
 	case []any:
@@ -133,7 +127,7 @@ func (e *emitter) value(v any, indent int) error {
 func (e *emitter) leaf(v any, indent int) error {
 	e.buf = append(e.buf, ' ')
 	switch v.(type) {
-	case map[string]any, []any:
+	case *object, []any:
 		e.flowEmpty(v)
 		return nil
 	}
@@ -438,21 +432,9 @@ func analyse(s string) analysis {
 	return a
 }
 
-// sortKeys orders keys as yaml.v3 orders a map's keys: runs of digits by their numeric
-// value, letters before other characters, else byte by byte.
-func sortKeys(keys []string) {
-	slices.SortFunc(keys, func(a, b string) int {
-		if keyLess(a, b) {
-			return -1
-		}
-		if keyLess(b, a) {
-			return 1
-		}
-		return 0
-	})
-}
-
-// keyLess is yaml.v3's order of string keys (keyList.Less), for ASCII keys.
+// keyLess is yaml.v3's order of a map's string keys (keyList.Less) for ASCII keys: runs
+// of digits by their numeric value, letters before other characters, else byte by byte.
+// (A non-ASCII key makes the emitter leave the object to yaml.v3, which orders it itself.)
 func keyLess(a, b string) bool {
 	isDigit := func(c byte) bool { return c >= '0' && c <= '9' }
 	isLetter := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }

@@ -26,13 +26,26 @@ func byV3(t testing.TB, v any) string {
 	return buf.String()
 }
 
-// checkEmit asserts the emitter writes v as yaml.v3 does, or leaves it to yaml.v3; it
-// says whether the emitter wrote it.
+// checkEmit asserts the emitter writes v, through JSON, as yaml.v3 writes it, or leaves
+// it to yaml.v3; it says whether the emitter wrote it.
 func checkEmit(t *testing.T, v any) bool {
 	t.Helper()
-	want := byV3(t, v)
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref any
+	if err := json.Unmarshal(raw, &ref); err != nil {
+		t.Fatal(err)
+	}
+	dropEmpty(ref)
+	want := byV3(t, ref)
+	tree, err := parseJSON(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
 	var e emitter
-	err := e.document(v)
+	err = e.document(tree)
 	if errors.Is(err, errUnplaced) {
 		return false
 	}
@@ -43,6 +56,49 @@ func checkEmit(t *testing.T, v any) bool {
 		t.Fatalf("%#v:\nyaml.v3 writes\n%s\nthe emitter wrote\n%s", v, want, got)
 	}
 	return true
+}
+
+// TestParseJSON decodes strings as encoding/json does, escapes and surrogates included.
+func TestParseJSON(t *testing.T) {
+	for _, in := range []string{
+		`"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u003c\u0026\u003e"`, `"\u00e9\u2028"`, `"\ud83d\ude00"`,
+		`"\ud83d"`, `"\ud83dx"`, `"\ud83d\u0041"`, `"\ude00"`, `"é😀"`, `-1.5e3`, `0`, `true`, `null`,
+		`[1,"a",{"b":[]}]`, ` { "k" : [ 1 , 2 ] } `,
+	} {
+		var want any
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseJSON([]byte(in))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if g, w := byV3(t, toMaps(got)), byV3(t, want); g != w {
+			t.Errorf("%s: parsed as %s, encoding/json reads %s", in, g, w)
+		}
+	}
+	for _, bad := range []string{``, `{`, `{"a"}`, `{"a":1,}`, `[1 2]`, `"open`, `"\x"`, `"\u12"`, `tru`, `1 2`, `{"a":1]`} {
+		if _, err := parseJSON([]byte(bad)); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+// toMaps turns parseJSON's objects back into maps.
+func toMaps(v any) any {
+	switch x := v.(type) {
+	case *object:
+		m := map[string]any{}
+		for _, mem := range x.members {
+			m[mem.key] = toMaps(mem.val)
+		}
+		return m
+	case []any:
+		for i := range x {
+			x[i] = toMaps(x[i])
+		}
+	}
+	return v
 }
 
 // TestEmitterStrings puts strings that make yaml.v3 choose each of its styles in every
@@ -56,7 +112,7 @@ func TestEmitterStrings(t *testing.T) {
 		"2001-12-14", "0755", "$(params.x)", "/a/b", "@x", "`x`", "%x", "&a", "*a", "!t", "|", ">",
 		"a\nb", "a\nb\n", "a\nb\n\n", "\n", "\n\n", "\na", " a\nb", "a \nb", "a\n b", "a\n\n b\n",
 		"line with trailing \nspace", "tab\there", "tab\nin\tblock", "é", "multi\nlinë", "cr\r\nlf",
-		"0s", "1Gi", "--spec=$(params.spec)", "09", "0755", "1_000", "-.inf", "+.5", "1e", "0o17", "0b101",
+		"<a&b>", "\u2028", "emoji 😀", "0s", "1Gi", "--spec=$(params.spec)", "09", "0755", "1_000", "-.inf", "+.5", "1e", "0o17", "0b101",
 		"--", "-- x", "2001-12-14t21:59:43.10-05:00", "2001-12-14 21:59:43", "1:2:3", "0xZZ", "123456789012345678901234",
 		"x\n", strings.Repeat("k", maxSimpleKey), strings.Repeat("k", maxSimpleKey+1),
 	}
@@ -116,19 +172,23 @@ func TestEmitterRandom(t *testing.T) {
 	}
 }
 
-// TestObjectYAMLIsYAMLv3 checks ObjectYAML's output for every object of the golden builds
-// against yaml.v3's, and that the emitter (not the fallback) wrote them.
+// TestObjectYAMLIsYAMLv3 checks ObjectYAML against yaml.v3 on an object with what Go's
+// zero values add (left out) and on one the emitter leaves to yaml.v3.
 func TestObjectYAMLIsYAMLv3(t *testing.T) {
-	obj := map[string]any{"spec": map[string]any{"params": []any{map[string]any{"name": "spec", "value": `{"mode":"task","x":"it's"}`}}}, "status": map[string]any{}}
-	got, err := ObjectYAML(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, _ := json.Marshal(obj)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	dropEmpty(m)
-	if want := byV3(t, m); string(got) != want {
-		t.Fatalf("ObjectYAML wrote\n%s\nyaml.v3 writes\n%s", got, want)
+	for _, obj := range []any{
+		map[string]any{"metadata": map[string]any{"creationTimestamp": nil, "name": "x"}, "spec": map[string]any{"params": []any{map[string]any{"name": "spec", "value": `{"mode":"task","x":"it's"}`}}}, "status": map[string]any{}},
+		map[string]any{"spec": map[string]any{"script": "tab\tin\nblock", "clé": "multi\nlinë"}},
+	} {
+		got, err := ObjectYAML(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := json.Marshal(obj)
+		var m map[string]any
+		_ = json.Unmarshal(raw, &m)
+		dropEmpty(m)
+		if want := byV3(t, m); string(got) != want {
+			t.Fatalf("ObjectYAML wrote\n%s\nyaml.v3 writes\n%s", got, want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"path"
@@ -48,7 +49,7 @@ type Credential struct {
 // ones, in no particular order.
 func refsOf(spec runspec.Spec) []vars.Reference {
 	buf, err := json.Marshal(spec)
-	if err != nil {
+	if err != nil || !bytes.Contains(buf, []byte("((")) {
 		return nil
 	}
 	var raw any

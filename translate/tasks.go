@@ -2,8 +2,10 @@ package translate
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -45,9 +47,31 @@ const paramCredentials = "credentials"
 // stepTask returns the name of the Task for a variant, defining it on first use. Names are
 // content hashes, so the same Task is the same object in every pipeline.
 func (c *compiler) stepTask(v taskVariant) string {
+	key := v.key()
+	if name, ok := c.taskNames[key]; ok {
+		return name
+	}
 	t := stepTaskFor(c.opts.RunnerImage, v)
 	c.taskDefs[t.Name] = t
+	c.taskNames[key] = t.Name
 	return t.Name
+}
+
+// key tells variants apart: two variants with the same key have the same Task.
+func (v taskVariant) key() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%t %t %d %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish)
+	if v.limits.CPU != nil {
+		fmt.Fprintf(&b, " cpu=%d", *v.limits.CPU)
+	}
+	if v.limits.Memory != nil {
+		fmt.Fprintf(&b, " memory=%d", *v.limits.Memory)
+	}
+	for _, s := range v.secrets {
+		b.WriteString("\x00" + s.secret + "\x00" + s.path + "\x00" + strings.Join(s.keys, "\x01"))
+	}
+	b.WriteString("\x02" + strings.Join(v.credentials, "\x01"))
+	return b.String()
 }
 
 func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {

@@ -68,13 +68,14 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("invalid build name %q: no quotes, backslashes, control characters or $(", opts.Build)
 	}
 	c := &compiler{
-		opts:     opts,
-		names:    map[string]bool{runspec.VerdictTask: true},
-		taskDefs: map[string]*v1.Task{},
-		specs:    map[string]*runspec.Spec{},
-		secrets:  map[string]bool{},
-		creds:    map[string]Credential{},
-		images:   map[string]string{},
+		opts:      opts,
+		names:     map[string]bool{runspec.VerdictTask: true},
+		taskDefs:  map[string]*v1.Task{},
+		taskNames: map[string]string{},
+		specs:     map[string]*runspec.Spec{},
+		secrets:   map[string]bool{},
+		creds:     map[string]Credential{},
+		images:    map[string]string{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
 	if c.err != nil {

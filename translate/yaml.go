@@ -45,26 +45,30 @@ func ObjectYAML(obj any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, err
-	}
-	dropEmpty(m)
 	// yaml.v3's output, keys sorted, strings YAML 1.1 readers (kubectl) would take for
 	// booleans or numbers quoted; the emitter writes it faster, and yaml.v3 the rare
 	// object it leaves.
+	tree, err := parseJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", obj, err)
+	}
 	e := emitter{buf: make([]byte, 0, 2*len(raw))}
-	switch err := e.document(m); {
+	switch err := e.document(tree); {
 	case err == nil:
 		return e.buf, nil
 	case !errors.Is(err, errUnplaced):
 		return nil, fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	return yamlV3(obj, m)
+	return yamlV3(obj, raw)
 }
 
-// yamlV3 encodes a decoded object with yaml.v3.
-func yamlV3(obj any, m map[string]any) ([]byte, error) {
+// yamlV3 encodes an object's JSON with yaml.v3.
+func yamlV3(obj any, raw []byte) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	dropEmpty(m)
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
 	enc.SetIndent(2)
