@@ -9,6 +9,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/testcorpus"
 )
 
 type corpusFile struct {
@@ -18,10 +19,7 @@ type corpusFile struct {
 
 func loadCorpus(b *testing.B) ([]corpusFile, int64) {
 	b.Helper()
-	files, err := filepath.Glob(filepath.Join(corpusDir(b), "pipelines", "*.yml"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	files := testcorpus.Pipelines(b)
 	var out []corpusFile
 	var size int64
 	for _, f := range files {

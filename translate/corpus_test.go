@@ -19,7 +19,7 @@ const etcdLimit = 1536 * 1024
 // TestCorpusConvert compiles every job of every valid corpus pipeline and validates what it
 // emits with Tekton's own rules. Jobs that cannot be converted are listed with the reason.
 func TestCorpusConvert(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(testcorpus.Dir(t), "pipelines", "*.yml"))
+	files := testcorpus.Pipelines(t)
 	var jobs, converted int
 	var unsupported []string
 	largest, largestName := 0, ""
@@ -76,7 +76,7 @@ func TestCorpusConvert(t *testing.T) {
 // BenchmarkCorpusConvert loads, plans and compiles every job of every valid corpus
 // pipeline; compare it with BenchmarkCorpusRawYAML in package concourse.
 func BenchmarkCorpusConvert(b *testing.B) {
-	files, _ := filepath.Glob(filepath.Join(testcorpus.Dir(b), "pipelines", "*.yml"))
+	files := testcorpus.Pipelines(b)
 	type input struct {
 		name string
 		data []byte

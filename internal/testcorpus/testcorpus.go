@@ -4,6 +4,7 @@ package testcorpus
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 )
 
@@ -30,4 +31,29 @@ func Dir(t testing.TB) string {
 			t.Fatalf("no go.mod above %s", wd)
 		}
 	}
+}
+
+// Pipelines returns the corpus's pipeline files (.yml and .yaml), sorted.
+func Pipelines(t testing.TB) []string {
+	t.Helper()
+	return files(t, "pipelines")
+}
+
+// files lists a corpus folder's YAML files, sorted.
+func files(t testing.TB, folder string) []string {
+	t.Helper()
+	dir := filepath.Join(Dir(t), folder)
+	var out []string
+	for _, ext := range []string{"*.yml", "*.yaml"} {
+		m, err := filepath.Glob(filepath.Join(dir, ext))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m...)
+	}
+	if len(out) == 0 {
+		t.Fatalf("no YAML files in %s", dir)
+	}
+	sort.Strings(out)
+	return out
 }
