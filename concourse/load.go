@@ -130,16 +130,20 @@ func decodePipeline(file string, data []byte, static vars.Variables) (p *Pipelin
 
 // checkOldTemplates refuses Concourse's long-gone {{param}} syntax, which would otherwise
 // pass through as a literal string and fail much later.
+//
+// It and interpolate visit every node: they extend path in place (a child's path shares
+// its parent's array, siblings overwrite each other's last element) and copy it only into
+// what they report (namedPath), so that a walk allocates per level, not per node.
 func (p *Pipeline) checkOldTemplates(n *node, path Path) Diagnostics {
 	var diags Diagnostics
 	switch n.kind {
 	case mapNode:
 		for _, e := range n.entries {
-			diags = append(diags, p.checkOldTemplates(e.value, path.Child(Key(e.key)))...)
+			diags = append(diags, p.checkOldTemplates(e.value, append(path, Key(e.key)))...)
 		}
 	case listNode:
 		for i, item := range n.items {
-			diags = append(diags, p.checkOldTemplates(item, path.Child(Index(i)))...)
+			diags = append(diags, p.checkOldTemplates(item, append(path, Index(i)))...)
 		}
 	default:
 		if s, ok := n.scalar.(string); ok && strings.Contains(s, "{{") {
@@ -170,11 +174,11 @@ func (p *Pipeline) interpolate(n *node, path Path, static vars.Variables) Diagno
 				p.noteMissing(missing, e.keyPos, path.Child(Key(e.key)))
 				e.key = scalarString(v)
 			}
-			diags = append(diags, p.interpolate(e.value, path.Child(Key(e.key)), static)...)
+			diags = append(diags, p.interpolate(e.value, append(path, Key(e.key)), static)...)
 		}
 	case listNode:
 		for i, item := range n.items {
-			diags = append(diags, p.interpolate(item, path.Child(Index(i)), static)...)
+			diags = append(diags, p.interpolate(item, append(path, Index(i)), static)...)
 		}
 	default:
 		s, ok := n.scalar.(string)

@@ -400,8 +400,32 @@ func findCycle(nodes []string, deps map[string][]string) []string {
 	return nil
 }
 
-// compileGlob turns a job glob (gobwas/glob syntax: *, ?, [abc], {a,b}) into a regexp.
-func compileGlob(pattern string) (*regexp.Regexp, error) {
+// jobGlob matches job names: a regexp, or for a pattern without glob syntax (most of
+// them: `passed: [unit]`) the name itself.
+type jobGlob struct {
+	re      *regexp.Regexp
+	literal string
+}
+
+// MatchString says whether name matches the glob.
+func (g jobGlob) MatchString(name string) bool {
+	if g.re == nil {
+		return name == g.literal
+	}
+	return g.re.MatchString(name)
+}
+
+// compileGlob turns a job glob (gobwas/glob syntax: *, ?, [abc], {a,b}) into a matcher.
+func compileGlob(pattern string) (jobGlob, error) {
+	if !strings.ContainsAny(pattern, "*?[]{}\\") {
+		return jobGlob{literal: pattern}, nil
+	}
+	re, err := globRegexp(pattern)
+	return jobGlob{re: re}, err
+}
+
+// globRegexp translates a glob into an anchored regexp.
+func globRegexp(pattern string) (*regexp.Regexp, error) {
 	var b strings.Builder
 	b.WriteString("^")
 	depth := 0

@@ -123,7 +123,7 @@ func LabelValue(s string) string {
 
 // ShortHash is the first 10 hex digits of the SHA-256 of s: the suffix that keeps a name
 // unique when it had to be cut or changed.
-func ShortHash(s string) string {
+func ShortHash[T string | []byte](s T) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:5])
 }

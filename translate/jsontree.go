@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -224,16 +225,20 @@ func (p *jsonParser) string() (string, error) {
 	return "", p.errorf("unterminated string")
 }
 
+// escaped reads the rest of a string from its first backslash. The unescaped text is
+// never longer than the escaped, so it is built in one allocation.
 func (p *jsonParser) escaped(start int) (string, error) {
-	out := append([]byte(nil), p.data[start:p.pos]...)
+	var out strings.Builder
+	out.Grow(p.quotedLen(start))
+	out.Write(p.data[start:p.pos])
 	for p.pos < len(p.data) {
 		c := p.data[p.pos]
 		switch {
 		case c == '"':
 			p.pos++
-			return string(out), nil
+			return out.String(), nil
 		case c != '\\':
-			out = append(out, c)
+			out.WriteByte(c)
 			p.pos++
 			continue
 		}
@@ -243,17 +248,17 @@ func (p *jsonParser) escaped(start int) (string, error) {
 		p.pos += 2
 		switch e := p.data[p.pos-1]; e {
 		case '"', '\\', '/':
-			out = append(out, e)
+			out.WriteByte(e)
 		case 'b':
-			out = append(out, '\b')
+			out.WriteByte('\b')
 		case 'f':
-			out = append(out, '\f')
+			out.WriteByte('\f')
 		case 'n':
-			out = append(out, '\n')
+			out.WriteByte('\n')
 		case 'r':
-			out = append(out, '\r')
+			out.WriteByte('\r')
 		case 't':
-			out = append(out, '\t')
+			out.WriteByte('\t')
 		case 'u':
 			r, ok := p.hex4()
 			if !ok {
@@ -268,19 +273,33 @@ func (p *jsonParser) escaped(start int) (string, error) {
 						return "", p.errorf("bad \\u escape")
 					}
 					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						out = utf8.AppendRune(out, d)
+						out.WriteRune(d)
 						continue
 					}
 					p.pos = save
 				}
 				r = utf8.RuneError
 			}
-			out = utf8.AppendRune(out, r)
+			out.WriteRune(r)
 		default:
 			return "", p.errorf("bad escape \\%c", e)
 		}
 	}
 	return "", p.errorf("unterminated string")
+}
+
+// quotedLen is the length of the string's escaped text from start to its closing quote
+// (or to the end of the data).
+func (p *jsonParser) quotedLen(start int) int {
+	for i := p.pos; i < len(p.data); i++ {
+		switch p.data[i] {
+		case '"':
+			return i - start
+		case '\\':
+			i++
+		}
+	}
+	return len(p.data) - start
 }
 
 func (p *jsonParser) hex4() (rune, bool) {

@@ -194,7 +194,7 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	return &v1.Task{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Task"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   "concourse-step-" + runspec.ShortHash(string(buf)),
+			Name:   "concourse-step-" + runspec.ShortHash(buf),
 			Labels: map[string]string{runspec.LabelManagedBy: runspec.ManagedBy},
 			Annotations: map[string]string{
 				annotationPrivileged: strconv.FormatBool(v.privileged),

@@ -25,18 +25,24 @@ func (r *Result) Objects() []any {
 // MarshalYAML renders objects as one multi-document YAML stream, the way kubectl apply
 // reads it: keys sorted, no empty status or creation timestamp.
 func MarshalYAML(objects []any) ([]byte, error) {
-	var buf bytes.Buffer
+	docs := make([][]byte, len(objects))
+	size := 0
 	for i, obj := range objects {
 		doc, err := ObjectYAML(obj)
 		if err != nil {
 			return nil, err
 		}
-		if i > 0 {
-			buf.WriteString("---\n")
-		}
-		buf.Write(doc)
+		docs[i] = doc
+		size += len(doc) + len("---\n")
 	}
-	return buf.Bytes(), nil
+	out := make([]byte, 0, size)
+	for i, doc := range docs {
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		out = append(out, doc...)
+	}
+	return out, nil
 }
 
 // ObjectYAML renders one object.
