@@ -72,7 +72,7 @@ func TestAcrossSlots(t *testing.T) {
 	slots := []string{"task-each", "task-each-2", "task-each-3"}
 	for i, name := range slots {
 		pt, spec := tasks[name], specs[name]
-		if want := fmt.Sprintf("2/%d/1", i); spec.PlanID != want {
+		if want := fmt.Sprintf("2/%d/0", i); spec.PlanID != want {
 			t.Errorf("slot %d: plan ID %s, want %s", i, spec.PlanID, want)
 		}
 		if diff := cmp.Diff([]runspec.AcrossSlot{{Plan: "2", Index: i}}, spec.AcrossSlots); diff != "" {
@@ -171,7 +171,7 @@ func TestAcrossSlotsSemantics(t *testing.T) {
 				var present []runspec.Outcome
 				wantRan := []string{"5"}
 				for i, c := 0, combo; i < k; i, c = i+1, c/3 {
-					id := fmt.Sprintf("5/%d/1", i)
+					id := fmt.Sprintf("5/%d/0", i)
 					given[id] = outcomes[c%3]
 					if resolver == runspec.Succeeded && i < n {
 						present = append(present, given[id])

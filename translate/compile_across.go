@@ -187,7 +187,8 @@ func acrossCombinations(avs []concourse.AcrossVar, lists [][]any) []map[string]a
 
 // acrossSubstep is substep i of across p: its template interpolated with the
 // combination (none for a slot, whose steps interpolate it when they run), its plan IDs
-// renumbered <across>/<i>/<k> as Concourse does, each derived from the template's.
+// renumbered <across>/<i>/<k> as Concourse does (the engine's ConstructAcrossSubsteps: k
+// counts from 0, the substep's root first), each derived from the template's.
 func (c *compiler) acrossSubstep(p *concourse.Plan, i int, combo map[string]any) (concourse.Plan, bool) {
 	var sub concourse.Plan
 	var raw any
@@ -211,8 +212,8 @@ func (c *compiler) acrossSubstep(p *concourse.Plan, i int, combo map[string]any)
 	renamed := map[concourse.PlanID]concourse.PlanID{}
 	k := 0
 	sub.Each(func(n *concourse.Plan) {
-		k++
 		nid := concourse.PlanID(fmt.Sprintf("%s/%d/%d", p.ID, i, k))
+		k++
 		renamed[n.ID] = nid
 		c.derive(nid, n.ID)
 		n.ID = nid
