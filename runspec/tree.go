@@ -1,5 +1,7 @@
 package runspec
 
+import "encoding/json"
+
 // Kind is the kind of a plan node in a Join or Verdict tree.
 type Kind string
 
@@ -37,6 +39,10 @@ type Node struct {
 	// are its slots, and only as many as its resolver wrote combinations are present;
 	// the others never run and count for nothing.
 	Slotted bool `json:"slotted,omitempty"`
+	// Substeps are, on an across whose values are known at compile time and in the
+	// verdict's tree alone, the public form of each of its substeps with its values
+	// (concourse/event.PublicSubstep): what its across-substeps event lists.
+	Substeps []json.RawMessage `json:"substeps,omitempty"`
 }
 
 // Outcome is how a step ended, Concourse's build statuses plus NeverRan.

@@ -20,7 +20,8 @@ import (
 
 // An across step is a step of its own in Concourse (exec.AcrossStep), with events at its
 // own origin that no PipelineTask makes: initialize, its experimental-step warning on
-// stderr and start before its substeps, then finish once they have ended, or, when an
+// stderr, start and (its values known when the pipeline was converted) across-substeps
+// before its substeps, then finish once they have ended, or, when an
 // error came out of them, that error once more (exec.LogError wraps the across step, and
 // the substeps' errors reach it as one go-multierror). The mapper shows them as steps of
 // their own, placed in the order of the build's PipelineTasks: an across step's head
@@ -364,7 +365,14 @@ func (m *mapper) acrossHead(n walkNode, runDone bool) bool {
 	for i, line := range acrossWarning {
 		m.emit(Key{Step: a.head, Part: PartLog, N: i}, event.Log{Time: at, Origin: event.Origin{ID: origin.ID, Source: event.OriginSourceStderr}, Payload: line})
 	}
-	m.emit(Key{Step: a.head, Part: PartEnd, N: 0, Last: true}, event.Start{Origin: origin, Time: at})
+	if len(a.node.Substeps) == 0 {
+		m.emit(Key{Step: a.head, Part: PartEnd, N: 0, Last: true}, event.Start{Origin: origin, Time: at})
+		return true
+	}
+	// Its values known, Concourse lists the substeps (ConstructAcrossSubsteps), which
+	// the web UI draws the step's children from.
+	m.emit(Key{Step: a.head, Part: PartEnd, N: 0}, event.Start{Origin: origin, Time: at})
+	m.emit(Key{Step: a.head, Part: PartEnd, N: 1, Last: true}, event.AcrossSubsteps{Origin: origin, Time: at, Substeps: a.node.Substeps})
 	return true
 }
 

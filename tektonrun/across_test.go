@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runner/eval"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -135,4 +136,91 @@ func TestAcrossPropagatedErrors(t *testing.T) {
 	if got, want := multiError([]string{"a", "b"}), "2 errors occurred:\n\t* a\n\t* b\n\n"; got != want {
 		t.Errorf("multiError = %q, want %q", got, want)
 	}
+}
+
+// TestMapAcrossSubsteps: an across step whose values were known when it was compiled
+// lists its substeps (across-substeps, at its origin) right after its start, as
+// Concourse's engine does once it has the values; a cursor past its start still gets it.
+func TestMapAcrossSubsteps(t *testing.T) {
+	obs := recorded(t, "testdata/across-errored")
+	substeps := []json.RawMessage{
+		json.RawMessage(`{"step":{"id":"4/0/0","task":{"name":"sub","privileged":false,"hermetic":false}},"values":["ok"]}`),
+		json.RawMessage(`{"step":{"id":"4/1/0","task":{"name":"sub","privileged":false,"hermetic":false}},"values":["bad"]}`),
+	}
+	run := obs.Run.DeepCopy()
+	run.UID = "with-substeps" // the walk order is cached by UID
+	set := false
+	for i, pt := range run.Status.PipelineSpec.Finally {
+		spec, ok := decodeParams(pt.Params)
+		if !ok || spec.Mode != runspec.ModeVerdict {
+			continue
+		}
+		set = setSubsteps(&spec.Verdict.Tree, "4", substeps)
+		raw, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range pt.Params {
+			if pt.Params[k].Name == runspec.ParamSpec {
+				run.Status.PipelineSpec.Finally[i].Params[k].Value.StringVal = string(raw)
+			}
+		}
+	}
+	if !set {
+		t.Fatal("no across step in the recorded build's verdict")
+	}
+	obs.Run = run
+	events, _ := Map(obs, nil)
+	var head []Event
+	for _, e := range events {
+		if e.Key.Step == `across "4" head` {
+			head = append(head, e)
+		}
+	}
+	if len(head) < 2 {
+		t.Fatalf("the across step's head: %d events", len(head))
+	}
+	start, last := head[len(head)-2], head[len(head)-1]
+	if _, ok := start.Event.(event.Start); !ok || start.Key.Last {
+		t.Errorf("second to last event of the head: %s %T, want a start that is not the last", start.Key, start.Event)
+	}
+	got, ok := last.Event.(event.AcrossSubsteps)
+	if !ok || !last.Key.Last {
+		t.Fatalf("last event of the head: %s %T, want across-substeps", last.Key, last.Event)
+	}
+	if got.Origin.ID != "4" || got.Time != start.Event.(event.Start).Time || !cmp.Equal(got.Substeps, substeps) {
+		t.Errorf("across-substeps: %+v", got)
+	}
+	var c Cursor
+	for _, e := range events {
+		if err := c.Advance(e.Key); err != nil {
+			t.Fatal(err)
+		}
+		if e.Key == start.Key {
+			break
+		}
+	}
+	rest, _ := Map(obs, &c)
+	if len(rest) == 0 || rest[0].Key != last.Key {
+		t.Errorf("after the start, the mapping goes on with %v, want %s", keys(rest), last.Key)
+	}
+}
+
+// setSubsteps gives the across node id of tree its substeps.
+func setSubsteps(n *runspec.Node, id string, substeps []json.RawMessage) bool {
+	if n.ID == id && n.Kind == runspec.KindAcross {
+		n.Substeps = substeps
+		return true
+	}
+	for i := range n.Steps {
+		if setSubsteps(&n.Steps[i], id, substeps) {
+			return true
+		}
+	}
+	for _, c := range []*runspec.Node{n.Step, n.Hook} {
+		if c != nil && setSubsteps(c, id, substeps) {
+			return true
+		}
+	}
+	return false
 }

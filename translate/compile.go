@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -174,6 +175,9 @@ type compiler struct {
 	taskDefs map[string]*v1.Task
 	// taskNames are the Tasks' names by their variant's key.
 	taskNames map[string]string
+	// acrossSubsteps are the public substeps of each across step whose values are known
+	// at compile time, by its plan ID, for the verdict's tree (withSubsteps).
+	acrossSubsteps map[string][]json.RawMessage
 	// runSpecs are per-PipelineTask pod settings (node selectors for tags).
 	runSpecs []v1.PipelineTaskRunSpec
 	// specs are the runner specs of the PipelineTasks, encoded into their params at the end

@@ -10,6 +10,7 @@ import (
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -29,13 +30,25 @@ func (c *compiler) across(p *concourse.Plan, e cond, sc scope) *handle {
 	}
 	combos := acrossCombinations(p.Across.Vars, lists)
 	substeps := make([]concourse.Plan, len(combos))
+	public := make([]json.RawMessage, len(combos))
 	for i, combo := range combos {
 		sub, ok := c.acrossSubstep(p, i, combo)
 		if !ok {
 			return stub(p.ID, runspec.KindAcross, "across", e)
 		}
 		substeps[i] = sub
+		values := make([]any, len(p.Across.Vars))
+		for k, av := range p.Across.Vars {
+			values[k] = combo[av.Var]
+		}
+		pub, err := event.PublicSubstep(sub, values)
+		if err != nil {
+			c.fail(p, "", "%v", err)
+			return stub(p.ID, runspec.KindAcross, "across", e)
+		}
+		public[i] = pub
 	}
+	c.acrossSubsteps[string(p.ID)] = public
 	lens := make([]int, len(lists))
 	for i, l := range lists {
 		lens[i] = len(l)
@@ -145,6 +158,33 @@ func firstVar(v any, wants func(vars.Reference) bool) string {
 		return ""
 	}
 	return slices.Min(found)
+}
+
+// withSubsteps is tree with the public substeps of its across steps (by plan ID) on
+// their nodes, as a copy: the join specs share the tree's nodes, and carry no substeps.
+func withSubsteps(tree runspec.Node, substeps map[string][]json.RawMessage) runspec.Node {
+	if len(substeps) == 0 {
+		return tree
+	}
+	if tree.Kind == runspec.KindAcross && !tree.Slotted {
+		if pub, ok := substeps[tree.ID]; ok {
+			tree.Substeps = pub
+		}
+	}
+	if len(tree.Steps) > 0 {
+		steps := make([]runspec.Node, len(tree.Steps))
+		for i, s := range tree.Steps {
+			steps[i] = withSubsteps(s, substeps)
+		}
+		tree.Steps = steps
+	}
+	for _, child := range []**runspec.Node{&tree.Step, &tree.Hook} {
+		if *child != nil {
+			n := withSubsteps(**child, substeps)
+			*child = &n
+		}
+	}
+	return tree
 }
 
 // acrossLimit is how many substeps run at a time, given each var's number of values

@@ -68,21 +68,22 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		return nil, fmt.Errorf("invalid build name %q: no quotes, backslashes, control characters or $(", opts.Build)
 	}
 	c := &compiler{
-		opts:      opts,
-		names:     map[string]bool{runspec.VerdictTask: true},
-		taskDefs:  map[string]*v1.Task{},
-		taskNames: map[string]string{},
-		specs:     map[string]*runspec.Spec{},
-		secrets:   map[string]bool{},
-		creds:     map[string]Credential{},
-		images:    map[string]string{},
+		opts:           opts,
+		names:          map[string]bool{runspec.VerdictTask: true},
+		taskDefs:       map[string]*v1.Task{},
+		taskNames:      map[string]string{},
+		acrossSubsteps: map[string][]json.RawMessage{},
+		specs:          map[string]*runspec.Spec{},
+		secrets:        map[string]bool{},
+		creds:          map[string]Credential{},
+		images:         map[string]string{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
 	if c.err != nil {
 		return nil, c.err
 	}
 	verdictSpec := c.spec(runspec.ModeVerdict, plan.ID, runspec.VerdictTask, scope{})
-	verdictSpec.Verdict = &runspec.Verdict{Tree: root.tree}
+	verdictSpec.Verdict = &runspec.Verdict{Tree: withSubsteps(root.tree, c.acrossSubsteps)}
 	// As root: the verdict empties the build volume of what steps of any user left there
 	// (all but caches/), for the job's next build to clone.
 	finally := []v1.PipelineTask{c.pipelineTask(runspec.VerdictTask, opts.RunnerImage, taskVariant{asRoot: true}, &verdictSpec, cond{})}

@@ -10,6 +10,7 @@ import (
 	"github.com/concourse/concourse/atc"
 	"github.com/concourse/concourse/atc/db/dbfakes"
 	"github.com/concourse/concourse/atc/engine"
+	atcevent "github.com/concourse/concourse/atc/event"
 	"github.com/concourse/concourse/atc/exec"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -19,7 +20,8 @@ import (
 
 // TestAcrossSubstepIDs: the plan IDs of an across step's substeps, which every event of
 // a substep carries as its origin, are the ones Concourse's engine gives them
-// (ConstructAcrossSubsteps), for a substep with hooks and nested steps.
+// (ConstructAcrossSubsteps), for a substep with hooks and nested steps; and the substeps
+// its across-substeps event lists are the engine's, byte for byte.
 func TestAcrossSubstepIDs(t *testing.T) {
 	task := func(id atc.PlanID, name string) atc.Plan {
 		return atc.Plan{ID: id, Task: &atc.TaskPlan{Name: name, Config: &atc.TaskConfig{
@@ -39,7 +41,8 @@ func TestAcrossSubstepIDs(t *testing.T) {
 	}
 	vars := []atc.AcrossVar{{Var: "v", Values: []any{"x", "y"}, MaxInFlight: &atc.MaxInFlightConfig{All: true}}}
 
-	delegate := engine.NewBuildStepDelegate(new(dbfakes.FakeBuild), "7", exec.NewRunState(noopStepper, nil, false), clock.NewClock(), nil)
+	build := new(dbfakes.FakeBuild)
+	delegate := engine.NewBuildStepDelegate(build, "7", exec.NewRunState(noopStepper, nil, false), clock.NewClock(), nil)
 	substeps, err := delegate.ConstructAcrossSubsteps(raw, vars, [][]any{{"x"}, {"y"}})
 	if err != nil {
 		t.Fatal(err)
@@ -54,15 +57,16 @@ func TestAcrossSubstepIDs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ours concourse.Plan
-	if err := json.Unmarshal(planJSON, &ours); err != nil {
+	var converted concourse.Plan
+	if err := json.Unmarshal(planJSON, &converted); err != nil {
 		t.Fatal(err)
 	}
-	r, err := translate.Translate(ours, translate.Options{Team: "main", Pipeline: "p", Job: "j", Build: "1"})
+	r, err := translate.Translate(converted, translate.Options{Team: "main", Pipeline: "p", Job: "j", Build: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got []string
+	var ours []json.RawMessage
 	for _, pt := range append(r.Pipeline.Spec.Tasks, r.Pipeline.Spec.Finally...) {
 		for _, p := range pt.Params {
 			if p.Name != runspec.ParamSpec {
@@ -74,6 +78,7 @@ func TestAcrossSubstepIDs(t *testing.T) {
 			}
 			if spec.Verdict != nil {
 				collectIDs(spec.Verdict.Tree, &got)
+				ours = spec.Verdict.Tree.Substeps
 			}
 		}
 	}
@@ -82,6 +87,23 @@ func TestAcrossSubstepIDs(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("substep plan IDs:\n ours     %q\n Concourse %q", got, want)
+	}
+
+	// The across-substeps event the engine saved lists the same substeps, byte for byte.
+	if build.SaveEventCallCount() != 1 {
+		t.Fatalf("the engine saved %d events, want its across-substeps", build.SaveEventCallCount())
+	}
+	saved, ok := build.SaveEventArgsForCall(0).(atcevent.AcrossSubsteps)
+	if !ok {
+		t.Fatalf("the engine saved a %T", build.SaveEventArgsForCall(0))
+	}
+	if len(saved.Substeps) != len(ours) {
+		t.Fatalf("%d substeps in the verdict's tree, the engine's event lists %d", len(ours), len(saved.Substeps))
+	}
+	for i, sub := range saved.Substeps {
+		if string(*sub) != string(ours[i]) {
+			t.Errorf("substep %d:\n ours      %s\n Concourse %s", i, ours[i], *sub)
+		}
 	}
 }
 
