@@ -38,8 +38,9 @@ cli-image: build ## Build the concourse-tekton command's image (gc's CronJob) as
 .PHONY: test
 test: ## Run the hermetic tests (unit, golden, corpus) and print the corpus tables.
 	$(GO) vet $(PKGS)
-	$(GO) test -count=1 $(PKGS)
-	@$(GO) test -count=1 -run '^TestCorpus' -v $(PKGS) | grep -E '^corpus ' || true
+	@mkdir -p $(BIN) && rm -f $(BIN)/corpus-report.txt
+	CONCOURSE_TEKTON_CORPUS_REPORT=$(abspath $(BIN))/corpus-report.txt $(GO) test -count=1 $(PKGS)
+	@sort $(BIN)/corpus-report.txt 2>/dev/null || true
 
 .PHONY: bench
 bench: ## Run the benchmarks, several times, and summarise them with benchstat.

@@ -2,7 +2,6 @@ package concourse_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -96,7 +95,7 @@ func TestCorpusPipelines(t *testing.T) {
 			t.Errorf("expected-invalid pipeline %s is not in the corpus", name)
 		}
 	}
-	fmt.Printf("corpus pipelines: %d files: %d valid, %d invalid (as expected), %d warnings; %d jobs, %d planned\n",
+	testcorpus.Report(t, "corpus pipelines: %d files: %d valid, %d invalid (as expected), %d warnings; %d jobs, %d planned\n",
 		len(files), valid, invalid, warnings, jobs, plans)
 }
 
@@ -128,7 +127,7 @@ func TestCorpusTemplates(t *testing.T) {
 		}
 		t.Logf("%s: %v", base, errs[0])
 	}
-	fmt.Printf("corpus templates: %d files: %d refused with positioned errors, %d happen to be plain valid YAML pipelines\n", len(files), refused, valid)
+	testcorpus.Report(t, "corpus templates: %d files: %d refused with positioned errors, %d happen to be plain valid YAML pipelines\n", len(files), refused, valid)
 }
 
 func TestCorpusTasks(t *testing.T) {
@@ -149,7 +148,7 @@ func TestCorpusTasks(t *testing.T) {
 		}
 		valid++
 	}
-	fmt.Printf("corpus tasks: %d files, %d valid\n", len(files), valid)
+	testcorpus.Report(t, "corpus tasks: %d files, %d valid\n", len(files), valid)
 }
 
 func TestCorpusVarsFiles(t *testing.T) {

@@ -69,7 +69,7 @@ func TestCorpusConvert(t *testing.T) {
 	if largest > etcdLimit/4 {
 		t.Errorf("the largest object (%s) is %d bytes: too close to etcd's limit of %d", largestName, largest, etcdLimit)
 	}
-	fmt.Printf("corpus convert: %d jobs: %d converted and valid, %d not converted (listed with -v); largest object %d bytes (%s)\n",
+	testcorpus.Report(t, "corpus convert: %d jobs: %d converted and valid, %d not converted (listed with -v); largest object %d bytes (%s)\n",
 		jobs, converted, len(unsupported), largest, largestName)
 }
 

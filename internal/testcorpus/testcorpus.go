@@ -2,6 +2,7 @@
 package testcorpus
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -56,4 +57,28 @@ func files(t testing.TB, folder string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Report prints a line of a corpus test's summary, and appends it to the file
+// $CONCOURSE_TEKTON_CORPUS_REPORT when that is set (make test prints the file, so that
+// the summaries show without a second, verbose run of the tests).
+func Report(t testing.TB, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	fmt.Print(line)
+	path := os.Getenv("CONCOURSE_TEKTON_CORPUS_REPORT")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(line); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
