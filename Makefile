@@ -76,7 +76,7 @@ e2e: runner-image cli-image ## End-to-end tests on a real local cluster (root): 
 	GO=$(GO) $(E2E_CLUSTER) test
 
 .PHONY: bench-e2e
-bench-e2e: ## Benchmarks on the running e2e cluster (make e2e-up first): execute's transfers against tar | kubectl exec.
+bench-e2e: ## Benchmarks on the running e2e cluster (make e2e-up first): a build against a hand-written Tekton PipelineRun of the same steps; execute's transfers against tar | kubectl exec.
 	cd e2e && $(GO) test -tags e2e -count=1 -run '^$$' -bench . -benchtime 1x -count 3 -timeout 30m .
 
 .PHONY: bench-scale
