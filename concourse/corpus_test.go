@@ -131,11 +131,7 @@ func TestCorpusTemplates(t *testing.T) {
 }
 
 func TestCorpusTasks(t *testing.T) {
-	dir := filepath.Join(corpusDir(t), "tasks")
-	files, err := filepath.Glob(filepath.Join(dir, "*.yml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no tasks in %s: %v", dir, err)
-	}
+	files := testcorpus.Tasks(t)
 	var valid int
 	for _, file := range files {
 		data, err := os.ReadFile(file)
@@ -152,9 +148,7 @@ func TestCorpusTasks(t *testing.T) {
 }
 
 func TestCorpusVarsFiles(t *testing.T) {
-	dir := filepath.Join(corpusDir(t), "vars")
-	files, _ := filepath.Glob(filepath.Join(dir, "*.yml"))
-	for _, file := range files {
+	for _, file := range testcorpus.VarsFiles(t) {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)

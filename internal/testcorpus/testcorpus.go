@@ -40,6 +40,18 @@ func Pipelines(t testing.TB) []string {
 	return files(t, "pipelines")
 }
 
+// Tasks returns the corpus's task files (.yml and .yaml), sorted.
+func Tasks(t testing.TB) []string {
+	t.Helper()
+	return files(t, "tasks")
+}
+
+// VarsFiles returns the corpus's vars files (.yml and .yaml), sorted.
+func VarsFiles(t testing.TB) []string {
+	t.Helper()
+	return files(t, "vars")
+}
+
 // files lists a corpus folder's YAML files, sorted.
 func files(t testing.TB, folder string) []string {
 	t.Helper()
