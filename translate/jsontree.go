@@ -187,7 +187,7 @@ func (p *jsonParser) array() (any, error) {
 
 func (p *jsonParser) number() (any, error) {
 	start := p.pos
-	for p.pos < len(p.data) && (p.data[p.pos] >= '0' && p.data[p.pos] <= '9' || bytesIndex("+-.eE", p.data[p.pos])) {
+	for p.pos < len(p.data) && (p.data[p.pos] >= '0' && p.data[p.pos] <= '9' || strings.IndexByte("+-.eE", p.data[p.pos]) >= 0) {
 		p.pos++
 	}
 	f, err := strconv.ParseFloat(string(p.data[start:p.pos]), 64)
@@ -195,15 +195,6 @@ func (p *jsonParser) number() (any, error) {
 		return nil, p.errorf("number %q: %v", p.data[start:p.pos], err)
 	}
 	return f, nil
-}
-
-func bytesIndex(set string, c byte) bool {
-	for i := 0; i < len(set); i++ {
-		if set[i] == c {
-			return true
-		}
-	}
-	return false
 }
 
 // string reads a string, its escapes decoded as encoding/json decodes them (a lone

@@ -1,0 +1,51 @@
+package translate
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+)
+
+// TestTaskVariantKey: the key a compile memoises step Tasks by tells apart variants that
+// differ in any one field, so that two variants never share a Task by mistake. A field
+// added to taskVariant fails here until key() and this test know it.
+func TestTaskVariantKey(t *testing.T) {
+	cpu, mem := concourse.CPULimit(512), concourse.MemoryLimit(1<<30)
+	set := map[string]func(*taskVariant){
+		"privileged":  func(v *taskVariant) { v.privileged = true },
+		"asRoot":      func(v *taskVariant) { v.asRoot = true },
+		"runAs":       func(v *taskVariant) { v.runAs = 1000 },
+		"limits":      func(v *taskVariant) { v.limits.CPU = &cpu },
+		"secrets":     func(v *taskVariant) { v.secrets = []secretMount{{secret: "s", path: "/p"}} },
+		"credentials": func(v *taskVariant) { v.credentials = []string{"k"} },
+		"count":       func(v *taskVariant) { v.count = true },
+		"publish":     func(v *taskVariant) { v.publish = true },
+	}
+	typ := reflect.TypeOf(taskVariant{})
+	for i := range typ.NumField() {
+		if _, ok := set[typ.Field(i).Name]; !ok {
+			t.Errorf("taskVariant.%s: not in key() or this test", typ.Field(i).Name)
+		}
+	}
+	// Variations inside the fields that hold several things.
+	more := map[string]func(*taskVariant){
+		"memory limit":    func(v *taskVariant) { v.limits.Memory = &mem },
+		"secret keys":     func(v *taskVariant) { v.secrets = []secretMount{{secret: "s", path: "/p", keys: []string{"a"}}} },
+		"secret path":     func(v *taskVariant) { v.secrets = []secretMount{{secret: "s", path: "/q"}} },
+		"two secrets":     func(v *taskVariant) { v.secrets = []secretMount{{secret: "s", path: "/p"}, {secret: "t", path: "/p"}} },
+		"two credentials": func(v *taskVariant) { v.credentials = []string{"k", "l"} },
+	}
+	keys := map[string]string{taskVariant{}.key(): "the zero variant"}
+	for _, m := range []map[string]func(*taskVariant){set, more} {
+		for name, f := range m {
+			var v taskVariant
+			f(&v)
+			k := v.key()
+			if other, ok := keys[k]; ok {
+				t.Errorf("%s has the key of %s: %q", name, other, k)
+			}
+			keys[k] = name
+		}
+	}
+}
