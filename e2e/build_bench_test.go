@@ -171,9 +171,5 @@ func tektons(b *testing.B, ns, name string) (time.Duration, int) {
 // assistant, when Tekton runs one, is counted too, as it is a pod of the build).
 func podCount(b *testing.B, ns, pipelineRun string) int {
 	b.Helper()
-	pods, err := testCluster.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + pipelineRun})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return len(pods.Items)
+	return len(podNames(b, ns, "tekton.dev/pipelineRun="+pipelineRun))
 }

@@ -290,7 +290,7 @@ func TestGC(t *testing.T) {
 	}
 }
 
-func podNames(t *testing.T, ns, selector string) []string {
+func podNames(t testing.TB, ns, selector string) []string {
 	t.Helper()
 	l, err := testCluster.kube.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
