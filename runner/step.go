@@ -404,13 +404,8 @@ func collect(n runspec.Node, leaves, groups, slotted *[]string) {
 	if n.Slotted {
 		*slotted = append(*slotted, n.ID)
 	}
-	for _, c := range n.Steps {
-		collect(c, leaves, groups, slotted)
-	}
-	for _, c := range []*runspec.Node{n.Step, n.Hook} {
-		if c != nil {
-			collect(*c, leaves, groups, slotted)
-		}
+	for _, c := range n.Children() {
+		collect(*c, leaves, groups, slotted)
 	}
 }
 

@@ -45,6 +45,21 @@ type Node struct {
 	Substeps []json.RawMessage `json:"substeps,omitempty"`
 }
 
+// Children are n's child nodes, in plan order: its Steps, then its Step and its Hook.
+// They point into n, so that a walk may change them.
+func (n *Node) Children() []*Node {
+	out := make([]*Node, 0, len(n.Steps)+2)
+	for i := range n.Steps {
+		out = append(out, &n.Steps[i])
+	}
+	for _, c := range []*Node{n.Step, n.Hook} {
+		if c != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Outcome is how a step ended, Concourse's build statuses plus NeverRan.
 type Outcome string
 

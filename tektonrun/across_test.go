@@ -212,13 +212,8 @@ func setSubsteps(n *runspec.Node, id string, substeps []json.RawMessage) bool {
 		n.Substeps = substeps
 		return true
 	}
-	for i := range n.Steps {
-		if setSubsteps(&n.Steps[i], id, substeps) {
-			return true
-		}
-	}
-	for _, c := range []*runspec.Node{n.Step, n.Hook} {
-		if c != nil && setSubsteps(c, id, substeps) {
+	for _, c := range n.Children() {
+		if setSubsteps(c, id, substeps) {
 			return true
 		}
 	}

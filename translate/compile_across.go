@@ -171,18 +171,15 @@ func withSubsteps(tree runspec.Node, substeps map[string][]json.RawMessage) runs
 			tree.Substeps = pub
 		}
 	}
-	if len(tree.Steps) > 0 {
-		steps := make([]runspec.Node, len(tree.Steps))
-		for i, s := range tree.Steps {
-			steps[i] = withSubsteps(s, substeps)
-		}
-		tree.Steps = steps
-	}
+	tree.Steps = slices.Clone(tree.Steps)
 	for _, child := range []**runspec.Node{&tree.Step, &tree.Hook} {
 		if *child != nil {
-			n := withSubsteps(**child, substeps)
+			n := **child
 			*child = &n
 		}
+	}
+	for _, c := range tree.Children() {
+		*c = withSubsteps(*c, substeps)
 	}
 	return tree
 }

@@ -109,15 +109,9 @@ func TestAcrossSubstepIDs(t *testing.T) {
 
 // collectIDs lists the plan IDs of a build's step tree below its root.
 func collectIDs(n runspec.Node, into *[]string) {
-	for _, c := range n.Steps {
+	for _, c := range n.Children() {
 		*into = append(*into, c.ID)
-		collectIDs(c, into)
-	}
-	for _, c := range []*runspec.Node{n.Step, n.Hook} {
-		if c != nil {
-			*into = append(*into, c.ID)
-			collectIDs(*c, into)
-		}
+		collectIDs(*c, into)
 	}
 }
 
