@@ -124,34 +124,54 @@ func namespace(t testing.TB) string {
 	return name
 }
 
+// dumpNamespace writes what a failed test leaves in its namespace (pods, their logs, its
+// events) to the harness cluster's log directory (last-logs/namespaces once the cluster is
+// down), so that the test's own failure stays the last thing it printed; on another
+// cluster, to the test's log.
 func dumpNamespace(t testing.TB, ns string) {
 	t.Helper()
+	var b strings.Builder
+	writeNamespace(&b, ns)
+	if kubeconfigPath() == harnessKubeconfig() {
+		dir := filepath.Join(filepath.Dir(harnessKubeconfig()), "logs", "namespaces")
+		file := filepath.Join(dir, ns+".log")
+		if err := os.MkdirAll(dir, 0o755); err == nil {
+			if err := os.WriteFile(file, []byte(b.String()), 0o644); err == nil {
+				t.Logf("pods, logs and events of %s: %s (last-logs/namespaces once the cluster is down)", ns, file)
+				return
+			}
+		}
+	}
+	t.Log(b.String())
+}
+
+func writeNamespace(b *strings.Builder, ns string) {
 	ctx := context.Background()
 	pods, err := testCluster.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		t.Logf("listing pods of %s: %v", ns, err)
+		fmt.Fprintf(b, "listing pods of %s: %v\n", ns, err)
 		return
 	}
 	for _, p := range pods.Items {
-		t.Logf("pod %s/%s: phase %s", ns, p.Name, p.Status.Phase)
+		fmt.Fprintf(b, "pod %s/%s: phase %s\n", ns, p.Name, p.Status.Phase)
 		var containers []corev1.Container
 		containers = append(containers, p.Spec.InitContainers...)
 		containers = append(containers, p.Spec.Containers...)
 		for _, c := range containers {
 			logs, err := podLogs(ctx, ns, p.Name, c.Name)
 			if err != nil {
-				t.Logf("  [%s : %s] no logs: %v", p.Name, c.Name, err)
+				fmt.Fprintf(b, "  [%s : %s] no logs: %v\n", p.Name, c.Name, err)
 				continue
 			}
 			for _, line := range strings.Split(strings.TrimRight(logs, "\n"), "\n") {
-				t.Logf("  [%s : %s] %s", p.Name, c.Name, line)
+				fmt.Fprintf(b, "  [%s : %s] %s\n", p.Name, c.Name, line)
 			}
 		}
 	}
 	events, err := testCluster.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 	if err == nil {
 		for _, e := range events.Items {
-			t.Logf("event %s %s/%s: %s: %s", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			fmt.Fprintf(b, "event %s %s/%s: %s: %s\n", e.Type, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 		}
 	}
 }
