@@ -234,6 +234,9 @@ func toAny(list []string) []any {
 // the task reads the config from the state directory anyway.
 const maxConfigResult = 2048
 
+// maxVarsResult bounds the vars result (names only), which the config result gives way to.
+const maxVarsResult = 1536
+
 func runResolve(_ context.Context, s *step) (bool, error) {
 	r := s.spec.Resolve
 	raw := r.Config
@@ -248,12 +251,37 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 		return false, fmt.Errorf("invalid task config %s: a task config must be a map with platform, run and so on", r.File)
 	}
 	cfg, err := s.taskConfig(m, nil)
+	// With supplied credentials, the vars of the file the build's starter did not know of
+	// are listed for it (result vars): it supplies their values in the task's vars Secret,
+	// which the task's pod waits for. The task's image cannot wait: it must not need them.
+	var needed []string
+	if refs, ok := startersVars(err); ok && s.spec.SuppliedCredentials {
+		lenient, lerr := s.lenientTaskConfig(m)
+		if lerr != nil || imageNeedsVars(lenient) {
+			return false, err
+		}
+		cfg, err, needed = lenient, nil, refs
+	}
 	if err != nil {
 		return false, err
 	}
 	image, err := imageReference(cfg, r.MockImage)
 	if err != nil {
 		return false, err
+	}
+	configLimit := maxConfigResult
+	if s.spec.SuppliedCredentials {
+		list, err := json.Marshal(append([]string{}, needed...))
+		if err != nil {
+			return false, fmt.Errorf("encoding the task's vars: %w", err)
+		}
+		if len(list) > maxVarsResult {
+			return false, fmt.Errorf("task config %s needs too many vars to list (%d bytes of names)", r.File, len(list))
+		}
+		if err := s.writeResult(runspec.ResultVars, list); err != nil {
+			return false, err
+		}
+		configLimit -= len(list)
 	}
 	// Published before the build vars: no credential ever reaches the TaskRun's status.
 	encoded, err := json.Marshal(m)
@@ -266,7 +294,7 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 	if err := s.writeResult(runspec.ResultImage, []byte(image)); err != nil {
 		return false, err
 	}
-	if len(encoded) <= maxConfigResult {
+	if len(encoded) <= configLimit {
 		if err := s.writeResult(runspec.ResultConfig, encoded); err != nil {
 			return false, err
 		}

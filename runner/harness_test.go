@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 type world struct {
 	t                                        *testing.T
 	root, volume, tmpBuild, resources, creds string
+	// taskVars stands for the task vars Secret's mount (supplied credentials).
+	taskVars string
 }
 
 func newWorld(t *testing.T) *world {
@@ -53,8 +55,9 @@ func newWorld(t *testing.T) *world {
 		tmpBuild:  filepath.Join(root, "tmp-build"),
 		resources: filepath.Join(root, "opt-resource"),
 		creds:     filepath.Join(root, "creds"),
+		taskVars:  filepath.Join(root, "task-vars"),
 	}
-	for _, d := range []string{w.volume, w.tmpBuild, w.resources, w.creds} {
+	for _, d := range []string{w.volume, w.tmpBuild, w.resources, w.creds, w.taskVars} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +72,7 @@ func (w *world) spec(mode runspec.Mode, planID, name string) runspec.Spec {
 		PlanID: planID,
 		Name:   name,
 		Build:  runspec.Build{ID: 42, Name: "7", TeamName: "main", TeamID: 1, PipelineName: "app", PipelineID: 3, JobName: "unit", JobID: 5, ExternalURL: "https://ci.example.com"},
-		Paths:  runspec.Paths{Volume: w.volume, Results: w.resultsDir(planID), Creds: w.creds},
+		Paths:  runspec.Paths{Volume: w.volume, Results: w.resultsDir(planID), Creds: w.creds, TaskVars: w.taskVars},
 	}
 }
 

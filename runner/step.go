@@ -104,6 +104,7 @@ func newStep(spec runspec.Spec, opts options, stdout, stderr io.Writer) *step {
 		state:    s.state,
 		scope:    spec.Scope,
 		creds:    paths.Creds,
+		taskVars: taskVarsDir(spec, paths),
 		supplied: spec.SuppliedCredentials,
 		pipeline: spec.Build.PipelineName,
 		sources:  spec.VarSources,

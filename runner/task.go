@@ -142,6 +142,30 @@ func (s *step) taskConfig(raw map[string]any, stepParams map[string]any) (concou
 	return cfg, nil
 }
 
+// lenientTaskConfig is taskConfig with the vars that are not found left as they are: what
+// a resolve step can tell of a task whose vars its starter has yet to supply.
+func (s *step) lenientTaskConfig(raw map[string]any) (concourse.TaskConfig, error) {
+	interpolated, err := vars.Interpolate(raw, s.vars, false)
+	if err != nil {
+		return concourse.TaskConfig{}, err
+	}
+	data, err := json.Marshal(interpolated)
+	if err != nil {
+		return concourse.TaskConfig{}, fmt.Errorf("encoding the task config: %w", err)
+	}
+	return concourse.ParseTaskConfig(data)
+}
+
+// imageNeedsVars tells whether a task's image is not known yet: its image_resource or
+// rootfs_uri still holds a ((var)).
+func imageNeedsVars(cfg concourse.TaskConfig) bool {
+	data, err := json.Marshal(struct {
+		Image  *concourse.ImageResource `json:"image_resource,omitempty"`
+		Rootfs string                   `json:"rootfs_uri,omitempty"`
+	}{cfg.ImageResource, cfg.RootfsURI})
+	return err != nil || strings.Contains(string(data), "((")
+}
+
 func runTask(ctx context.Context, s *step) (bool, error) {
 	t := s.spec.Task
 	raw, err := s.rawTaskConfig(s.spec.PlanID, t)

@@ -24,13 +24,17 @@ import (
 // <name>; a Secret with a `value` key is that string, otherwise the map of its keys.
 // ((source:name)) looks in the var source's directory creds/<source>/ the same way. With
 // supplied credentials (runspec.Spec.SuppliedCredentials), a credential is instead the file
-// of its whole reference in creds, as resolved before the build started. Every credential
+// of its whole reference in creds, as resolved before the build started, or, for a task
+// whose config is a file, in taskVars, as resolved once its resolve step listed them. Every credential
 // the step resolves, and every local var marked so in the step's scopes (read or not), is
 // added to the secrets to redact.
 type buildVars struct {
-	state    state.Dir
-	scope    []string
-	creds    string
+	state state.Dir
+	scope []string
+	creds string
+	// taskVars is where a task whose config is a file read at run time finds the values
+	// of the vars its resolve step listed (supplied credentials; runspec.Paths.TaskVars).
+	taskVars string
 	supplied bool
 	pipeline string
 	sources  []string
@@ -54,6 +58,9 @@ func (b *buildVars) Get(ref vars.Reference) (any, bool, error) {
 	case b.supplied:
 		// The value of the whole reference, fields walked already.
 		v, found, err := readSupplied(b.creds, ref)
+		if err == nil && !found && b.taskVars != "" {
+			v, found, err = readTaskVar(b.taskVars, ref)
+		}
 		if err != nil || !found {
 			return nil, found, err
 		}
@@ -82,6 +89,32 @@ func (b *buildVars) Get(ref vars.Reference) (any, bool, error) {
 		b.secrets.Add(value)
 	}
 	return value, true, nil
+}
+
+// taskVarsDir is where the step finds the vars its task file needs: only a task whose
+// config is a file read at run time, with supplied credentials, has them.
+func taskVarsDir(spec runspec.Spec, paths runspec.Paths) string {
+	if !spec.SuppliedCredentials || spec.Mode != runspec.ModeTask || spec.Task == nil || spec.Task.File == "" {
+		return ""
+	}
+	return paths.TaskVars
+}
+
+// startersVars lists the vars of an UndefinedVarsError that the build's starter supplies
+// (sorted, as the error lists them): all of them but local vars, which no one but the
+// build has. ok is false when a local var is among them: that stays an error.
+func startersVars(err error) (refs []string, ok bool) {
+	var undefined vars.UndefinedVarsError
+	if !errors.As(err, &undefined) {
+		return nil, false
+	}
+	for _, name := range undefined.Vars {
+		if strings.HasPrefix(name, ".:") {
+			return nil, false
+		}
+		refs = append(refs, name)
+	}
+	return refs, true
 }
 
 // trackLocalVars adds to the secrets every redacted local var the step can see, whether
@@ -167,6 +200,16 @@ func readSecret(dir string) (any, bool, error) {
 		return v, true, nil
 	}
 	return values, true, nil
+}
+
+// readTaskVar reads a var of a task file from the task's vars Secret, whose starter may
+// have said instead why it could not look them up.
+func readTaskVar(dir string, ref vars.Reference) (any, bool, error) {
+	msg, err := os.ReadFile(filepath.Join(dir, runspec.TaskVarsErrorKey))
+	if err == nil {
+		return nil, false, errors.New(string(msg))
+	}
+	return readSupplied(dir, ref)
 }
 
 // readSupplied reads a supplied credential: the file runspec.CredentialKey names, holding

@@ -357,3 +357,62 @@ func (w *world) kubeletSecret(name string, keys map[string]string) {
 		}
 	}
 }
+
+// TestResolveListsStartersVars: with supplied credentials, the vars of a task file that
+// the build's starter did not supply are listed in the resolve step's `vars` result (names
+// only), as long as the image does not need them; the task then reads their values from
+// its vars Secret, redacted, and one still missing there is undefined, as Concourse says.
+func TestResolveListsStartersVars(t *testing.T) {
+	const file = `platform: linux
+rootfs_uri: docker:///busybox
+params: {TOKEN: ((token)), FROM_STEP: ((from_step)), KNOWN: ((known))}
+run: {path: /bin/sh, args: [-c, 'echo "$TOKEN ((vs:text)) $FROM_STEP $KNOWN"']}
+`
+	w := newWorld(t)
+	w.artifact("ci", map[string]string{"task.yml": file, "image.yml": "platform: linux\nrootfs_uri: docker:///((img))\nrun: {path: x}\n"})
+	write(t, w.creds, map[string]string{runspec.CredentialKey("known"): `"known-value"`})
+	res := w.spec(runspec.ModeResolve, "r", "")
+	res.SuppliedCredentials = true
+	res.Resolve = &runspec.Resolve{TaskPlanID: "t", File: "ci/task.yml", Vars: map[string]any{"from_step": "step-var"}}
+	w.checkRun(w.run(res), "r", runspec.Succeeded)
+	if got := w.result("r", runspec.ResultVars); got != `["token","vs:text"]` {
+		t.Errorf("vars result %s", got)
+	}
+	if w.result("r", "image") != "busybox" {
+		t.Errorf("image = %q", w.result("r", "image"))
+	}
+
+	task := w.spec(runspec.ModeTask, "t", "t")
+	task.SuppliedCredentials = true
+	task.Task = &runspec.Task{File: "ci/task.yml"}
+	r := w.run(task)
+	w.checkRun(r, "t", runspec.Errored)
+	if w.result("t", runspec.ResultError) != "undefined vars: token, vs:text" {
+		t.Errorf("without the vars Secret: error %q", w.result("t", runspec.ResultError))
+	}
+	write(t, w.taskVars, map[string]string{runspec.CredentialKey("token"): `"tok-value"`, runspec.CredentialKey("vs:text"): `"text-value"`})
+	r = w.run(task)
+	w.checkRun(r, "t", runspec.Succeeded)
+	if r.stdout != "((redacted)) ((redacted)) step-var ((redacted))\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+
+	// A var the image needs cannot wait for the starter.
+	img := w.spec(runspec.ModeResolve, "i", "")
+	img.SuppliedCredentials = true
+	img.Resolve = &runspec.Resolve{TaskPlanID: "u", File: "ci/image.yml"}
+	r = w.run(img)
+	w.checkRun(r, "i", runspec.Errored)
+	if w.result("i", runspec.ResultError) != "undefined vars: img" || w.result("i", runspec.ResultVars) != "" {
+		t.Errorf("image var: error %q, vars %q", w.result("i", runspec.ResultError), w.result("i", runspec.ResultVars))
+	}
+
+	// Without supplied credentials nothing is listed: a missing var is an error at once.
+	plain := w.spec(runspec.ModeResolve, "p", "")
+	plain.Resolve = &runspec.Resolve{TaskPlanID: "v", File: "ci/task.yml", Vars: map[string]any{"from_step": "x"}}
+	r = w.run(plain)
+	w.checkRun(r, "p", runspec.Errored)
+	if w.result("p", runspec.ResultError) != "unknown var source 'vs' in ((vs:text))" || w.result("p", runspec.ResultVars) != "" {
+		t.Errorf("not supplied: error %q, vars %q", w.result("p", runspec.ResultError), w.result("p", runspec.ResultVars))
+	}
+}

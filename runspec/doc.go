@@ -48,7 +48,8 @@
 // `versions` (check: the versions the check script printed, oldest first, as a JSON list;
 // when they do not all fit in the 4 KiB of a pod's termination message that Tekton
 // passes results in, the newest that fit, always the last, and the step's log says how
-// many were left out; `version` is the last of them), `image` and `config` (resolve),
+// many were left out; `version` is the last of them), `image` and `config` (resolve; with SuppliedCredentials also `vars`, the ((vars)) of the
+// task file its starter supplies in the task's vars Secret, TaskVarsSecret),
 // `count` (across: how many combinations of values it found),
 // `exit-status` (the process of a task, get or put, once it exited) and `error` (why the
 // step did not finish: "interrupted", "timeout exceeded" or a message, redacted;

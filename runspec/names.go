@@ -67,7 +67,32 @@ const (
 	ResultImage      = "image"
 	ResultConfig     = "config"
 	ResultCount      = "count"
+	// ResultVars is, with supplied credentials, the ((vars)) a task file read at run
+	// time needs from the build's starter: its resolve step lists them (JSON, sorted
+	// references, never a value), and the starter answers with the task's vars Secret
+	// (TaskVarsSecret).
+	ResultVars = "vars"
 )
+
+// ParamTaskVars is the step Task's param naming a task's vars Secret, when its config is
+// a file read at run time and the build's credentials are supplied.
+const ParamTaskVars = "task-vars"
+
+// TaskVarsSecret is the name of the Secret with the values of the ((vars)) that the task
+// file read by the resolve step resolveTask (its PipelineTask) of the build run needs,
+// each under its CredentialKey as JSON, as in the build's own Secret. Its starter makes
+// it once the resolve step has listed them (ResultVars); the task's pod waits for it.
+func TaskVarsSecret(run, resolveTask string) string {
+	return run + "-" + resolveTask
+}
+
+// TaskVarsErrorKey in a task's vars Secret, in place of the vars, is why they could not
+// be looked up (a credential manager's error): the task errors with it. Never a key of a
+// var (CredentialKey never starts with a dot).
+const TaskVarsErrorKey = ".error"
+
+// LabelTaskVarsOf on a task's vars Secret is the name of the build's PipelineRun.
+const LabelTaskVarsOf = LabelPrefix + "task-vars-of"
 
 // AnnotationCredentials on a build's PipelineRun lists, as JSON, the ((vars)) its steps
 // read from Secrets: each var's candidate Secrets and key, never a value. The backend

@@ -141,13 +141,17 @@ type Paths struct {
 	// directory per Secret, one file per key (a projected or secret volume); with
 	// SuppliedCredentials, the build's own Secret, one file per var.
 	Creds string `json:"creds,omitempty"`
+	// TaskVars is where a task whose config is a file read at run time finds, with
+	// SuppliedCredentials, its vars Secret (TaskVarsSecret): one file per var, as in Creds.
+	TaskVars string `json:"task_vars,omitempty"`
 }
 
 // Default paths.
 const (
-	DefaultVolume  = "/concourse"
-	DefaultResults = "/tekton/results"
-	DefaultCreds   = "/concourse-creds"
+	DefaultVolume   = "/concourse"
+	DefaultResults  = "/tekton/results"
+	DefaultCreds    = "/concourse-creds"
+	DefaultTaskVars = "/concourse-task-vars"
 )
 
 // WithDefaults returns p with empty fields set to the defaults.
@@ -160,6 +164,9 @@ func (p Paths) WithDefaults() Paths {
 	}
 	if p.Creds == "" {
 		p.Creds = DefaultCreds
+	}
+	if p.TaskVars == "" {
+		p.TaskVars = DefaultTaskVars
 	}
 	return p
 }

@@ -129,14 +129,24 @@ func (c *Client) putConfigMap(ctx context.Context, cm *corev1.ConfigMap) error {
 	return err
 }
 
-// archivePart is part i of the archive of run's events, owned by run.
-func archivePart(pr *v1.PipelineRun, i int, data []byte) *corev1.ConfigMap {
-	labels := map[string]string{LabelEventsOf: pr.Name, runspec.LabelManagedBy: runspec.ManagedBy}
-	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild} {
+// buildKeys are the labels (and annotations) that say which build an object is of.
+var buildKeys = []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild}
+
+// objectLabels are the labels of an object the backend makes for the build pr: the
+// build's, ours, and of, whose value is the run's name.
+func objectLabels(pr *v1.PipelineRun, of string) map[string]string {
+	labels := map[string]string{of: pr.Name, runspec.LabelManagedBy: runspec.ManagedBy}
+	for _, k := range buildKeys {
 		if v, ok := pr.Labels[k]; ok {
 			labels[k] = v
 		}
 	}
+	return labels
+}
+
+// archivePart is part i of the archive of run's events, owned by run.
+func archivePart(pr *v1.PipelineRun, i int, data []byte) *corev1.ConfigMap {
+	labels := objectLabels(pr, LabelEventsOf)
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      archiveName(pr.Name, i),

@@ -94,6 +94,9 @@ type Build struct {
 	// Warnings say what the build will lack (see Submitted).
 	Warnings []string
 	client   *Client
+	// creds are the build's supplied credentials (WithCredentials), which its follower
+	// needs for the vars of its task files.
+	creds vars.Variables
 }
 
 // RunOption changes how Run starts a build.
@@ -112,6 +115,9 @@ type runConfig struct {
 // Secret of the build, which its PipelineRun owns, and each step sees only its own vars.
 // A var creds does not have errors the step that needs it, when it runs, with Concourse's
 // "undefined vars: ..." (Concourse looks a step's vars up as it runs the step).
+// The vars of a task file, read when the step runs, are looked up in creds by the
+// build's follower (Build.Events) once the file is read: follow such a build for it to
+// go on past the task.
 // They are redacted in the build's events as credentials are. nil: the namespace's
 // Secrets.
 func WithCredentials(creds vars.Variables) RunOption {
@@ -166,7 +172,7 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 	if err != nil {
 		return nil, err
 	}
-	return &Build{Name: sub.Run.Name, Namespace: sub.Run.Namespace, Meta: meta, Existed: sub.Existed, Compiled: r, Warnings: sub.Warnings, client: b.client}, nil
+	return &Build{Name: sub.Run.Name, Namespace: sub.Run.Namespace, Meta: meta, Existed: sub.Existed, Compiled: r, Warnings: sub.Warnings, client: b.client, creds: cfg.creds}, nil
 }
 
 // Attach returns the build whose PipelineRun is named run, to follow or abort it (from a
@@ -179,7 +185,7 @@ func (b *Backend) Attach(run string) *Build {
 // build ends, and returns its final status. A caller that keeps the cursor (or the keys
 // of the events it saved) resumes in any process without gap or duplicate.
 func (b *Build) Events(ctx context.Context, after Cursor, emit func(Event) error) (event.BuildStatus, error) {
-	return b.client.Follow(ctx, b.Name, after, emit)
+	return b.client.follow(ctx, b.Name, after, emit, b.creds)
 }
 
 // Abort aborts the build: running steps are interrupted, on_abort and ensure hooks run,

@@ -13,6 +13,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -69,6 +70,13 @@ var notFoundGrace = 10 * time.Second
 // objects from the watch's caches and the logs through the API: a dropped watch, a broken
 // log stream or an apiserver restart costs time, not events. emit's error stops Follow.
 func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func(Event) error) (event.BuildStatus, error) {
+	return c.follow(ctx, run, after, emit, nil)
+}
+
+// follow is Follow; with creds, the build's credentials were supplied (WithCredentials),
+// and the follower makes the vars Secrets of its tasks whose config is a file as their
+// resolve steps list the vars (see taskVarsSupplier).
+func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func(Event) error, creds vars.Variables) (event.BuildStatus, error) {
 	w, err := c.watcher()
 	if err != nil {
 		return "", err
@@ -84,6 +92,7 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 	var missingSince, endedSince time.Time
 	var archiveChecked, archiveRechecked bool
 	var secrets *redact.Secrets
+	var taskVars *taskVarsSupplier
 	for {
 		pr, trs, pods, err := w.observe(ns, run)
 		switch {
@@ -99,6 +108,14 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 		default:
 			if secrets == nil {
 				if secrets, err = c.buildSecrets(ctx, pr); err != nil {
+					return "", err
+				}
+				if creds != nil {
+					taskVars = &taskVarsSupplier{client: c, creds: creds, secrets: secrets, made: map[string]bool{}}
+				}
+			}
+			if taskVars != nil {
+				if err := taskVars.supply(ctx, pr, trs); err != nil {
 					return "", err
 				}
 			}

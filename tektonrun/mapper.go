@@ -429,12 +429,18 @@ func decodeSpec(tr *v1.TaskRun) (runspec.Spec, bool) {
 }
 
 func result(tr *v1.TaskRun, name string) string {
+	v, _ := resultOf(tr, name)
+	return v
+}
+
+// resultOf is a TaskRun's result, and whether it has it.
+func resultOf(tr *v1.TaskRun, name string) (string, bool) {
 	for _, r := range tr.Status.Results {
 		if r.Name == name {
-			return r.Value.StringVal
+			return r.Value.StringVal, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 func isDone(c *apis.Condition) bool {

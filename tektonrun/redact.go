@@ -26,6 +26,23 @@ import (
 // not shown unredacted.
 func (c *Client) buildSecrets(ctx context.Context, pr *v1.PipelineRun) (*redact.Secrets, error) {
 	var secrets redact.Secrets
+	if hasTaskVars(pr) {
+		// The vars of its task files, made so far (see taskVarsSupplier).
+		list, err := c.target.Kube.CoreV1().Secrets(pr.Namespace).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelTaskVarsOf + "=" + pr.Name})
+		if err != nil {
+			return nil, fmt.Errorf("build %s: reading the vars of its task files to redact them: %w", pr.Name, err)
+		}
+		for _, s := range list.Items {
+			for k, v := range s.Data {
+				if k == runspec.TaskVarsErrorKey {
+					continue
+				}
+				if err := addSupplied(&secrets, v); err != nil {
+					return nil, fmt.Errorf("build %s: reading %s in Secret %s to redact it: %w", pr.Name, k, s.Name, err)
+				}
+			}
+		}
+	}
 	raw := pr.Annotations[runspec.AnnotationCredentials]
 	if raw == "" {
 		return &secrets, nil

@@ -188,7 +188,7 @@ func samePipeline(ctx context.Context, there, p *v1.Pipeline) bool {
 // the exact names in its annotations), so that a build never attaches to another's run,
 // nor takes another's Secret.
 func sameBuild(kind string, existing, want metav1.Object) error {
-	for _, k := range []string{runspec.LabelTeam, runspec.LabelPipeline, runspec.LabelJob, runspec.LabelBuild} {
+	for _, k := range buildKeys {
 		if existing.GetAnnotations()[k] != want.GetAnnotations()[k] {
 			return fmt.Errorf("%s %s is not this build: its %s is %q, not %q", kind, existing.GetName(), k, existing.GetAnnotations()[k], want.GetAnnotations()[k])
 		}

@@ -358,6 +358,9 @@ func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *r
 		// The build's Secret is named after its PipelineRun.
 		params = append(params, v1.Param{Name: paramCredentials, Value: *v1.NewStructuredValues("$(context.pipelineRun.name)")})
 	}
+	if variant.taskVars != "" {
+		params = append(params, v1.Param{Name: runspec.ParamTaskVars, Value: *v1.NewStructuredValues(variant.taskVars)})
+	}
 	if variant.publish {
 		for _, p := range []string{runspec.ParamImageRegistry, runspec.ParamImageRegistrySecret} {
 			params = append(params, v1.Param{Name: p, Value: *v1.NewStructuredValues("$(params." + p + ")")})

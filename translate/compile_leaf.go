@@ -318,7 +318,13 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 			variant.limits = mergeLimits(nil, t.Limits)
 			variant.asRoot = true // the user comes from the file; the runner drops to it
 		}
-		resolve := c.leaf(resolveSpec, c.opts.RunnerImage, taskVariant{}, nil, c.after(before, e))
+		// With supplied credentials, the resolve step lists the vars of the file that the
+		// build's starter did not know of, and the task's pod waits for their Secret.
+		fileVars := cfg == nil && c.opts.SuppliedCredentials
+		resolve := c.leaf(resolveSpec, c.opts.RunnerImage, taskVariant{varsResult: fileVars}, nil, c.after(before, e))
+		if fileVars {
+			variant.taskVars = runspec.TaskVarsSecret("$(context.pipelineRun.name)", resolve.leaf)
+		}
 		before = append(before, resolve)
 		if image == "" {
 			image = "$(tasks." + resolve.leaf + ".results.image)"

@@ -216,3 +216,81 @@ func stepSpec(t *testing.T, pt v1.PipelineTask) runspec.Spec {
 	t.Fatalf("%s has no spec", pt.Name)
 	return runspec.Spec{}
 }
+
+// With supplied credentials, a task whose config is a file read at run time gets the vars
+// the file needs from its starter once its resolve step has listed them: the resolve step's
+// Task declares the result `vars`, and the task's pod mounts, required, the Secret named
+// after the run and the resolve step, so that it waits for it. Without supplied
+// credentials, neither.
+func TestSuppliedCredentialsTaskFile(t *testing.T) {
+	const pipeline = `
+resources:
+- name: repo
+  type: mock
+jobs:
+- name: test
+  plan:
+  - get: repo
+  - task: from-file
+    file: repo/task.yml
+    vars: {image: busybox}
+  - task: inline
+    config: {platform: linux, rootfs_uri: 'docker:///busybox', run: {path: "true"}}
+`
+	for _, supplied := range []bool{true, false} {
+		_, r, err := translateJob(t, pipeline, translate.Options{SuppliedCredentials: supplied, Build: "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate(t, r)
+		tasks := map[string]*v1.Task{}
+		for _, task := range r.Tasks {
+			tasks[task.Name] = task
+		}
+		params := map[string]map[string]string{}
+		for _, pt := range r.Pipeline.Spec.Tasks {
+			params[pt.Name] = map[string]string{}
+			for _, p := range pt.Params {
+				params[pt.Name][p.Name] = p.Value.StringVal
+			}
+			task := tasks[pt.TaskRef.Name]
+			declares := false
+			for _, res := range task.Spec.Results {
+				declares = declares || res.Name == runspec.ResultVars
+			}
+			var volume *corev1.Volume
+			for i, vol := range task.Spec.Volumes {
+				if vol.Secret != nil && vol.Secret.SecretName == "$(params."+runspec.ParamTaskVars+")" {
+					volume = &task.Spec.Volumes[i]
+				}
+			}
+			mounted := false
+			for _, m := range task.Spec.Steps[1].VolumeMounts {
+				mounted = mounted || volume != nil && m.Name == volume.Name && m.MountPath == runspec.DefaultTaskVars && m.ReadOnly
+			}
+			param, hasParam := params[pt.Name][runspec.ParamTaskVars]
+			wantParam := ""
+			switch {
+			case pt.Name == "resolve-from-file":
+				if declares != supplied || volume != nil {
+					t.Errorf("supplied %v: %s declares vars %v, mounts %v", supplied, pt.Name, declares, volume)
+				}
+			case pt.Name == "task-from-file" && supplied:
+				wantParam = runspec.TaskVarsSecret("$(context.pipelineRun.name)", "resolve-from-file")
+				if volume == nil || volume.Secret.Optional != nil && *volume.Secret.Optional || !mounted || declares {
+					t.Errorf("%s: the vars Secret is not mounted, required, at %s: %+v", pt.Name, runspec.DefaultTaskVars, volume)
+				}
+			default:
+				if declares || volume != nil {
+					t.Errorf("supplied %v: %s declares vars %v, mounts %v", supplied, pt.Name, declares, volume)
+				}
+			}
+			if param != wantParam || hasParam != (wantParam != "") {
+				t.Errorf("supplied %v: %s: task-vars param %q, want %q", supplied, pt.Name, param, wantParam)
+			}
+		}
+		if _, ok := params["resolve-from-file"]; !ok {
+			t.Fatalf("no resolve-from-file in %v", params)
+		}
+	}
+}

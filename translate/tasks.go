@@ -38,6 +38,13 @@ type taskVariant struct {
 	// publish takes the build's image registry and mounts its Docker config: a publish
 	// step's Task.
 	publish bool
+	// varsResult declares the result `vars`: the resolve step of a task file, with
+	// supplied credentials, lists the vars the file needs.
+	varsResult bool
+	// taskVars, for the task of such a file, is its vars Secret (runspec.TaskVarsSecret),
+	// the PipelineTask's param; the Task mounts the Secret its param names, and the pod
+	// waits until it exists.
+	taskVars string
 }
 
 // paramCredentials is the step Task's param naming the build's Secret, when it reads
@@ -60,7 +67,7 @@ func (c *compiler) stepTask(v taskVariant) string {
 // key tells variants apart: two variants with the same key have the same Task.
 func (v taskVariant) key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%t %t %d %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish)
+	fmt.Fprintf(&b, "%t %t %d %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "")
 	if v.limits.CPU != nil {
 		fmt.Fprintf(&b, " cpu=%d", *v.limits.CPU)
 	}
@@ -115,6 +122,13 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		}
 		volumes = append(volumes, corev1.Volume{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: src}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "credentials", MountPath: runspec.DefaultCreds, ReadOnly: true})
+	}
+	if v.taskVars != "" {
+		params = append(params, v1.ParamSpec{Name: runspec.ParamTaskVars, Type: v1.ParamTypeString, Description: "the Secret of the vars the task's file needs"})
+		// Required: the pod waits until the build's starter has made it.
+		volumes = append(volumes, corev1.Volume{Name: "task-vars", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: "$(params." + runspec.ParamTaskVars + ")"}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "task-vars", MountPath: runspec.DefaultTaskVars, ReadOnly: true})
 	}
 	var publishArgs []string
 	if v.publish {
@@ -189,6 +203,9 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	}
 	if v.count {
 		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultCount, Type: v1.ResultsTypeString, Description: "how many combinations of values an across step has"})
+	}
+	if v.varsResult {
+		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultVars, Type: v1.ResultsTypeString, Description: "the vars of the task file that the build's starter supplies (JSON)"})
 	}
 	buf, _ := json.Marshal(spec)
 	return &v1.Task{

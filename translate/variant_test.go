@@ -21,6 +21,8 @@ func TestTaskVariantKey(t *testing.T) {
 		"credentials": func(v *taskVariant) { v.credentials = []string{"k"} },
 		"count":       func(v *taskVariant) { v.count = true },
 		"publish":     func(v *taskVariant) { v.publish = true },
+		"varsResult":  func(v *taskVariant) { v.varsResult = true },
+		"taskVars":    func(v *taskVariant) { v.taskVars = "run-resolve-task" },
 	}
 	typ := reflect.TypeOf(taskVariant{})
 	for i := range typ.NumField() {

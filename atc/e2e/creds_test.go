@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -133,13 +134,101 @@ jobs:
 	inOrder(t, out, "fine", "succeeded")
 }
 
+// TestTaskFileCredentials: the ((vars)) of a task file, which only the build reads (here a
+// task of the build writes it), are looked up by the web node once the file is read, as
+// Concourse looks them up when the step runs: a var source's, the credential manager's,
+// and the step's own `vars`. The task sees the values, fly shows them ((redacted)), and
+// they are in no Tekton object: only in the task's vars Secret, which the run owns. A var
+// no one has errors the task, in Concourse's words.
+func TestTaskFileCredentials(t *testing.T) {
+	dumpOnFailure(t)
+	const text = "t3xt-from-var-source"
+	file := fmt.Sprintf(`platform: linux
+image_resource: %s
+params: {GLOBAL: ((global_secret))}
+run:
+  path: sh
+  args: [-c, 'echo "file: ((dm:text)) $GLOBAL ((from_step))"; echo "upper: ((dm:text)) $GLOBAL" | tr a-z A-Z']
+`, busybox())
+	missing := fmt.Sprintf("platform: linux\nimage_resource: %s\nrun: {path: echo, args: [((not_anywhere))]}\n", busybox())
+	// A task of the build writes the files: their ((vars)) are in no plan.
+	write := func(content string) string {
+		return fmt.Sprintf(`
+  - task: write
+    config:
+      platform: linux
+      image_resource: %s
+      outputs: [{name: ci}]
+      run: {path: sh, args: [-c, 'echo %s | base64 -d > ci/task.yml']}`, busybox(), base64.StdEncoding.EncodeToString([]byte(content)))
+	}
+	setPipeline(t, "taskfile", fmt.Sprintf(`
+var_sources:
+- name: dm
+  type: dummy
+  config: {vars: {text: %s}}
+jobs:
+- name: file
+  plan:%s
+  - task: from-file
+    file: ci/task.yml
+    vars: {from_step: step-value}
+- name: missing
+  plan:%s
+  - task: from-file
+    file: ci/task.yml
+`, text, write(file), write(missing)))
+
+	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "taskfile/file", "-w")
+	t.Logf("fly trigger-job -j taskfile/file -w: exit %d\n%s", code, out)
+	if code != 0 {
+		t.Errorf("exit %d, want 0", code)
+	}
+	inOrder(t, out, "file: ((redacted)) ((redacted)) step-value", "UPPER: "+strings.ToUpper(text+" "+globalSecret), "succeeded")
+	for _, v := range []string{text, globalSecret} {
+		if strings.Contains(out, v) {
+			t.Errorf("fly's output shows %q", v)
+		}
+		for _, obj := range tektonObjects(t) {
+			if strings.Contains(obj, v) {
+				t.Errorf("a Tekton object holds %q: %.200s", v, obj)
+			}
+		}
+	}
+	ctx := context.Background()
+	run := pipelineRun(t, "taskfile", "file")
+	secrets, err := web.kube.CoreV1().Secrets(web.ns).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelTaskVarsOf + "=" + run})
+	if err != nil || len(secrets.Items) != 1 {
+		t.Fatalf("the task's vars Secrets: %v, %v", secrets, err)
+	}
+	s := secrets.Items[0]
+	if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "PipelineRun" || o[0].Name != run {
+		t.Errorf("the vars Secret's owners %+v, want PipelineRun %s", o, run)
+	}
+	if len(s.Data) != 2 {
+		t.Errorf("the vars Secret has keys %v, want the file's two credentials", keys(s.Data))
+	}
+
+	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "taskfile/missing", "-w")
+	t.Logf("fly trigger-job -j taskfile/missing -w: exit %d\n%s", code, out)
+	if code != 2 {
+		t.Errorf("exit %d, want 2 (errored)", code)
+	}
+	inOrder(t, out, "undefined vars: not_anywhere", "errored")
+}
+
 // buildRun is the name of the PipelineRun of build 1 of a job of pipeline creds.
 func buildRun(t *testing.T, job string) string {
 	t.Helper()
-	sel := labels.SelectorFromSet(labels.Set{runspec.LabelPipeline: "creds", runspec.LabelJob: job, runspec.LabelBuild: "1"}).String()
+	return pipelineRun(t, "creds", job)
+}
+
+// pipelineRun is the name of the PipelineRun of build 1 of a job of a pipeline.
+func pipelineRun(t *testing.T, pipeline, job string) string {
+	t.Helper()
+	sel := labels.SelectorFromSet(labels.Set{runspec.LabelPipeline: pipeline, runspec.LabelJob: job, runspec.LabelBuild: "1"}).String()
 	runs, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
 	if err != nil || len(runs.Items) != 1 {
-		t.Fatalf("the run of creds/%s #1: %v, %v", job, runs, err)
+		t.Fatalf("the run of %s/%s #1: %v, %v", pipeline, job, runs, err)
 	}
 	return runs.Items[0].Name
 }

@@ -1,0 +1,121 @@
+package tektonrun
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"knative.dev/pkg/apis"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+	"github.com/concourse-tekton/concourse-tekton/pvc"
+	"github.com/concourse-tekton/concourse-tekton/runner/redact"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// Task vars: with supplied credentials (WithCredentials), a task whose config is a file
+// read at run time may need vars its starter could not know of when the build started.
+// Its resolve step lists them (runspec.ResultVars), and the follower of the build, which
+// has the credentials, makes the task's vars Secret (runspec.TaskVarsSecret) with their
+// values, as Concourse looks a task file's vars up when the step runs; the task's pod
+// waits for that Secret.
+
+// taskVarsSupplier makes the vars Secrets of one build's tasks, once each.
+type taskVarsSupplier struct {
+	client  *Client
+	creds   vars.Variables
+	secrets *redact.Secrets
+	made    map[string]bool
+}
+
+// supply makes the vars Secret of every resolve step of the build that listed its task's
+// vars and has none yet. A var creds does not have is left out (the task says it is
+// undefined), and an error of creds is the task's error (runspec.TaskVarsErrorKey).
+func (s *taskVarsSupplier) supply(ctx context.Context, pr *v1.PipelineRun, trs []*v1.TaskRun) error {
+	for _, tr := range trs {
+		name := tr.Labels[labelPipelineTask]
+		if name == "" || s.made[name] || !isDone(tr.Status.GetCondition(apis.ConditionSucceeded)) {
+			continue
+		}
+		listed, ok := resultOf(tr, runspec.ResultVars)
+		if !ok {
+			continue
+		}
+		if spec, ok := decodeSpec(tr); !ok || spec.Mode != runspec.ModeResolve {
+			continue
+		}
+		var refs []string
+		if err := json.Unmarshal([]byte(listed), &refs); err != nil {
+			return fmt.Errorf("build %s: the vars step %s listed are not JSON: %w", pr.Name, name, err)
+		}
+		secret := s.secret(pr, name, refs)
+		_, err := s.client.target.Kube.CoreV1().Secrets(pr.Namespace).Create(ctx, secret, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("build %s: making the vars Secret of %s: %w", pr.Name, name, err)
+		}
+		s.made[name] = true
+	}
+	return nil
+}
+
+// secret is the vars Secret of the task the resolve step resolve of run reads the file of.
+func (s *taskVarsSupplier) secret(pr *v1.PipelineRun, resolve string, refs []string) *corev1.Secret {
+	data := map[string][]byte{}
+	for _, r := range refs {
+		if err := s.lookup(r, data); err != nil {
+			// Concourse errors the step with the credential manager's own words.
+			data = map[string][]byte{runspec.TaskVarsErrorKey: []byte(err.Error())}
+			break
+		}
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            runspec.TaskVarsSecret(pr.Name, resolve),
+			Namespace:       pr.Namespace,
+			Labels:          objectLabels(pr, runspec.LabelTaskVarsOf),
+			OwnerReferences: []metav1.OwnerReference{pvc.OwnerReference(pr)},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: data,
+	}
+}
+
+// lookup puts the value of the var ref into data, as the build's own Secret holds it, and
+// adds it to the values to redact.
+func (s *taskVarsSupplier) lookup(ref string, data map[string][]byte) error {
+	parsed, err := vars.ParseReference(ref)
+	if err != nil {
+		return err
+	}
+	value, found, err := s.creds.Get(parsed)
+	if err != nil || !found {
+		return err
+	}
+	buf, err := json.Marshal(jsonValue(value))
+	if err != nil {
+		// Not the error's text: it may quote the value.
+		return fmt.Errorf("the value of ((%s)) (%T) cannot be given to the build's steps", ref, value)
+	}
+	data[runspec.CredentialKey(ref)] = buf
+	return addSupplied(s.secrets, buf)
+}
+
+// hasTaskVars tells whether a build has a task whose vars Secret its follower makes.
+func hasTaskVars(pr *v1.PipelineRun) bool {
+	spec := pr.Status.PipelineSpec
+	if spec == nil {
+		return false
+	}
+	for _, t := range spec.Tasks {
+		for _, p := range t.Params {
+			if p.Name == runspec.ParamTaskVars {
+				return true
+			}
+		}
+	}
+	return false
+}
