@@ -31,6 +31,7 @@ import (
 // TestCheckTarget gives a service account part of what the backend needs: Check, asked
 // as that account, lists exactly the rest, and check-target says so and exits 1.
 func TestCheckTarget(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 

@@ -20,6 +20,7 @@ import (
 
 // TestTaskRunScriptLog runs a script step for real and reads its log through the API.
 func TestTaskRunScriptLog(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	tr := &pipelinev1.TaskRun{
@@ -49,6 +50,7 @@ func TestTaskRunScriptLog(t *testing.T) {
 
 // TestWebhookRejectsInvalidTaskRun shows the apiserver validates Tekton objects.
 func TestWebhookRejectsInvalidTaskRun(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	tr := &pipelinev1.TaskRun{
 		ObjectMeta: metav1.ObjectMeta{Name: "invalid"},
@@ -64,6 +66,7 @@ func TestWebhookRejectsInvalidTaskRun(t *testing.T) {
 
 // TestFailingStep reports a failed step, and the next step is skipped.
 func TestFailingStep(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	tr := &pipelinev1.TaskRun{
 		ObjectMeta: metav1.ObjectMeta{Name: "fails"},
@@ -87,6 +90,7 @@ func TestFailingStep(t *testing.T) {
 // TestPipelineRunSharesVolume runs two tasks on one PVC (default storage class): the
 // second reads what the first wrote.
 func TestPipelineRunSharesVolume(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	ws := []pipelinev1.WorkspaceDeclaration{{Name: "shared"}}
@@ -165,6 +169,7 @@ func claimVolume(claim string) ([]corev1.Volume, []corev1.VolumeMount) {
 // TestPVCClone clones a PVC through the CSI driver: the clone sees the source's data,
 // and a write to the clone leaves the source unchanged.
 func TestPVCClone(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	pvcs := testCluster.kube.CoreV1().PersistentVolumeClaims(ns)
@@ -196,6 +201,7 @@ func TestPVCClone(t *testing.T) {
 
 // TestLocalPathVolume writes and reads a volume of rancher's local-path-provisioner.
 func TestLocalPathVolume(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	if _, err := testCluster.kube.CoreV1().PersistentVolumeClaims(ns).Create(context.Background(), pvc("lp", "local-path", nil), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -209,6 +215,7 @@ func TestLocalPathVolume(t *testing.T) {
 // TestMockResource runs the mock resource type's check, in and out in a pod, as
 // Concourse would: a JSON request on stdin, a directory argument, JSON on stdout.
 func TestMockResource(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	script := `set -e
 echo '{"source":{"initial_version":"v1"}}' | /opt/resource/check
@@ -254,6 +261,7 @@ if echo '{"source":{"check_failure":"nope"}}' | /opt/resource/check 2>/dev/null;
 // TestGitResource serves a repository from a git daemon in one pod and runs the git
 // resource type's check, in and out against it from another, over the pod network.
 func TestGitResource(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	server := &corev1.Pod{

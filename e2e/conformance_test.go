@@ -68,6 +68,7 @@ func (sc scenario) status() string {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	for _, sc := range conformanceScenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

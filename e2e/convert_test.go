@@ -115,6 +115,7 @@ func taskLog(t *testing.T, ns string, pr *pipelinev1.PipelineRun, task string) s
 // TestConvertedMockJob: a get → task → put job over the mock resource, converted by our
 // own translator, runs on the cluster and succeeds; the task reads what the get fetched.
 func TestConvertedMockJob(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	image := strings.Replace(busyboxImage, ":", "#", 1)
 	pipeline := fmt.Sprintf(`

@@ -110,6 +110,7 @@ func noTransferPods(t *testing.T, ns string) {
 // home (unless --include-ignored), the big upload reports its progress, and nothing is
 // left of the transfers.
 func TestExecute(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -158,6 +159,7 @@ func TestExecute(t *testing.T) {
 // outputs downloaded all the same), 3 when Ctrl-C aborts it; and that an input the task
 // needs but is not given stops it before anything is made on the cluster.
 func TestExecuteFailsAndAborts(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -216,6 +218,7 @@ func mustRead(t *testing.T, path string) []byte {
 // mock resource, at the version the job's build fetched, under the name -m maps; the
 // other input uploaded.
 func TestExecuteInputsFrom(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	dir := t.TempDir()

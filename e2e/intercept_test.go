@@ -64,6 +64,7 @@ func interceptPipeline(t *testing.T) string {
 // environment, input, terminal size; exit ends the session with its status), then a
 // failed step that has ended (a pod made again, with its input and output, deleted after).
 func TestIntercept(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	if exit, _, stderr := runCLI(t, ctx, "run", interceptPipeline(t), "-j", "debug", "-n", ns); exit != 0 {

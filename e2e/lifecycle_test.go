@@ -20,6 +20,7 @@ import (
 // running one finishes; check-target says so; retire then waits for it and leaves nothing
 // of ours in the namespace, which takes builds again afterwards.
 func TestLandRetire(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	repo, tag, _ := strings.Cut(busyboxImage, ":")

@@ -55,6 +55,7 @@ func stepTask(name, script string, results ...pipelinev1.TaskResult) pipelinev1.
 // the outcome (failed: caches survive failed builds too) and leaves only caches/. Build
 // 2's volume, from buildvol.Prepare, is a clone that holds the cache and nothing else.
 func TestCacheVolumes(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	kube, tekton := testCluster.kube, testCluster.tekton
@@ -139,6 +140,7 @@ func TestCacheVolumes(t *testing.T) {
 // TestCacheVolumesWithoutClones prepares a build on local-path, whose provisioner is not a
 // CSI driver's: its volume starts empty, with a warning.
 func TestCacheVolumesWithoutClones(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
 	claim, warnings, err := buildvol.Prepare(ctx, testCluster.kube, testCluster.tekton, ns, buildRun(t, "1", "local-path"))

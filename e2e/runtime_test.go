@@ -52,6 +52,7 @@ func backend(t *testing.T, ns string) *tektonrun.Backend {
 // TestOrchestrator drives the Go API the ATC uses: each of the RFC's four operations as a
 // one-step build, and their results.
 func TestOrchestrator(t *testing.T) {
+	t.Parallel()
 	ns := namespace(t)
 	b := backend(t, ns)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -156,7 +157,8 @@ func mustMarshal(t *testing.T, v any) string {
 
 // TestApiserverRestart restarts the kube-apiserver in the middle of a build that `run -w
 // --json` follows: the event stream has no gap and no duplicate, and equals what `events`
-// prints afterwards.
+// prints afterwards. It is the one test that is not parallel: go test runs it before the
+// others start, so that the restart breaks no other test's requests.
 func TestApiserverRestart(t *testing.T) {
 	if kubeconfigPath() != harnessKubeconfig() {
 		t.Skip("restarting the apiserver needs the harness's own cluster")

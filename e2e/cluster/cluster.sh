@@ -105,7 +105,9 @@ run_tests() {
 	log "running the e2e tests against $E2E_KUBECONFIG"
 	# The harness's own cluster has its registry; another cluster's is the caller's to give.
 	if [ "$E2E_KUBECONFIG" = "$E2E_KUBECONFIG_PATH" ]; then export E2E_IMAGE_REGISTRY=${E2E_IMAGE_REGISTRY:-$REGISTRY_ADDR}; fi
-	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 50m ./e2e/...) || rc=$?
+	# Four tests at a time (go test's default is one per core): they mostly wait for pods,
+	# and on 2 cores four finish a third sooner than two. E2E_PARALLEL changes it.
+	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 50m -parallel "${E2E_PARALLEL:-4}" ./e2e/...) || rc=$?
 	if [ "${E2E_ATC:-1}" != 0 ]; then
 		log "running the atc e2e tests (the web node and fly) against $E2E_KUBECONFIG"
 		make -C "$REPO_ROOT/atc" e2e GO="${GO:-go}" || rc=$?

@@ -167,7 +167,7 @@ serializeImagePulls: false
 syncFrequency: 5s
 fileCheckFrequency: 20s
 nodeStatusUpdateFrequency: 10s
-maxPods: 50
+maxPods: 110
 podPidsLimit: -1
 containerLogMaxSize: 10Mi
 podLogsDir: $run/pod-logs
