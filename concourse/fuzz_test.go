@@ -13,8 +13,10 @@ import (
 func addCorpusSeeds(f *testing.F) {
 	f.Helper()
 	wd, _ := os.Getwd()
-	files, _ := filepath.Glob(filepath.Join(wd, "..", "..", "shared", "corpus", "pipelines", "*.yml"))
-	for _, file := range files {
+	dir := filepath.Join(wd, "..", "..", "shared", "corpus", "pipelines")
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yml"))
+	yaml, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	for _, file := range append(files, yaml...) {
 		// Small files only: the fuzzer mutates and minimises every input, and big ones
 		// make each round slow without adding variety.
 		if data, err := os.ReadFile(file); err == nil && len(data) <= 2048 {
