@@ -11,7 +11,8 @@
 #
 # Settings (environment):
 #   CONCOURSE_TEKTON_WEB_PORT   the web node's port (8090); its debug server uses the next one
-#   CONCOURSE_TEKTON_PG_PORT    Postgres's port (55432)
+#   CONCOURSE_TEKTON_PG_PORT    Postgres's port (15432: below Linux's ephemeral ports, 32768 and
+#                               up, one of which a client connection may hold as its own)
 #   CONCOURSE_TEKTON_PG_BIN     Postgres 15's binaries (/usr/lib/postgresql/15/bin)
 #   CONCOURSE_TEKTON_FLY_TARGET the fly target up logs in (local)
 #   CONCOURSE_TEKTON_WEB_STATE  the directory of the database, logs and key (<cache>/web)
@@ -34,7 +35,7 @@ state=${CONCOURSE_TEKTON_WEB_STATE:-$cache/web}
 pgdata=$state/pgdata
 web_port=${CONCOURSE_TEKTON_WEB_PORT:-8090}
 debug_port=$((web_port + 1))
-pg_port=${CONCOURSE_TEKTON_PG_PORT:-55432}
+pg_port=${CONCOURSE_TEKTON_PG_PORT:-15432}
 pg_bin=${CONCOURSE_TEKTON_PG_BIN:-/usr/lib/postgresql/15/bin}
 target=${CONCOURSE_TEKTON_FLY_TARGET:-local}
 url=http://127.0.0.1:$web_port

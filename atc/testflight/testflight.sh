@@ -26,7 +26,7 @@
 #   TESTFLIGHT_OUT           where reports, logs and the web node's state go
 #                            (<cache>/testflight; emptied at the start of a run)
 #   TESTFLIGHT_WEB_PORT      the web node's port (8190; its debug server uses the next one)
-#   TESTFLIGHT_PG_PORT       its Postgres's port (55532)
+#   TESTFLIGHT_PG_PORT       its Postgres's port (15532, below the ephemeral ports: see web.sh)
 #   TESTFLIGHT_KUBECONFIG    the cluster (the e2e cluster's: ~/.cache/concourse-tekton/state/kubeconfig)
 #   TESTFLIGHT_NAMESPACE     the namespace builds run in (testflight-<random>, made and deleted)
 #   TESTFLIGHT_FILE_TIMEOUT  ginkgo's timeout for one file (15m, list_builds 40m): a build that
@@ -49,7 +49,7 @@ xdg_cache=${XDG_CACHE_HOME:-$HOME/.cache}
 cache=${CONCOURSE_TEKTON_ATC_CACHE:-$xdg_cache/concourse-tekton/atc}
 out=${TESTFLIGHT_OUT:-$cache/testflight}
 web_port=${TESTFLIGHT_WEB_PORT:-8190}
-pg_port=${TESTFLIGHT_PG_PORT:-55532}
+pg_port=${TESTFLIGHT_PG_PORT:-15532}
 kubeconfig=${TESTFLIGHT_KUBECONFIG:-$xdg_cache/concourse-tekton/state/kubeconfig}
 mock_image=${TESTFLIGHT_MOCK_IMAGE:-e2e.invalid/mock-resource:v1}
 runner_image=${TESTFLIGHT_RUNNER_IMAGE:-ghcr.io/concourse-tekton/runner:dev}
