@@ -127,7 +127,19 @@ func (s *step) taskConfig(raw map[string]any, stepParams map[string]any) (concou
 		}
 		merged["params"] = params
 	}
-	interpolated, err := s.interpolate(merged)
+	return s.interpolatedConfig(merged, true)
+}
+
+// lenientTaskConfig is taskConfig with the vars that are not found left as they are: what
+// a resolve step can tell of a task whose vars its starter has yet to supply.
+func (s *step) lenientTaskConfig(raw map[string]any) (concourse.TaskConfig, error) {
+	return s.interpolatedConfig(raw, false)
+}
+
+// interpolatedConfig resolves the build vars in a raw task config (strictly or not) and
+// validates it as Concourse does.
+func (s *step) interpolatedConfig(raw map[string]any, strict bool) (concourse.TaskConfig, error) {
+	interpolated, err := vars.Interpolate(raw, s.vars, strict)
 	if err != nil {
 		return concourse.TaskConfig{}, err
 	}
@@ -140,20 +152,6 @@ func (s *step) taskConfig(raw map[string]any, stepParams map[string]any) (concou
 		return concourse.TaskConfig{}, fmt.Errorf("invalid task config: %w", err)
 	}
 	return cfg, nil
-}
-
-// lenientTaskConfig is taskConfig with the vars that are not found left as they are: what
-// a resolve step can tell of a task whose vars its starter has yet to supply.
-func (s *step) lenientTaskConfig(raw map[string]any) (concourse.TaskConfig, error) {
-	interpolated, err := vars.Interpolate(raw, s.vars, false)
-	if err != nil {
-		return concourse.TaskConfig{}, err
-	}
-	data, err := json.Marshal(interpolated)
-	if err != nil {
-		return concourse.TaskConfig{}, fmt.Errorf("encoding the task config: %w", err)
-	}
-	return concourse.ParseTaskConfig(data)
 }
 
 // imageNeedsVars tells whether a task's image is not known yet: its image_resource or

@@ -32,25 +32,34 @@ func resolveCredentials(template *corev1.Secret, creds []translate.Credential, l
 	s := template.DeepCopy()
 	s.Data = make(map[string][]byte, len(creds))
 	for _, cred := range creds {
-		ref, err := vars.ParseReference(cred.Var)
+		buf, found, err := lookupSupplied(lookup, cred.Var)
 		if err != nil {
 			return nil, err
 		}
-		value, found, err := lookup.Get(ref)
-		if err != nil {
-			return nil, err
+		if found {
+			s.Data[cred.Key] = buf
 		}
-		if !found {
-			continue
-		}
-		buf, err := json.Marshal(jsonValue(value))
-		if err != nil {
-			// Not the error's text: it may quote the value.
-			return nil, fmt.Errorf("the value of ((%s)) (%T) cannot be given to the build's steps", cred.Var, value)
-		}
-		s.Data[cred.Key] = buf
 	}
 	return s, nil
+}
+
+// lookupSupplied looks the var ref (as written between the parentheses) up in lookup and
+// gives its value as a supplied credential is kept: JSON, under runspec.CredentialKey.
+func lookupSupplied(lookup vars.Variables, ref string) ([]byte, bool, error) {
+	parsed, err := vars.ParseReference(ref)
+	if err != nil {
+		return nil, false, err
+	}
+	value, found, err := lookup.Get(parsed)
+	if err != nil || !found {
+		return nil, false, err
+	}
+	buf, err := json.Marshal(jsonValue(value))
+	if err != nil {
+		// Not the error's text: it may quote the value.
+		return nil, false, fmt.Errorf("the value of ((%s)) (%T) cannot be given to the build's steps", ref, value)
+	}
+	return buf, true, nil
 }
 
 // jsonValue is v with the maps of YAML decoders (map[any]any), which credential managers

@@ -87,18 +87,9 @@ func (s *taskVarsSupplier) secret(pr *v1.PipelineRun, resolve string, refs []str
 // lookup puts the value of the var ref into data, as the build's own Secret holds it, and
 // adds it to the values to redact.
 func (s *taskVarsSupplier) lookup(ref string, data map[string][]byte) error {
-	parsed, err := vars.ParseReference(ref)
-	if err != nil {
-		return err
-	}
-	value, found, err := s.creds.Get(parsed)
+	buf, found, err := lookupSupplied(s.creds, ref)
 	if err != nil || !found {
 		return err
-	}
-	buf, err := json.Marshal(jsonValue(value))
-	if err != nil {
-		// Not the error's text: it may quote the value.
-		return fmt.Errorf("the value of ((%s)) (%T) cannot be given to the build's steps", ref, value)
 	}
 	data[runspec.CredentialKey(ref)] = buf
 	return addSupplied(s.secrets, buf)
