@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runner/cowcopy"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -24,11 +28,13 @@ type session struct {
 
 // session works out the step's session as the step does before it starts its process:
 // for a task, its config (with its params and the build's vars), working directory,
-// run.dir and run.user; for another step, /tmp/build and the container's environment.
-// It reads the build volume and the credentials, and writes nothing there. With stage,
-// for a step that has ended (its working directory went with its container), it makes
-// the task's working directory again: private copies of its inputs, of the outputs it
-// registered (empty directories for those it did not) and of its caches.
+// run.dir and run.user; for a get or a put, /tmp/build/get or /tmp/build/put; for another
+// step, /tmp/build; the container's environment but for a task. It reads the build
+// volume and the credentials, and writes nothing there. With stage, for a step that has
+// ended (its working directory went with its container), it makes the working directory
+// again: a task's private copies of its inputs, of the outputs it registered (empty
+// directories for those it did not) and of its caches; a put's of its inputs; a get's
+// of what it fetched.
 func (s *step) session(stage bool) (session, error) {
 	fallback := session{dir: s.opts.tmpBuild, env: containerEnv(os.Environ())}
 	if _, err := os.Stat(fallback.dir); err != nil {
@@ -36,6 +42,19 @@ func (s *step) session(stage bool) (session, error) {
 	}
 	if err := s.enterSlots(); err != nil {
 		return fallback, err
+	}
+	if m := s.spec.Mode; m == runspec.ModeGet || m == runspec.ModePut {
+		// Concourse's get and put containers start in /tmp/build/get and /tmp/build/put.
+		dir := filepath.Join(s.opts.tmpBuild, string(m))
+		if stage {
+			if err := s.stageResourceDir(dir); err != nil {
+				return fallback, err
+			}
+		}
+		if _, err := os.Stat(dir); err != nil {
+			return fallback, nil
+		}
+		return session{dir: dir, env: fallback.env}, nil
 	}
 	t := s.spec.Task
 	if s.spec.Mode != runspec.ModeTask || t == nil {
@@ -62,6 +81,44 @@ func (s *step) session(stage bool) (session, error) {
 		}
 	}
 	return sess, nil
+}
+
+// stageResourceDir makes a get's or put's directory again, unless it is there (on the
+// build volume, as a get's is when /tmp/build is its work directory): private copies of
+// the put's inputs, of the get's fetched artifact.
+func (s *step) stageResourceDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	artifacts := map[string]string{}
+	if s.spec.Mode == runspec.ModePut && s.spec.Put != nil {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		inputs, err := s.putInputs()
+		if err != nil {
+			return err
+		}
+		for name, volPath := range inputs {
+			artifacts[filepath.Join(dir, name)] = volPath
+		}
+	} else {
+		volPath, found, err := s.state.Artifact(s.spec.Scope, s.spec.Name)
+		if err != nil || !found {
+			return errors.Join(err, os.Mkdir(dir, 0o755))
+		}
+		artifacts[dir] = volPath
+	}
+	var problems []error
+	for _, dst := range slices.Sorted(maps.Keys(artifacts)) {
+		if _, err := cowcopy.Tree(filepath.Join(s.paths.Volume, artifacts[dst]), dst, cowcopy.Options{}); err != nil {
+			problems = append(problems, fmt.Errorf("staging %s: %w", filepath.Base(dst), err))
+		}
+	}
+	return errors.Join(problems...)
 }
 
 // stage makes a task's working directory again from the build volume.
@@ -99,15 +156,34 @@ func (s *step) stage(cfg concourse.TaskConfig, wd string, owner *volumeOwner) er
 	return errors.Join(problems...)
 }
 
+// sessionFlags are what an intercept session is asked for beside its command.
+type sessionFlags struct {
+	// stage makes a finished step's working directory again (see step.session).
+	stage bool
+	// lookup only says whether the command is there: exit 0, else notFound.
+	lookup bool
+	// dir, when set, is where the command starts; env is added to its environment.
+	dir string
+	env []string
+}
+
+// notFound is the exit status of a command that is not there, as a shell's.
+const notFound = 127
+
 // intercept replaces the runner with command (bash, else sh, when empty) in the step's
 // session: an operator's shell in a running step's container, or in a pod made again
-// from a finished step's (concourse-tekton intercept). It returns only if it cannot.
-func intercept(spec runspec.Spec, opts options, stage bool, command []string, stderr io.Writer) int {
+// from a finished step's (concourse-tekton intercept, fly intercept). It returns only if
+// it cannot, or with lookup once it knows whether command is there.
+func intercept(spec runspec.Spec, opts options, f sessionFlags, command []string, stdout, stderr io.Writer) int {
 	s := newStep(spec, opts, io.Discard, stderr)
-	sess, err := s.session(stage)
-	if err != nil {
+	sess, err := s.session(f.stage && !f.lookup)
+	if err != nil && !f.lookup {
 		fmt.Fprintf(stderr, "note: %v: the shell starts in %s with the container's environment\r\n", err, sess.dir)
 	}
+	if f.dir != "" {
+		sess.dir = resolvePath(sess.dir, f.dir)
+	}
+	sess.env = withEnv(sess.env, f.env)
 	if len(command) == 0 {
 		command = []string{"sh"}
 		if _, err := lookPath("bash", sess.dir, sess.env); err == nil {
@@ -115,9 +191,22 @@ func intercept(spec runspec.Spec, opts options, stage bool, command []string, st
 		}
 	}
 	path, err := lookPath(command[0], sess.dir, sess.env)
+	if err == nil && strings.Contains(command[0], "/") {
+		// A path is taken as it is by lookPath: it must be there, and be a file.
+		if info, serr := os.Stat(path); serr != nil || info.IsDir() {
+			err = fmt.Errorf("no such file: %s", path)
+		}
+	}
+	if f.lookup {
+		if err != nil {
+			fmt.Fprintf(stdout, "%v\n", err)
+			return notFound
+		}
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\r\n", err)
-		return 127
+		return notFound
 	}
 	if err := os.Chdir(sess.dir); err != nil {
 		fmt.Fprintf(stderr, "error: %v\r\n", err)
@@ -136,6 +225,25 @@ func intercept(spec runspec.Spec, opts options, stage bool, command []string, st
 	err = syscall.Exec(path, command, sess.env)
 	fmt.Fprintf(stderr, "error: starting %s: %v\r\n", path, err)
 	return 126
+}
+
+// withEnv is env with more added: a variable of more replaces env's of the same name.
+func withEnv(env, more []string) []string {
+	if len(more) == 0 {
+		return env
+	}
+	out := make([]string, 0, len(env)+len(more))
+	names := map[string]bool{}
+	for _, kv := range more {
+		name, _, _ := strings.Cut(kv, "=")
+		names[name] = true
+	}
+	for _, kv := range env {
+		if name, _, _ := strings.Cut(kv, "="); !names[name] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, more...)
 }
 
 // setUser switches the process to a user, for good.

@@ -77,3 +77,70 @@ func TestInterceptStages(t *testing.T) {
 		t.Errorf("the session wrote through to the build's artifact: %q", got)
 	}
 }
+
+// TestInterceptLookup says whether a command is there to run without running it, as
+// fly intercept needs to know before it falls back from bash to sh.
+func TestInterceptLookup(t *testing.T) {
+	w := newWorld(t)
+	spec := w.taskSpec("4", "unit", shConfig("exit 1", nil))
+	for _, tc := range []struct {
+		command string
+		exit    int
+	}{{"sh", 0}, {"no-such-shell", 127}, {"/bin/sh", 0}, {"/no/such/shell", 127}, {"/bin", 127}} {
+		args := append(w.args(spec), "--lookup", "--", tc.command, "-c", "touch ran")
+		args[0] = string(runspec.ModeIntercept)
+		r := w.startArgs(args, []string{"PATH=/usr/bin:/bin"}).wait(t)
+		if r.exit != tc.exit {
+			t.Errorf("%s: exit %d, want %d (stdout %q, stderr %q)", tc.command, r.exit, tc.exit, r.stdout, r.stderr)
+		}
+		if tc.exit != 0 && !strings.Contains(r.stdout, strings.TrimPrefix(tc.command, "/no/such/")) {
+			t.Errorf("%s: stdout %q does not name it", tc.command, r.stdout)
+		}
+		if _, err := os.Stat(filepath.Join(w.tmpBuild, "ran")); err == nil {
+			t.Fatalf("%s: the lookup ran the command", tc.command)
+		}
+	}
+}
+
+// TestInterceptEnvAndDir runs the command where it is asked to, with the variables it
+// is given over the session's own.
+func TestInterceptEnvAndDir(t *testing.T) {
+	w := newWorld(t)
+	spec := w.taskSpec("4", "unit", shConfig("exit 1", nil))
+	dir := t.TempDir()
+	args := append(w.args(spec), "--env=TERM=dumb", "--env=PATH=/bin:/usr/bin", "--dir="+dir, "--", "sh", "-c", `pwd; echo "$TERM $PATH"`)
+	args[0] = string(runspec.ModeIntercept)
+	r := w.startArgs(args, []string{"PATH=/usr/bin:/bin", "TERM=xterm"}).wait(t)
+	if want := dir + "\ndumb /bin:/usr/bin\n"; r.exit != 0 || r.stdout != want {
+		t.Errorf("exit %d, stdout %q, want %q (stderr %q)", r.exit, r.stdout, want, r.stderr)
+	}
+	args = append(w.args(spec), "--env=TERM", "--", "true")
+	args[0] = string(runspec.ModeIntercept)
+	if r := w.startArgs(args, nil).wait(t); r.exit != 2 {
+		t.Errorf("--env=TERM: exit %d, want 2 (usage)", r.exit)
+	}
+}
+
+// TestInterceptStagesResourceDirs makes a put's directory again with its inputs only, and
+// a get's with what it fetched, as Concourse's containers had them.
+func TestInterceptStagesResourceDirs(t *testing.T) {
+	w := newWorld(t)
+	w.artifact("specified", map[string]string{"f": "s"})
+	w.artifact("other", map[string]string{"f": "o"})
+	w.artifact("repo", map[string]string{"fetched": "v1"})
+	put := w.spec(runspec.ModePut, "p", "out")
+	put.Put = &runspec.Put{Type: "mock", Inputs: runspec.InputsList, InputNames: []string{"specified"}}
+	get := w.spec(runspec.ModeGet, "g", "repo")
+	get.Get = &runspec.Get{Type: "mock"}
+	for _, tc := range []struct {
+		spec runspec.Spec
+		want string
+	}{{put, filepath.Join(w.tmpBuild, "put") + "\nspecified\n"}, {get, filepath.Join(w.tmpBuild, "get") + "\nfetched\n"}} {
+		args := append(w.args(tc.spec), "--stage", "--", "sh", "-c", "pwd; ls")
+		args[0] = string(runspec.ModeIntercept)
+		r := w.startArgs(args, []string{"PATH=/usr/bin:/bin"}).wait(t)
+		if r.exit != 0 || r.stdout != tc.want {
+			t.Errorf("%s: exit %d, stdout %q, want %q (stderr %q)", tc.spec.Mode, r.exit, r.stdout, tc.want, r.stderr)
+		}
+	}
+}

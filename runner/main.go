@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -69,9 +70,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	specJSON := fs.String(runspec.ParamSpec, "", "the step's runspec.Spec as JSON")
 	volume := fs.String("volume", runspec.DefaultVolume, "abort, receive, send: where the build volume is mounted")
 	timeout := fs.Duration("timeout", time.Hour, "hold: how long to wait at most")
-	dir := fs.String("dir", "", "receive: the artifact's directory, relative to the build volume")
+	dir := fs.String("dir", "", "receive: the artifact's directory, relative to the build volume; intercept: where the command starts, in place of the step's working directory")
 	name := fs.String("name", "", "receive, send: the artifact's name")
 	stage := fs.Bool("stage", false, "intercept: make the working directory of a step that has ended again from the build volume")
+	var session sessionFlags
+	fs.BoolVar(&session.lookup, "lookup", false, "intercept: only say whether the command is there to run: exit 0, else 127")
+	fs.Func("env", "intercept: NAME=VALUE added to the session's environment (repeatable)", func(v string) error {
+		if !strings.Contains(v, "=") {
+			return fmt.Errorf("%q is not NAME=VALUE", v)
+		}
+		session.env = append(session.env, v)
+		return nil
+	})
 	opts := options{clock: systemClock{}}
 	fs.StringVar(&opts.publishing.registry, "image-registry", "", "publish: the build's image registry, HOST[:PORT][/PATH]")
 	fs.StringVar(&opts.publishing.namespace, "image-namespace", "", "publish: the build's namespace, the repository's last element")
@@ -129,7 +139,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runspec.Errored.ExitCode()
 	}
 	if mode == runspec.ModeIntercept {
-		return intercept(spec, opts, *stage, fs.Args(), stderr)
+		session.stage, session.dir = *stage, *dir
+		return intercept(spec, opts, session, fs.Args(), stdout, stderr)
 	}
 	if spec.Mode != mode {
 		fmt.Fprintf(stderr, "error: the command line says %s but the spec says %s\n", mode, spec.Mode)
