@@ -15,6 +15,9 @@ import (
 type Event struct {
 	Key   Key
 	Event event.Event
+	// TaskRun is the step's TaskRun, when the event is a step's and it has one: its
+	// container is Client.ContainerOf(TaskRun).
+	TaskRun string
 }
 
 // Part is the part of a step an event belongs to. A step's events come in this order.

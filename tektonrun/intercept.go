@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -82,27 +83,14 @@ func (c *Client) Containers(ctx context.Context, f ContainerFilter) ([]Container
 	}
 	attempts := map[string]map[string]int{} // run → plan → attempt
 	var out []Container
-	for _, tr := range trs.Items {
-		raw := specParam(tr.Spec.Params)
-		spec, err := runspec.Decode(raw)
-		if err != nil || !interceptable[spec.Mode] || tr.Status.PodName == "" {
-			continue
-		}
-		pod := byName[tr.Status.PodName]
-		if pod == nil {
-			continue
-		}
+	for i := range trs.Items {
+		tr := &trs.Items[i]
 		run := tr.Labels[labelPipelineRun]
-		if _, ok := attempts[run]; !ok {
+		if _, ok := attempts[run]; !ok && byName[tr.Status.PodName] != nil {
 			attempts[run] = c.attemptsOf(ctx, run)
 		}
-		ctr := Container{
-			Run: run, Team: tr.Annotations[runspec.LabelTeam], Pipeline: tr.Annotations[runspec.LabelPipeline],
-			Job: tr.Annotations[runspec.LabelJob], Build: cmp.Or(tr.Annotations[runspec.LabelBuild], tr.Labels[runspec.LabelBuild]),
-			Step: spec.Name, Type: string(spec.Mode), PlanID: spec.PlanID, Attempt: attempts[run][spec.PlanID],
-			TaskRun: tr.Name, Pod: pod.Name, Running: stepRunning(pod), Created: tr.CreationTimestamp.Time, spec: raw,
-		}
-		if f.Step != "" && ctr.Step != f.Step || f.Type != "" && ctr.Type != f.Type || f.Attempt != 0 && ctr.Attempt != f.Attempt {
+		ctr, ok := containerOf(tr, byName[tr.Status.PodName], attempts[run])
+		if !ok || f.Step != "" && ctr.Step != f.Step || f.Type != "" && ctr.Type != f.Type || f.Attempt != 0 && ctr.Attempt != f.Attempt {
 			continue
 		}
 		out = append(out, ctr)
@@ -111,6 +99,73 @@ func (c *Client) Containers(ctx context.Context, f ContainerFilter) ([]Container
 		return cmp.Or(b.Created.Compare(a.Created), cmp.Compare(a.Run, b.Run), cmp.Compare(a.PlanID, b.PlanID))
 	})
 	return out, nil
+}
+
+// ContainerHandles are the TaskRuns of the namespace's steps whose pods are there, by
+// name: what a worker reports as its containers. Cheaper than Containers: two lists.
+func (c *Client) ContainerHandles(ctx context.Context) ([]string, error) {
+	ns := c.target.Namespace
+	sel := metav1.ListOptions{LabelSelector: runspec.LabelManagedBy + "=" + runspec.ManagedBy}
+	trs, err := c.target.Tekton.TektonV1().TaskRuns(ns).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("listing steps: %w", err)
+	}
+	pods, err := c.target.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelBuild})
+	if err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	have := map[string]bool{}
+	for _, p := range pods.Items {
+		have[p.Name] = true
+	}
+	var out []string
+	for _, tr := range trs.Items {
+		if tr.Status.PodName != "" && have[tr.Status.PodName] {
+			out = append(out, tr.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ContainerOf is the step of a TaskRun, if it can be intercepted: an error that
+// apierrors.IsNotFound recognizes when there is no such TaskRun or it is no step's, or
+// has no pod.
+func (c *Client) ContainerOf(ctx context.Context, taskRun string) (Container, error) {
+	ns := c.target.Namespace
+	tr, err := c.target.Tekton.TektonV1().TaskRuns(ns).Get(ctx, taskRun, metav1.GetOptions{})
+	if err != nil {
+		return Container{}, fmt.Errorf("step %s: %w", taskRun, err)
+	}
+	notFound := apierrors.NewNotFound(corev1.Resource("pods"), taskRun)
+	if tr.Labels[runspec.LabelManagedBy] != runspec.ManagedBy || tr.Status.PodName == "" {
+		return Container{}, fmt.Errorf("step %s: %w", taskRun, notFound)
+	}
+	pod, err := c.target.Kube.CoreV1().Pods(ns).Get(ctx, tr.Status.PodName, metav1.GetOptions{})
+	if err != nil {
+		return Container{}, fmt.Errorf("step %s: %w", taskRun, err)
+	}
+	ctr, ok := containerOf(tr, pod, c.attemptsOf(ctx, tr.Labels[labelPipelineRun]))
+	if !ok {
+		return Container{}, fmt.Errorf("step %s: %w", taskRun, notFound)
+	}
+	return ctr, nil
+}
+
+// containerOf is the step a TaskRun runs in pod (nil: none), if it can be intercepted;
+// attempts maps its build's plan IDs to their attempts.
+func containerOf(tr *v1.TaskRun, pod *corev1.Pod, attempts map[string]int) (Container, bool) {
+	raw := specParam(tr.Spec.Params)
+	spec, err := runspec.Decode(raw)
+	if err != nil || !interceptable[spec.Mode] || pod == nil || pod.Name != tr.Status.PodName {
+		return Container{}, false
+	}
+	return Container{
+		Run: tr.Labels[labelPipelineRun], Team: tr.Annotations[runspec.LabelTeam], Pipeline: tr.Annotations[runspec.LabelPipeline],
+		Job: tr.Annotations[runspec.LabelJob], Build: cmp.Or(tr.Annotations[runspec.LabelBuild], tr.Labels[runspec.LabelBuild]),
+		Step: spec.Name, Type: string(spec.Mode), PlanID: spec.PlanID, Attempt: attempts[spec.PlanID],
+		TaskRun: tr.Name, Pod: pod.Name, Running: stepRunning(pod), Created: tr.CreationTimestamp.Time, spec: raw,
+	}, true
 }
 
 // specParam is the runner spec a TaskRun's params carry, as JSON.
@@ -167,9 +222,13 @@ func (c *Client) attemptsOf(ctx context.Context, run string) map[string]int {
 type InterceptOptions struct {
 	// Command runs in the step's session; empty: bash, else sh.
 	Command []string
-	Stdin   io.Reader
-	Stdout  io.Writer
-	Stderr  io.Writer
+	// Env is added to the session's environment, replacing a variable of the same name.
+	Env []string
+	// Dir, when set, is where Command starts, in place of the step's working directory.
+	Dir    string
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
 	// TTY gives the command a terminal (then Stderr is unused); Sizes, when set, tells
 	// it the client's terminal size as it changes.
 	TTY   bool
@@ -186,17 +245,59 @@ type ExitError struct{ Status int }
 
 func (e *ExitError) Error() string { return "exit status " + strconv.Itoa(e.Status) }
 
+// ExecutableNotFoundError says the command an intercept session was asked to run is not
+// in the step's container (its PATH, its working directory).
+type ExecutableNotFoundError struct {
+	Command string
+	// Message is the runner's, saying where it looked.
+	Message string
+}
+
+func (e *ExecutableNotFoundError) Error() string { return e.Message }
+
+// notFoundStatus is the runner's exit status when the command is not found, as a shell's.
+const notFoundStatus = 127
+
 // Intercept runs a command in a step's container, in the step's working directory with
 // its environment and user (the runner's intercept mode): in the running container, or,
 // for a step that has ended, in a pod made again from its own (same image, environment,
 // mounts and security; the build's volume as the step saw it, for as long as the build
 // keeps it) that is deleted when the session ends.
 func (c *Client) Intercept(ctx context.Context, ctr Container, o InterceptOptions) error {
+	s, err := c.StartIntercept(ctx, ctr, o)
+	if err != nil {
+		return err
+	}
+	return s.Wait()
+}
+
+// Session is a command started in a step's container by StartIntercept.
+type Session struct {
+	done chan struct{}
+	err  error
+	stop context.CancelFunc
+}
+
+// Wait waits for the session's command to end: nil when it exited 0, an *ExitError with
+// its status when it exited otherwise, another error when the session broke.
+func (s *Session) Wait() error {
+	<-s.done
+	return s.err
+}
+
+// Stop ends the session: its stream is closed (a command reading a terminal gets a
+// hang-up) and a pod made again for it is deleted. Wait then returns.
+func (s *Session) Stop() { s.stop() }
+
+// StartIntercept starts what Intercept runs and returns once the command has started,
+// or with an *ExecutableNotFoundError when the container has no such command (its
+// Command given; an empty one is bash, else sh, and always found).
+func (c *Client) StartIntercept(ctx context.Context, ctr Container, o InterceptOptions) (*Session, error) {
 	if c.stream == nil {
-		return errors.New("intercepting needs the target's REST config (pods/exec)")
+		return nil, errors.New("intercepting needs the target's REST config (pods/exec)")
 	}
 	if err := c.canExec(ctx, "intercepting a step"); err != nil {
-		return err
+		return nil, err
 	}
 	say := o.Progress
 	if say == nil {
@@ -204,29 +305,83 @@ func (c *Client) Intercept(ctx context.Context, ctr Container, o InterceptOption
 	}
 	pod := ctr.Pod
 	command := []string{runspec.RunnerPath, string(runspec.ModeIntercept), "--" + runspec.ParamSpec + "=" + ctr.spec}
+	for _, e := range o.Env {
+		command = append(command, "--env="+e)
+	}
+	if o.Dir != "" {
+		command = append(command, "--dir="+o.Dir)
+	}
+	cleanup := func() {}
 	if ctr.Running {
 		// Tekton starts a pod's step containers together, and each waits for the one
 		// before it: the step's own runs once the runner is installed.
 		if err := c.awaitPod(ctx, pod, runnerInstalled); err != nil {
-			return err
+			return nil, err
 		}
 	} else {
-		name, cleanup, err := c.remake(ctx, ctr, cmp.Or(o.Timeout, time.Hour), say)
+		name, remove, err := c.remake(ctx, ctr, cmp.Or(o.Timeout, time.Hour), say)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer cleanup()
+		pod, cleanup = name, remove
+	}
+	if len(o.Command) > 0 {
+		if err := c.lookup(ctx, pod, command, o.Command); err != nil {
+			cleanup()
+			return nil, err
+		}
+	}
+	if !ctr.Running {
 		// Its working directory went with its container: the runner makes it again.
-		pod, command = name, append(command, "--stage")
+		command = append(command, "--stage")
 	}
 	command = append(append(command, "--"), o.Command...)
-	err := c.stream.Stream(ctx, c.target.Namespace, pod, runspec.StepContainer, command,
-		remotecommand.StreamOptions{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY, TerminalSizeQueue: o.Sizes})
-	var exit interface{ ExitStatus() int }
-	if errors.As(err, &exit) {
-		return &ExitError{Status: exit.ExitStatus()}
+	streamCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Session{done: make(chan struct{}), stop: stop}
+	go func() {
+		defer close(s.done)
+		defer stop()
+		defer cleanup()
+		err := c.stream.Stream(streamCtx, c.target.Namespace, pod, runspec.StepContainer, command,
+			remotecommand.StreamOptions{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY, TerminalSizeQueue: o.Sizes})
+		var exit interface{ ExitStatus() int }
+		if errors.As(err, &exit) {
+			err = &ExitError{Status: exit.ExitStatus()}
+		}
+		s.err = err
+	}()
+	go func() {
+		// The caller's context ends the session as Stop does.
+		select {
+		case <-ctx.Done():
+			stop()
+		case <-s.done:
+		}
+	}()
+	return s, nil
+}
+
+// lookup asks the runner, in the step's session, whether command is there to run.
+func (c *Client) lookup(ctx context.Context, pod string, session, command []string) error {
+	if c.exec == nil {
+		return nil
 	}
-	return err
+	args := append(append(slices.Clone(session), "--lookup", "--"), command...)
+	out, err := c.exec.Exec(ctx, c.target.Namespace, pod, runspec.StepContainer, args)
+	var exit interface{ ExitStatus() int }
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &exit) && exit.ExitStatus() == notFoundStatus:
+		msg := strings.TrimSpace(out)
+		if msg == "" {
+			msg = "executable file not found in $PATH: " + command[0]
+		}
+		return &ExecutableNotFoundError{Command: command[0], Message: msg}
+	case errors.As(err, &exit):
+		return fmt.Errorf("starting %s in pod %s: %s", command[0], pod, strings.TrimSpace(out))
+	}
+	return fmt.Errorf("starting %s in pod %s: %w", command[0], pod, err)
 }
 
 // remake starts a pod made again from a finished step's and waits until it runs.

@@ -86,9 +86,14 @@ type mapper struct {
 }
 
 func (m *mapper) emit(k Key, e event.Event) {
-	if !m.after.Covers(k) {
-		m.events = append(m.events, Event{Key: k, Event: e})
+	if m.after.Covers(k) {
+		return
 	}
+	ev := Event{Key: k, Event: e}
+	if o := m.obs.Steps[k.Step]; o != nil && o.TaskRun != nil && k.Step != "" {
+		ev.TaskRun = o.TaskRun.Name
+	}
+	m.events = append(m.events, ev)
 }
 
 func (m *mapper) run() ([]Event, bool) {
