@@ -28,7 +28,7 @@ require (
 	cloud.google.com/go/compute/metadata v0.9.0 // indirect
 	cloud.google.com/go/trace v1.11.6 // indirect
 	code.cloudfoundry.org/credhub-cli v0.0.0-20250722200452-0eb58899fb2b // indirect
-	code.cloudfoundry.org/garden v0.0.0-20250723020637-e97ef1c64f2b // indirect
+	code.cloudfoundry.org/garden v0.0.0-20250723020637-e97ef1c64f2b
 	dario.cat/mergo v1.0.2 // indirect
 	filippo.io/edwards25519 v1.1.0 // indirect
 	github.com/AppsFlyer/go-sundheit v0.6.0 // indirect

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -305,11 +306,13 @@ func fly(t *testing.T, timeout time.Duration, args ...string) (string, int) {
 
 // flyProcess is a fly command running in the background.
 type flyProcess struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer
-	done chan struct{}
-	err  error
+	cmd *exec.Cmd
+	// stdin is a pipe to its stdin, when it was started with one (startFlyIn).
+	stdin io.WriteCloser
+	mu    sync.Mutex
+	out   bytes.Buffer
+	done  chan struct{}
+	err   error
 }
 
 func (p *flyProcess) Write(b []byte) (int, error) {
@@ -327,10 +330,28 @@ func (p *flyProcess) output() string {
 
 func startFly(t *testing.T, ctx context.Context, args ...string) *flyProcess {
 	t.Helper()
+	return launchFly(t, ctx, false, args)
+}
+
+// startFlyIn starts fly with a pipe to its stdin.
+func startFlyIn(t *testing.T, ctx context.Context, args ...string) *flyProcess {
+	t.Helper()
+	return launchFly(t, ctx, true, args)
+}
+
+func launchFly(t *testing.T, ctx context.Context, stdin bool, args []string) *flyProcess {
+	t.Helper()
 	p := &flyProcess{done: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, web.fly, append([]string{"-t", flyTarget}, args...)...)
 	p.cmd.Env = web.env
 	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if stdin {
+		pipe, err := p.cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.stdin = pipe
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("fly %s: %v", strings.Join(args, " "), err)
 	}

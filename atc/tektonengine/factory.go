@@ -49,6 +49,9 @@ type StepperFactory struct {
 	SetPipelines *SetPipelineConfig
 	// Fallback makes the steppers of check builds when Checks is nil: Concourse's own.
 	Fallback engine.StepperFactory
+	// Containers, when set, records the containers of job and one-off builds' steps on
+	// their workers, so that fly intercept finds them (nil: none recorded).
+	Containers ContainerWorkers
 	// Settle and AbortRetry: see DefaultSettle and DefaultAbortRetry (zero: those).
 	Settle     time.Duration
 	AbortRetry time.Duration
@@ -163,6 +166,7 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 
 	outs := newOutputs(s.build, s.plan, state, s.factory.resourceConfigs())
 	pipelines := newPipelineSetter(s.build, s.plan, state, s.factory.SetPipelines, saved)
+	containers := newContainers(s.factory.Containers, s.build, s.plan)
 	var stopped *setPipelineStopped
 	// unreadable is an event the ATC cannot store: the same every time, so not retried.
 	var unreadable error
@@ -175,6 +179,9 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 		if p, ok := e.Event.(tektonrun.PipelineToSet); ok {
 			return pipelines.set(runCtx, logger, p)
 		}
+		// Before the saved events are skipped: a web node that stopped between saving
+		// the event and recording the container records it when it attaches.
+		containers.record(logger, e)
 		ae, err := atcEvent(e.Event)
 		if err != nil {
 			unreadable = err

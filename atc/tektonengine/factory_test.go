@@ -59,9 +59,12 @@ func (f *fakeRuns) Start(ctx context.Context, plan []byte, ref BuildRef) (Run, e
 // fakeRun plays a run's events. With untilAbort it then waits, as a sleeping task does,
 // until it is aborted, plays onAbort (its hooks) and ends aborted.
 type fakeRun struct {
-	attached   bool
-	warnings   []string
-	events     []event.Event
+	attached bool
+	warnings []string
+	events   []event.Event
+	// taskRuns are the TaskRuns of the steps, by plan ID: a step's selected-worker
+	// event carries its TaskRun's name.
+	taskRuns   map[string]string
 	untilAbort bool
 	onAbort    []event.Event
 	status     event.BuildStatus
@@ -95,7 +98,11 @@ func (r *fakeRun) Warnings() []string { return r.warnings }
 func (r *fakeRun) Events(ctx context.Context, emit func(tektonrun.Event) error) (event.BuildStatus, error) {
 	play := func(evs []event.Event) error {
 		for i, e := range evs {
-			if err := emit(tektonrun.Event{Key: tektonrun.Key{Step: "unit", Part: tektonrun.PartLog, N: i}, Event: e}); err != nil {
+			te := tektonrun.Event{Key: tektonrun.Key{Step: "unit", Part: tektonrun.PartLog, N: i}, Event: e}
+			if sw, ok := e.(event.SelectedWorker); ok {
+				te.TaskRun = r.taskRuns[string(sw.Origin.ID)]
+			}
+			if err := emit(te); err != nil {
 				return err
 			}
 		}

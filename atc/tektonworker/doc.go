@@ -4,6 +4,8 @@
 // while the target passes its check (tektonrun.Target.Check), stalled while it does not.
 //
 // The ATC plans a build's checks and image resources only for base resource types some
-// worker has, and shows its workers in `fly workers`; no Garden or baggageclaim is
-// behind this one: its builds run as PipelineRuns (tektonengine).
+// worker has, and shows its workers in `fly workers`. Its builds run as PipelineRuns
+// (tektonengine); its Garden server (Garden) makes no container but lets the web node
+// enter its steps' pods (fly intercept, fly hijack), and its Reporter reports those as
+// its containers. No baggageclaim is behind it.
 package tektonworker

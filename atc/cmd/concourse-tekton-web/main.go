@@ -35,7 +35,7 @@ func main() {
 			BuildFactory:  config.BuildFactory,
 			PolicyChecker: config.PolicyChecker,
 		}
-		return cmd.Web.StepperFactory(config.Logger, config.Default, config.WorkerFactory, config.ExternalURL, checks, pipelines)
+		return cmd.Web.StepperFactory(config.Logger, config.Default, config.WorkerFactory, config.ContainerRepository, config.ExternalURL, checks, pipelines)
 	}
 	cmd.Version = func() {
 		fmt.Println(concourse.Version)

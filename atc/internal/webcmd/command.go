@@ -1,6 +1,7 @@
 package webcmd
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -15,6 +16,8 @@ import (
 	"github.com/tedsuo/ifrit/grouper"
 	"github.com/tedsuo/ifrit/sigmon"
 	"github.com/vito/twentythousandtonnesofcrudeoil"
+
+	"github.com/concourse-tekton/concourse-tekton/atc/tektonworker"
 )
 
 // Command is the top-level command: the subcommands of Concourse's `concourse` that a
@@ -65,6 +68,10 @@ func (cmd *WebCommand) Execute(args []string) error {
 		if err != nil {
 			return err
 		}
+		if err := t.listenGarden(cmd.Tekton.GardenBindIP); err != nil {
+			return err
+		}
+		defer t.close()
 		cmd.tekton = t
 	}
 	// Constructing the ATC calls StepperFactory, through the hook main sets.
@@ -80,6 +87,13 @@ func (cmd *WebCommand) Execute(args []string) error {
 			members = append(members, grouper.Member{Name: "tekton-worker-" + target.worker, Runner: contextRunner(target.registrar.Run)})
 			if target.sweeper != nil {
 				members = append(members, grouper.Member{Name: "tekton-gc-" + target.worker, Runner: contextRunner(target.sweeper.Run)})
+			}
+			if target.reporter != nil {
+				garden := &tektonworker.Garden{Steps: tektonworker.ClientSteps(target.backend.Client()), Logger: target.registrar.Logger.Session("garden")}
+				l := target.garden
+				members = append(members,
+					grouper.Member{Name: "tekton-garden-" + target.worker, Runner: contextRunner(func(ctx context.Context) error { return garden.Serve(ctx, l) })},
+					grouper.Member{Name: "tekton-containers-" + target.worker, Runner: contextRunner(target.reporter.Run)})
 			}
 		}
 		runner = grouper.NewOrdered(os.Interrupt, members)

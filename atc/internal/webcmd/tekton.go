@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"strings"
 	"time"
@@ -43,6 +44,7 @@ type TektonFlags struct {
 	Tags              []string      `long:"tag" description:"A tag of the namespace's worker: steps with tags run on a worker with all of them, steps without on a worker without tags. Can be given multiple times."`
 	Targets           string        `long:"targets" value-name:"FILE" description:"A YAML list of further targets, each a worker of its own (worker, kubeconfig, context, namespace, in_cluster, tags, service_account, storage_class, build_volume_size, image_registry, image_registry_secret): each build runs on the running target whose tags match its steps' that runs the fewest builds."`
 	HeartbeatInterval time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
+	GardenBindIP      string        `long:"garden-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the Garden API (on a free port), through which this web node's fly intercept and fly hijack reach the builds' step containers: with several web nodes, one they all reach."`
 	GCInterval        time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
 }
 
@@ -99,6 +101,10 @@ type tektonTarget struct {
 	backend   *tektonrun.Backend
 	registrar *tektonworker.Registrar
 	sweeper   *tektonworker.Sweeper // nil: --tekton-gc-interval=0
+	// garden is the listener of the worker's Garden server (nil: none, the worker's
+	// containers cannot be intercepted); reporter reports its containers.
+	garden   net.Listener
+	reporter *tektonworker.Reporter
 }
 
 // openTekton loads the targets the flags name: the flags' own, then the --tekton-targets
@@ -163,7 +169,7 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 // through workers while the web node runs. Check builds run there too, saving versions
 // through checks' database, unless checks is nil: then they go to fallback. set_pipeline
 // steps set pipelines through pipelines (nil: they error).
-func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.StepperFactory, workers db.WorkerFactory, externalURL string, checks *tektonengine.CheckConfig, pipelines *tektonengine.SetPipelineConfig) engine.StepperFactory {
+func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.StepperFactory, workers db.WorkerFactory, containers db.ContainerRepository, externalURL string, checks *tektonengine.CheckConfig, pipelines *tektonengine.SetPipelineConfig) engine.StepperFactory {
 	if cmd.tekton == nil {
 		logger.Info("using-concourse-default")
 		return fallback
@@ -186,6 +192,16 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		t.backend = tektonrun.NewBackend(t.target, opts)
 		worker := tektonworker.Worker(t.worker, f.resourceImages())
 		worker.Tags = t.tags
+		if t.garden != nil && containers != nil {
+			worker.GardenAddr = t.garden.Addr().String()
+			t.reporter = &tektonworker.Reporter{
+				Worker:   t.worker,
+				Handles:  t.backend.Client(),
+				Records:  containers,
+				Interval: f.HeartbeatInterval,
+				Logger:   logger.Session("containers", lager.Data{"worker": t.worker}),
+			}
+		}
 		t.registrar = &tektonworker.Registrar{
 			Workers:  workers,
 			Target:   t.target,
@@ -209,7 +225,30 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		pool.Workers = append(pool.Workers, tektonengine.Worker{Name: t.worker, Tags: t.tags, Target: t.target, Runs: tektonengine.NewRuns(t.backend, builds)})
 		logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": t.worker, "tags": t.tags})
 	}
-	return &tektonengine.StepperFactory{Runs: pool, Checks: checks, SetPipelines: pipelines, Fallback: fallback}
+	return &tektonengine.StepperFactory{Runs: pool, Checks: checks, SetPipelines: pipelines, Fallback: fallback, Containers: workers}
+}
+
+// listenGarden opens the listener of each target's Garden server, on a free port of
+// --tekton-garden-bind-ip.
+func (t *tekton) listenGarden(ip string) error {
+	for _, target := range t.targets {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			t.close()
+			return fmt.Errorf("--tekton-garden-bind-ip: %w", err)
+		}
+		target.garden = l
+	}
+	return nil
+}
+
+// close closes the Garden servers' listeners.
+func (t *tekton) close() {
+	for _, target := range t.targets {
+		if target.garden != nil {
+			target.garden.Close()
+		}
+	}
 }
 
 // contextRunner runs run (the registrar's, the sweeper's) as a member of the web node's

@@ -23,6 +23,7 @@ func TestTektonFlags(t *testing.T) {
 		ResourceImages:    map[string]string{"mock": "e2e.invalid/mock-resource:v1", "git": "e2e.invalid/git-resource:v1"},
 		BuildVolumeSize:   "1Gi",
 		HeartbeatInterval: 30 * time.Second,
+		GardenBindIP:      "127.0.0.1",
 		GCInterval:        10 * time.Minute,
 	}
 	t.Run("flags", func(t *testing.T) {
@@ -108,7 +109,7 @@ func TestStepperFactory(t *testing.T) {
 	workers := new(dbfakes.FakeWorkerFactory)
 
 	var cmd WebCommand
-	if got := cmd.StepperFactory(logger, fallback, workers, "http://ci", nil, nil); got != fallback {
+	if got := cmd.StepperFactory(logger, fallback, workers, nil, "http://ci", nil, nil); got != fallback {
 		t.Errorf("without --tekton-* flags: %T, want Concourse's own", got)
 	}
 
@@ -121,10 +122,15 @@ func TestStepperFactory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := tk.listenGarden("127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
 	cmd.tekton = tk
 	checks := &tektonengine.CheckConfig{DefaultTimeout: time.Hour}
 	pipelines := &tektonengine.SetPipelineConfig{TeamFactory: new(dbfakes.FakeTeamFactory)}
-	f, ok := cmd.StepperFactory(logger, fallback, workers, "http://ci", checks, pipelines).(*tektonengine.StepperFactory)
+	containers := new(dbfakes.FakeContainerRepository)
+	f, ok := cmd.StepperFactory(logger, fallback, workers, containers, "http://ci", checks, pipelines).(*tektonengine.StepperFactory)
 	if !ok {
 		t.Fatal("with --tekton-kubeconfig: not the Tekton engine")
 	}
@@ -134,6 +140,9 @@ func TestStepperFactory(t *testing.T) {
 	if f.SetPipelines != pipelines {
 		t.Error("set_pipeline steps do not get the ATC's teams and builds")
 	}
+	if f.Containers != workers {
+		t.Error("the steps' containers are not recorded on the ATC's workers")
+	}
 	pool, ok := f.Runs.(*tektonengine.Pool)
 	if !ok || len(pool.Workers) != 1 || pool.Workers[0].Name != "tekton-from-context" || len(pool.Workers[0].Tags) != 0 {
 		t.Fatalf("runs %+v; want a pool of the one untagged worker", f.Runs)
@@ -141,6 +150,14 @@ func TestStepperFactory(t *testing.T) {
 	reg := cmd.tekton.targets[0].registrar
 	if reg == nil || reg.Worker.Name != "tekton-from-context" || reg.Workers != workers || reg.Interval != time.Second || len(reg.Worker.Tags) != 0 {
 		t.Fatalf("registrar %+v; want worker tekton-from-context, saved by the ATC's worker factory", reg)
+	}
+	// Its Garden server (fly intercept) listens where the worker says, and its
+	// containers are reported to the ATC's records.
+	if addr := cmd.tekton.targets[0].garden.Addr().String(); reg.Worker.GardenAddr != addr || !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("worker's Garden address %q, want the listener's %s", reg.Worker.GardenAddr, addr)
+	}
+	if rep := cmd.tekton.targets[0].reporter; rep == nil || rep.Records != containers || rep.Worker != "tekton-from-context" {
+		t.Errorf("reporter %+v; want the worker's containers reported to the ATC's records", rep)
 	}
 	if sw := cmd.tekton.targets[0].sweeper; sw == nil || sw.Interval != time.Minute || sw.Target != cmd.tekton.targets[0].target || sw.Options.Defaults.MaxBuilds != 1 || sw.Options.FailedGrace != 120*time.Hour {
 		t.Errorf("sweeper %+v; want the namespace swept every minute under the web node's rules", sw)
@@ -190,7 +207,7 @@ func TestTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	web.tekton = tk
-	f := web.StepperFactory(lagertest.NewTestLogger("web"), new(enginefakes.FakeStepperFactory), new(dbfakes.FakeWorkerFactory), "http://ci", nil, nil).(*tektonengine.StepperFactory)
+	f := web.StepperFactory(lagertest.NewTestLogger("web"), new(enginefakes.FakeStepperFactory), new(dbfakes.FakeWorkerFactory), nil, "http://ci", nil, nil).(*tektonengine.StepperFactory)
 	type worker struct {
 		Name, Namespace, StorageClass, Registry string
 		Tags, RegisteredTags                    []string

@@ -1,0 +1,162 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+)
+
+// container is one line of `fly containers --json`.
+type container struct {
+	Handle       string `json:"id"`
+	WorkerName   string `json:"worker_name"`
+	Type         string `json:"type"`
+	StepName     string `json:"step_name"`
+	Attempt      string `json:"attempt"`
+	PipelineName string `json:"pipeline_name"`
+	JobName      string `json:"job_name"`
+	BuildName    string `json:"build_name"`
+	State        string `json:"state"`
+}
+
+// TestIntercept: fly intercept and fly containers through the web node. A running
+// task's container is entered (a command it runs there ends the task), a missing bash
+// falls back to sh as fly does on workers, and the containers of a failed build's
+// attempts stay listed and can each be entered after the build (in a pod made again
+// from the step's).
+func TestIntercept(t *testing.T) {
+	dumpOnFailure(t)
+	setPipeline(t, "intercept", fmt.Sprintf(`
+jobs:
+- name: wait
+  plan:
+  - task: wait-for-intercept
+    config:
+      platform: linux
+      image_resource: %[1]s
+      run: {path: sh, args: [-c, 'echo waiting; while [ ! -e /tmp/stop-waiting ]; do sleep 1; done; echo stopped waiting']}
+- name: retry
+  plan:
+  - task: count
+    attempts: 2
+    config:
+      platform: linux
+      image_resource: %[1]s
+      params: {MARK: marked}
+      run: {path: sh, args: [-c, 'echo counting; exit 1']}
+`, busybox()))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	watch := startFly(t, ctx, "trigger-job", "-j", "intercept/wait", "-w")
+	eventually(t, "the task to wait", 3*time.Minute, func(context.Context) (bool, error) {
+		return strings.Contains(watch.output(), "waiting"), nil
+	})
+
+	var ctrs []container
+	if err := jsonUnmarshal(flyOK(t, time.Minute, "containers", "--json"), &ctrs); err != nil {
+		t.Fatal(err)
+	}
+	var waiting *container
+	for i, c := range ctrs {
+		if c.PipelineName == "intercept" && c.JobName == "wait" {
+			waiting = &ctrs[i]
+		}
+	}
+	if waiting == nil || waiting.StepName != "wait-for-intercept" || waiting.Type != "task" || waiting.BuildName != "1" || waiting.WorkerName != "tekton-"+web.ns {
+		t.Fatalf("fly containers: %+v; want the waiting task's, on worker tekton-%s", ctrs, web.ns)
+	}
+	// Its handle is its TaskRun's name.
+	if _, err := web.tekton.TektonV1().TaskRuns(web.ns).Get(ctx, waiting.Handle, metav1.GetOptions{}); err != nil {
+		t.Errorf("the container's handle %s is no TaskRun: %v", waiting.Handle, err)
+	}
+
+	// No bash in busybox: fly says so and runs sh, which reads the script from stdin
+	// (written once fly has said it: its first try would take it).
+	shell := startFlyIn(t, ctx, "intercept", "-j", "intercept/wait", "-s", "wait-for-intercept")
+	eventually(t, "fly to fall back to sh", time.Minute, func(context.Context) (bool, error) {
+		return strings.Contains(shell.output(), `Couldn't find "bash" on container, retrying with "sh"`), nil
+	})
+	if _, err := io.WriteString(shell.stdin, "echo in the shell; exit 3\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, code := shell.wait(t)
+	t.Logf("fly intercept (default shell): exit %d\n%s", code, out)
+	if code != 3 || !strings.Contains(out, "in the shell") {
+		t.Errorf("exit %d, want 3 and the shell's output", code)
+	}
+
+	// A command in the running container: it ends the task's wait.
+	out = flyOK(t, time.Minute, "intercept", "-j", "intercept/wait", "-s", "wait-for-intercept", "--", "sh", "-c", "echo in $PWD; touch /tmp/stop-waiting")
+	if !strings.Contains(out, "in /tmp/build/") {
+		t.Errorf("the command did not run in the task's working directory")
+	}
+	out, code = watch.wait(t)
+	t.Logf("fly trigger-job -w: exit %d\n%s", code, out)
+	if code != 0 {
+		t.Fatalf("the task did not stop waiting: exit %d, want 0", code)
+	}
+	inOrder(t, out, "waiting", "stopped waiting", "succeeded")
+
+	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "intercept/retry", "-w")
+	if code != 1 {
+		t.Fatalf("fly trigger-job -j intercept/retry -w: exit %d, want 1\n%s", code, out)
+	}
+	// Both attempts' containers are there to choose from (no choice on stdin: none).
+	out, code = flyIn(t, "", "intercept", "-j", "intercept/retry", "-s", "count")
+	t.Logf("fly intercept -s count: exit %d\n%s", code, out)
+	for _, a := range []string{"1", "2"} {
+		if want := "build #1, step: count, type: task, attempt: " + a; !strings.Contains(out, want) {
+			t.Errorf("no %q to choose", want)
+		}
+	}
+	// The ended task's second attempt, in a pod made again from its own: its params, its
+	// working directory.
+	out = flyOK(t, 3*time.Minute, "intercept", "-j", "intercept/retry", "-s", "count", "--attempt", "2", "--", "sh", "-c", `echo "$MARK in $PWD"; exit 0`)
+	if !strings.Contains(out, "marked in /tmp/build/") {
+		t.Errorf("not the task's session")
+	}
+	// A command the container lacks is not found, and fly says nothing of it, as on
+	// workers (the web node logs it).
+	out, code = fly(t, time.Minute, "intercept", "-j", "intercept/retry", "-s", "count", "--attempt", "1", "--", "no-such-command")
+	t.Logf("fly intercept -- no-such-command: exit %d\n%s", code, out)
+	if code != 0 || strings.Contains(out, "no-such-command") {
+		t.Errorf("exit %d; want 0 and nothing said, as fly does", code)
+	}
+	if log := web.logTail(1 << 20); !strings.Contains(log, "executable file not found in $PATH: no-such-command") {
+		t.Errorf("the web node did not log the command not found")
+	}
+	// The pods made for the sessions are gone with them.
+	eventually(t, "the sessions' pods to go", time.Minute, func(ctx context.Context) (bool, error) {
+		pods, err := web.kube.CoreV1().Pods(web.ns).List(ctx, metav1.ListOptions{LabelSelector: tektonrun.LabelIntercept})
+		return err == nil && len(pods.Items) == 0, err
+	})
+}
+
+// flyIn runs fly with stdin, and returns its output and exit status.
+func flyIn(t *testing.T, stdin string, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, web.fly, append([]string{"-t", flyTarget}, args...)...)
+	cmd.Env = web.env
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if exit, ok := err.(*exec.ExitError); ok {
+		return string(out), exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("fly %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out), 0
+}

@@ -1,0 +1,63 @@
+package tektonworker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"code.cloudfoundry.org/lager/v3/lagertest"
+)
+
+type handles struct {
+	list []string
+	err  error
+}
+
+func (h handles) ContainerHandles(context.Context) ([]string, error) { return h.list, h.err }
+
+// records keeps what the reporter told it.
+type records struct {
+	missing, removed [][]string
+	worker           string
+}
+
+func (r *records) UpdateContainersMissingSince(worker string, reported []string) error {
+	r.worker = worker
+	r.missing = append(r.missing, reported)
+	return nil
+}
+
+func (r *records) RemoveDestroyingContainers(worker string, ignore []string) (int, error) {
+	r.worker = worker
+	r.removed = append(r.removed, ignore)
+	return 0, nil
+}
+
+// TestReporter reports the target's containers as a worker reports its own: the
+// missing marks and the destroyed containers go by what is there; a target that cannot
+// be listed reports nothing (its containers are not missing), and none is an empty
+// report, not a missing one.
+func TestReporter(t *testing.T) {
+	rec := &records{}
+	r := &Reporter{Worker: "tekton-ci", Handles: handles{list: []string{"a", "b"}}, Records: rec, Logger: lagertest.NewTestLogger("report")}
+	if err := r.Report(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rec.worker != "tekton-ci" || len(rec.missing) != 1 || !slices.Equal(rec.missing[0], []string{"a", "b"}) || !slices.Equal(rec.removed[0], []string{"a", "b"}) {
+		t.Errorf("reported %+v; want a and b for tekton-ci", rec)
+	}
+
+	r.Handles = handles{err: errors.New("connection refused")}
+	if err := r.Report(context.Background()); err == nil || len(rec.missing) != 1 || len(rec.removed) != 1 {
+		t.Errorf("unreachable target: %v, %+v; want an error and nothing reported", err, rec)
+	}
+
+	r.Handles = handles{}
+	if err := r.Report(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.missing[1]; got == nil || len(got) != 0 {
+		t.Errorf("no containers reported as %#v; want an empty list", got)
+	}
+}
