@@ -82,8 +82,10 @@ type Garden struct {
 
 var _ garden.Backend = (*Garden)(nil)
 
-// Serve serves the Garden API on l until ctx ends.
+// Serve serves the Garden API on l until ctx ends: on a loopback address, to this
+// process's user only (see ownUserListener).
 func (g *Garden) Serve(ctx context.Context, l net.Listener) error {
+	l = newOwnUserListener(l, g.Logger)
 	srv := server.New("tcp", l.Addr().String(), 0, 10*time.Second, g, g.Logger)
 	if err := srv.SetupBomberman(); err != nil {
 		return err
