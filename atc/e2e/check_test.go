@@ -46,6 +46,7 @@ func versionsOf(t *testing.T, resource, field string) []string {
 // version triggers the job that gets the resource with trigger: true.
 func TestCheckResource(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	setPipeline(t, "check", fmt.Sprintf(`
 resources:
 - name: thing
@@ -117,6 +118,7 @@ jobs:
 // too: with no fly check-resource, the resource's version is found and triggers the job.
 func TestLidarCheck(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	setPipeline(t, "lidar", fmt.Sprintf(`
 resources:
 - name: ticker

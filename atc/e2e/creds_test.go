@@ -31,6 +31,7 @@ const globalSecret = "g10bal-secret"
 // a var of a step that never runs (a hook of a build that succeeds) fails nothing.
 func TestCredentials(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	const (
 		secret = "s3cr3t-from-var-source"
 		user   = "db-admin-user"
@@ -142,6 +143,7 @@ jobs:
 // no one has errors the task, in Concourse's words.
 func TestTaskFileCredentials(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	const text = "t3xt-from-var-source"
 	file := fmt.Sprintf(`platform: linux
 image_resource: %s

@@ -28,6 +28,7 @@ var gitResourceImage = envOr("E2E_GIT_IMAGE", "e2e.invalid/git-resource:v1")
 // and lidar's own; the versions found trigger a job that gets the resources.
 func TestCustomResourceType(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	setPipeline(t, "custom", fmt.Sprintf(`
 resource_types:
 - name: custom-resource-type

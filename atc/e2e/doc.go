@@ -3,4 +3,9 @@
 // its own), whose builds run as PipelineRuns on a real Kubernetes cluster with Tekton (the
 // main module's e2e cluster, or E2E_KUBECONFIG's), each test run in a namespace of its
 // own. The tests are built only with the e2e build tag: make -C atc e2e.
+//
+// Most tests run in parallel (four at a time: make's E2E_PARALLEL), each with pipelines
+// of its own; go test runs first, one at a time, those that change what the others
+// rely on: the web node restarted (TestRestartLosesNoEvent), the untagged target landed
+// (TestLandWorker), the helpers pointed at another web node (TestCheckSavesEveryVersion).
 package e2e

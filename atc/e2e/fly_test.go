@@ -45,6 +45,7 @@ func listWorkers(t *testing.T) ([]worker, error) {
 
 func TestWorker(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	name := "tekton-" + web.ns
 	var found *worker
 	eventually(t, "worker "+name+" running", time.Minute, func(context.Context) (bool, error) {
@@ -73,6 +74,7 @@ func TestWorker(t *testing.T) {
 
 func TestTriggerJob(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	setPipeline(t, "trigger", fmt.Sprintf(`
 jobs:
 - name: hello
@@ -133,6 +135,7 @@ jobs:
 
 func TestAbortBuild(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	setPipeline(t, "abort", fmt.Sprintf(`
 jobs:
 - name: sleep

@@ -36,6 +36,7 @@ type container struct {
 // from the step's).
 func TestIntercept(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	setPipeline(t, "intercept", fmt.Sprintf(`
 jobs:
 - name: wait

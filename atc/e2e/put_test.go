@@ -14,6 +14,7 @@ import (
 // gets the resource with passed: on the putting job.
 func TestPutFeedsPassed(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	setPipeline(t, "put", fmt.Sprintf(`
 resources:
 - name: thing

@@ -13,6 +13,7 @@ import (
 // Concourse's builds of a new pipeline never meet the old one's.
 func TestPipelineSetAgain(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	config := func(word string) string {
 		return fmt.Sprintf(`
 jobs:

@@ -56,6 +56,7 @@ func names(t *testing.T, args ...string) []string {
 // errors the build.
 func TestSetPipeline(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	child := fmt.Sprintf(`jobs:
 - name: hello
   plan:
@@ -115,6 +116,7 @@ jobs:
 // TestSetPipelineSelf: `set_pipeline: self` sets the build's own pipeline.
 func TestSetPipelineSelf(t *testing.T) {
 	dumpOnFailure(t)
+	t.Parallel()
 	next := fmt.Sprintf(`jobs:
 - name: sp
   plan:

@@ -23,6 +23,8 @@ import (
 // with Concourse's words, as does a tagged build once its worker has landed.
 func TestTaggedWorkers(t *testing.T) {
 	dumpOnFailure(t)
+	// It lands only the tagged target, which no other test's builds use.
+	t.Parallel()
 	tagged := "tekton-" + web.tagged
 	eventually(t, "worker "+tagged+" running with its tag", time.Minute, func(context.Context) (bool, error) {
 		workers, err := listWorkers(t)

@@ -90,9 +90,20 @@ func TektonShell(ref string, busybox []byte, applets []string) Image {
 
 // Resource is a Concourse resource type image: one binary serving check, in and out
 // (it dispatches on its name) at /opt/resource, on top of busybox so that `sh` exists.
-func Resource(ref string, resource, busybox []byte, applets []string) Image {
+// Host files (the host's bash and its libraries, from hostFiles) are laid over it: one at
+// a shim's path replaces the shim.
+func Resource(ref string, resource, busybox []byte, applets []string, host ...ociimage.File) Image {
 	files := BusyboxFiles(busybox, applets)
-	files = append(files, shims...)
+	given := map[string]bool{}
+	for _, f := range host {
+		given[f.Path] = true
+	}
+	for _, f := range shims {
+		if !given[f.Path] {
+			files = append(files, f)
+		}
+	}
+	files = append(files, host...)
 	files = append(files, ociimage.File{Path: "/opt/resource/resource", Mode: 0o755, Data: resource})
 	for _, script := range []string{"check", "in", "out"} {
 		files = append(files, ociimage.File{Path: "/opt/resource/" + script, Mode: fs.ModeSymlink | 0o777, Target: "resource"})
@@ -103,7 +114,8 @@ func Resource(ref string, resource, busybox []byte, applets []string) Image {
 // shims stand in, in the resource images, for the two programs of a full distribution
 // that Concourse's testflight fixtures run in the mock resource's image (its mirror_self
 // image is a task's image there) and busybox lacks: bash (busybox's sh runs the fixtures'
-// scripts, which use nothing of bash's own) and printenv.
+// scripts, which use nothing of bash's own; the host's bash replaces it when given) and
+// printenv.
 var shims = []ociimage.File{
 	{Path: "/bin/bash", Mode: 0o755, Data: []byte("#!/bin/sh\n# A stand-in: busybox's sh.\nexec /bin/sh \"$@\"\n")},
 	{Path: "/usr/bin/printenv", Mode: 0o755, Data: []byte(`#!/bin/sh

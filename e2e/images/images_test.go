@@ -77,6 +77,27 @@ func TestResourceScripts(t *testing.T) {
 	}
 }
 
+// The host's bash replaces the resource image's stand-in, with its libraries; printenv's
+// stand-in stays.
+func TestResourceHostBash(t *testing.T) {
+	img := Resource("e2e.invalid/mock:1", []byte("r"), []byte("bb"), nil,
+		ociimage.File{Path: "/bin/bash", Mode: 0o755, Data: []byte("ELF bash")},
+		ociimage.File{Path: "/lib/x86_64-linux-gnu/libtinfo.so.6", Mode: 0o755, Data: []byte("tinfo")})
+	got := map[string][]string{}
+	for _, f := range img.Files {
+		got[f.Path] = append(got[f.Path], string(f.Data))
+	}
+	if b := got["/bin/bash"]; len(b) != 1 || b[0] != "ELF bash" {
+		t.Errorf("/bin/bash %q, want the host's only", b)
+	}
+	if len(got["/lib/x86_64-linux-gnu/libtinfo.so.6"]) != 1 || len(got["/usr/bin/printenv"]) != 1 {
+		t.Errorf("files %v; want bash's library and printenv's stand-in", got)
+	}
+	if _, err := ociimage.Build(img.Files, img.Config); err != nil {
+		t.Errorf("Build: %v", err)
+	}
+}
+
 func TestLddPaths(t *testing.T) {
 	const out = `	linux-vdso.so.1 (0x00007f4c2fa68000)
 	libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x00007f4c2f5e1000)

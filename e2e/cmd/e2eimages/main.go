@@ -28,6 +28,7 @@ func run() error {
 	tektonTag := flag.String("tekton-tag", "", "tag of Tekton's images (its version)")
 	mock := flag.String("mock", "", "the mock resource binary")
 	gitResource := flag.String("git-resource", "", "the git resource binary (optional: no git resource image without it)")
+	bash := flag.String("bash", "/bin/bash", "the host's bash to put in the mock resource image, with its libraries (empty: a stand-in that runs busybox's sh)")
 	gitBinaries := flag.String("git", "/usr/bin/git,/usr/lib/git-core/git-daemon", "the host's git binaries to put in the git resource image, with their libraries")
 	flag.Parse()
 	if *out == "" || *pause == "" || *tektonDir == "" || *tektonTag == "" || *mock == "" {
@@ -70,7 +71,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	all = append(all, images.Resource(*prefix+"/mock-resource:v1", m, bb, applets))
+	var host []ociimage.File
+	if *bash != "" {
+		if host, err = hostFiles([]string{*bash}); err != nil {
+			return err
+		}
+		// At the path scripts name, whatever the host's is.
+		host[0].Path = "/bin/bash"
+	}
+	all = append(all, images.Resource(*prefix+"/mock-resource:v1", m, bb, applets, host...))
 	if *gitResource != "" {
 		g, err := read(*gitResource)
 		if err != nil {
