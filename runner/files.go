@@ -265,9 +265,13 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	image, err := imageReference(cfg, r.MockImage)
-	if err != nil {
-		return false, err
+	image := ""
+	if !r.ImageArtifact {
+		// A task running an artifact (image:) takes no image from its config, as in
+		// Concourse, which then ignores its image_resource and rootfs_uri.
+		if image, err = imageReference(cfg, r.MockImage); err != nil {
+			return false, err
+		}
 	}
 	configLimit := maxConfigResult
 	if s.spec.SuppliedCredentials {

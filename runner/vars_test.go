@@ -283,13 +283,18 @@ func TestResolveImages(t *testing.T) {
 		{"other type", "platform: linux\nimage_resource: {type: s3, source: {bucket: b}}\nrun: {path: x}\n", "", runspec.Errored},
 		{"invalid config", "platform: linux\nouputs: []\nrun: {path: x}\n", "", runspec.Errored},
 		{"missing build var", "platform: linux\nrootfs_uri: docker:///((img))\nrun: {path: x}\n", "", runspec.Errored},
+		{"no image", "platform: linux\nrun: {path: x}\n", "", runspec.Errored},
+		// The step's image: runs an artifact: the config needs no image, and the one it
+		// has is not the task's.
+		{"image artifact", "platform: linux\nrun: {path: x}\n", "", runspec.Succeeded},
+		{"image artifact over image_resource", "platform: linux\nimage_resource: {type: s3, source: {bucket: b}}\nrun: {path: x}\n", "", runspec.Succeeded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newWorld(t)
 			w.artifact("ci", map[string]string{"task.yml": tt.config})
 			res := w.spec(runspec.ModeResolve, "r", "")
-			res.Resolve = &runspec.Resolve{TaskPlanID: "t", File: "ci/task.yml"}
+			res.Resolve = &runspec.Resolve{TaskPlanID: "t", File: "ci/task.yml", ImageArtifact: strings.HasPrefix(tt.name, "image artifact")}
 			w.checkRun(w.run(res), "r", tt.outcome)
 			if w.result("r", "image") != tt.want {
 				t.Errorf("image = %q, want %q", w.result("r", "image"), tt.want)

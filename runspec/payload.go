@@ -99,6 +99,9 @@ type Resolve struct {
 	// mock with `mirror_self: true` runs (Concourse's test resource, whose get gives its
 	// own image); empty: such an image_resource is refused.
 	MockImage string `json:"mock_image,omitempty"`
+	// ImageArtifact says the task runs an artifact as its image (its step's `image:`):
+	// its config needs no image_resource or rootfs_uri, and the image result is empty.
+	ImageArtifact bool `json:"image_artifact,omitempty"`
 }
 
 // Across evaluates the values of an across step when the build runs (Spec.PlanID is the

@@ -312,7 +312,7 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 	}
 	if cfg == nil || image == "" && imageNeedsVars(cfg) {
 		resolveSpec := c.spec(runspec.ModeResolve, p.ID+"/resolve", t.Name, sc)
-		resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: spec.Task.Config, Vars: t.Vars, MockImage: c.opts.ResourceImages["mock"]}
+		resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: spec.Task.Config, Vars: t.Vars, MockImage: c.opts.ResourceImages["mock"], ImageArtifact: image != ""}
 		if cfg == nil {
 			spec.Task.File = t.ConfigPath
 			variant.limits = mergeLimits(nil, t.Limits)
