@@ -160,15 +160,12 @@ func (s *step) stage(cfg concourse.TaskConfig, wd string, owner *volumeOwner) er
 type sessionFlags struct {
 	// stage makes a finished step's working directory again (see step.session).
 	stage bool
-	// lookup only says whether the command is there: exit 0, else notFound.
+	// lookup only says whether the command is there: exit 0, else runspec.InterceptNotFound.
 	lookup bool
 	// dir, when set, is where the command starts; env is added to its environment.
 	dir string
 	env []string
 }
-
-// notFound is the exit status of a command that is not there, as a shell's.
-const notFound = 127
 
 // intercept replaces the runner with command (bash, else sh, when empty) in the step's
 // session: an operator's shell in a running step's container, or in a pod made again
@@ -200,13 +197,13 @@ func intercept(spec runspec.Spec, opts options, f sessionFlags, command []string
 	if f.lookup {
 		if err != nil {
 			fmt.Fprintf(stdout, "%v\n", err)
-			return notFound
+			return runspec.InterceptNotFound
 		}
 		return 0
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\r\n", err)
-		return notFound
+		return runspec.InterceptNotFound
 	}
 	if err := os.Chdir(sess.dir); err != nil {
 		fmt.Fprintf(stderr, "error: %v\r\n", err)
@@ -227,23 +224,13 @@ func intercept(spec runspec.Spec, opts options, f sessionFlags, command []string
 	return 126
 }
 
-// withEnv is env with more added: a variable of more replaces env's of the same name.
+// withEnv is env with more (NAME=VALUE) set over it.
 func withEnv(env, more []string) []string {
-	if len(more) == 0 {
-		return env
-	}
-	out := make([]string, 0, len(env)+len(more))
-	names := map[string]bool{}
 	for _, kv := range more {
-		name, _, _ := strings.Cut(kv, "=")
-		names[name] = true
+		name, value, _ := strings.Cut(kv, "=")
+		env = setEnv(env, name, value)
 	}
-	for _, kv := range env {
-		if name, _, _ := strings.Cut(kv, "="); !names[name] {
-			out = append(out, kv)
-		}
-	}
-	return append(out, more...)
+	return env
 }
 
 // setUser switches the process to a user, for good.

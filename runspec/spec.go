@@ -42,6 +42,10 @@ const (
 	ModeIntercept Mode = "intercept"
 )
 
+// InterceptNotFound is the intercept mode's exit status when the command is not in the
+// container (with --lookup, when it only says so), as a shell's.
+const InterceptNotFound = 127
+
 // Spec is everything one runner invocation needs: which step, in which build, under which
 // contexts, and the payload of its mode (exactly one of the mode fields is set, the one
 // named by Mode).

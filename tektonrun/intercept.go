@@ -59,32 +59,14 @@ var interceptable = map[runspec.Mode]bool{
 // Containers lists the steps of the namespace's builds (or of one) that can be
 // intercepted, newest first.
 func (c *Client) Containers(ctx context.Context, f ContainerFilter) ([]Container, error) {
-	ns := c.target.Namespace
-	sel := runspec.LabelManagedBy + "=" + runspec.ManagedBy
-	if f.Run != "" {
-		sel += "," + labelPipelineRun + "=" + f.Run
-	}
-	trs, err := c.target.Tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	trs, byName, err := c.stepsAndPods(ctx, f.Run)
 	if err != nil {
-		return nil, fmt.Errorf("listing steps: %w", err)
-	}
-	// Tekton labels the pods managed by itself, but with the run's other labels.
-	podSel := runspec.LabelBuild
-	if f.Run != "" {
-		podSel = labelPipelineRun + "=" + f.Run
-	}
-	pods, err := c.target.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: podSel})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	byName := map[string]*corev1.Pod{}
-	for i := range pods.Items {
-		byName[pods.Items[i].Name] = &pods.Items[i]
+		return nil, err
 	}
 	attempts := map[string]map[string]int{} // run → plan → attempt
 	var out []Container
-	for i := range trs.Items {
-		tr := &trs.Items[i]
+	for i := range trs {
+		tr := &trs[i]
 		run := tr.Labels[labelPipelineRun]
 		if _, ok := attempts[run]; !ok && byName[tr.Status.PodName] != nil {
 			attempts[run] = c.attemptsOf(ctx, run)
@@ -104,28 +86,46 @@ func (c *Client) Containers(ctx context.Context, f ContainerFilter) ([]Container
 // ContainerHandles are the TaskRuns of the namespace's steps whose pods are there, by
 // name: what a worker reports as its containers. Cheaper than Containers: two lists.
 func (c *Client) ContainerHandles(ctx context.Context) ([]string, error) {
-	ns := c.target.Namespace
-	sel := metav1.ListOptions{LabelSelector: runspec.LabelManagedBy + "=" + runspec.ManagedBy}
-	trs, err := c.target.Tekton.TektonV1().TaskRuns(ns).List(ctx, sel)
+	trs, byName, err := c.stepsAndPods(ctx, "")
 	if err != nil {
-		return nil, fmt.Errorf("listing steps: %w", err)
-	}
-	pods, err := c.target.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelBuild})
-	if err != nil {
-		return nil, fmt.Errorf("listing pods: %w", err)
-	}
-	have := map[string]bool{}
-	for _, p := range pods.Items {
-		have[p.Name] = true
+		return nil, err
 	}
 	var out []string
-	for _, tr := range trs.Items {
-		if tr.Status.PodName != "" && have[tr.Status.PodName] {
+	for _, tr := range trs {
+		if tr.Status.PodName != "" && byName[tr.Status.PodName] != nil {
 			out = append(out, tr.Name)
 		}
 	}
 	slices.Sort(out)
 	return out, nil
+}
+
+// stepsAndPods lists the TaskRuns of the namespace's builds (or of the build whose
+// PipelineRun is run), and their pods by name.
+func (c *Client) stepsAndPods(ctx context.Context, run string) ([]v1.TaskRun, map[string]*corev1.Pod, error) {
+	ns := c.target.Namespace
+	sel := runspec.LabelManagedBy + "=" + runspec.ManagedBy
+	if run != "" {
+		sel += "," + labelPipelineRun + "=" + run
+	}
+	trs, err := c.target.Tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing steps: %w", err)
+	}
+	// Tekton labels the pods managed by itself, but with the run's other labels.
+	podSel := runspec.LabelBuild
+	if run != "" {
+		podSel = labelPipelineRun + "=" + run
+	}
+	pods, err := c.target.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: podSel})
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing pods: %w", err)
+	}
+	byName := map[string]*corev1.Pod{}
+	for i := range pods.Items {
+		byName[pods.Items[i].Name] = &pods.Items[i]
+	}
+	return trs.Items, byName, nil
 }
 
 // ContainerOf is the step of a TaskRun, if it can be intercepted: an error that
@@ -255,9 +255,6 @@ type ExecutableNotFoundError struct {
 
 func (e *ExecutableNotFoundError) Error() string { return e.Message }
 
-// notFoundStatus is the runner's exit status when the command is not found, as a shell's.
-const notFoundStatus = 127
-
 // Intercept runs a command in a step's container, in the step's working directory with
 // its environment and user (the runner's intercept mode): in the running container, or,
 // for a step that has ended, in a pod made again from its own (same image, environment,
@@ -372,7 +369,7 @@ func (c *Client) lookup(ctx context.Context, pod string, session, command []stri
 	switch {
 	case err == nil:
 		return nil
-	case errors.As(err, &exit) && exit.ExitStatus() == notFoundStatus:
+	case errors.As(err, &exit) && exit.ExitStatus() == runspec.InterceptNotFound:
 		msg := strings.TrimSpace(out)
 		if msg == "" {
 			msg = "executable file not found in $PATH: " + command[0]
