@@ -129,7 +129,9 @@ func TestIntercept(t *testing.T) {
 	send("echo ready")
 	waitFor("ready\r\n")
 	send(`echo "pwd=$(pwd)"; echo "color=$COLOR"; ls; echo "size=$(stty size)"`)
-	waitFor("size=")
+	// The terminal echoes the line (its "size=" too) before the shell runs it: wait for
+	// the command's own output, or exit may close the terminal before it is read.
+	waitFor("size=41 133\r\n")
 	send("exit 5")
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
