@@ -490,7 +490,9 @@ func watchBuild(t *testing.T, pipeline, job, name string) string {
 	eventually(t, job+" #"+name+" to succeed", 5*time.Minute, func(context.Context) (bool, error) {
 		b, ok := builds(t, pipeline)[job+"/"+name]
 		if ok && b.Status != "started" && b.Status != "pending" && b.Status != "succeeded" {
-			return false, fmt.Errorf("%s #%s %s", job, name, b.Status)
+			// Its events say why.
+			out, code := fly(t, time.Minute, "watch", "-j", pipeline+"/"+job, "-b", name)
+			return false, fmt.Errorf("%s #%s %s; fly watch (exit %d):\n%s", job, name, b.Status, code, out)
 		}
 		return ok && b.Status == "succeeded", nil
 	})
