@@ -24,6 +24,8 @@
 #   CONCOURSE_TEKTON_NAMESPACE       the namespace builds run in
 #   CONCOURSE_TEKTON_RUNNER_IMAGE    the step runner's image
 #   CONCOURSE_TEKTON_RESOURCE_IMAGE  base resource types' images: TYPE=IMAGE,TYPE=IMAGE
+#   CONCOURSE_TEKTON_VOLUMES_DIR     where the workers keep fly execute's artifacts
+#                                    (<state>/volumes: each web node needs its own)
 # (and CONCOURSE_TEKTON_CONTEXT, _IN_CLUSTER, _SERVICE_ACCOUNT, _STORAGE_CLASS,
 # _BUILD_VOLUME_SIZE, _USER_NAMESPACES, _WORKER_NAME, _HEARTBEAT_INTERVAL).
 # Arguments after `up --` are passed to the web node as flags.
@@ -127,6 +129,7 @@ start_web() {
 		--session-signing-key "$state/session_signing_key" \
 		--add-local-user "$user:$user" --main-team-local-user "$user" \
 		--enable-across-step --enable-pipeline-instances \
+		--tekton-volumes-dir "${CONCOURSE_TEKTON_VOLUMES_DIR:-$state/volumes}" \
 		"$@" </dev/null >>"$state/web.log" 2>&1 &
 	echo $! >"$state/web.pid"
 

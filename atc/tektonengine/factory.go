@@ -52,6 +52,9 @@ type StepperFactory struct {
 	// Containers, when set, records the containers of job and one-off builds' steps on
 	// their workers, so that fly intercept finds them (nil: none recorded).
 	Containers ContainerWorkers
+	// Artifacts, when set, keeps one-off builds' artifacts: the inputs fly execute
+	// uploads, the outputs it downloads (nil: a build with either errors).
+	Artifacts Artifacts
 	// Settle and AbortRetry: see DefaultSettle and DefaultAbortRetry (zero: those).
 	Settle     time.Duration
 	AbortRetry time.Duration
@@ -103,7 +106,7 @@ func Ref(b db.Build) BuildRef {
 		// A one-off build's name is its ID anyway; say so, whatever it is called.
 		meta.Build = strconv.Itoa(b.ID())
 	}
-	return BuildRef{Meta: meta, ID: b.ID(), Started: b.StartTime()}
+	return BuildRef{Meta: meta, ID: b.ID(), Started: b.StartTime(), OneOff: b.JobID() == 0}
 }
 
 // buildStep runs one build's plan as one run.
@@ -131,6 +134,9 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 		return false, fmt.Errorf("encoding the build plan: %w", err)
 	}
 	ref := Ref(s.build).WithCredentials(state)
+	if ref.OneOff {
+		ref.Uploads = s.artifactSource()
+	}
 	run, err := s.factory.Runs.Start(runCtx, planJSON, ref)
 	if err != nil && ctx.Err() == nil && Transient(err) {
 		// The cluster could not be reached, or asked to be tried again: the build stays
@@ -220,6 +226,10 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 		return false, exec.Retriable{Cause: err}
 	}
 	logger.Info("ended", lager.Data{"status": status})
+	if err := s.saveOutputs(runCtx, logger, run); err != nil {
+		logger.Error("failed-to-save-outputs", err)
+		return false, err
+	}
 	switch status {
 	case event.BuildStatusSucceeded:
 		return true, nil

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,6 +85,10 @@ type fakeRun struct {
 	// version is what a check found; deleted counts Delete's calls.
 	version map[string]string
 	deleted int
+
+	// worker is the run's; outputs the content of the outputs its steps made, by name.
+	worker  string
+	outputs map[string]string
 }
 
 func newRun(status event.BuildStatus, events ...event.Event) *fakeRun {
@@ -134,6 +140,19 @@ func (r *fakeRun) Events(ctx context.Context, emit func(tektonrun.Event) error) 
 }
 
 func (r *fakeRun) CheckedVersion(context.Context) (map[string]string, error) { return r.version, nil }
+
+func (r *fakeRun) Worker() string { return r.worker }
+
+func (r *fakeRun) Outputs(_ context.Context, names []string, save func(string, io.Reader) error) error {
+	for _, name := range names {
+		if content, ok := r.outputs[name]; ok {
+			if err := save(name, strings.NewReader(content)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
 
 func (r *fakeRun) Delete(context.Context) error {
 	r.mu.Lock()
@@ -366,7 +385,7 @@ func TestBuildRef(t *testing.T) {
 	}{
 		{"a job build: its name", job, BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Pipeline: "app", Job: "unit", Build: "3"}, ID: 7, Started: time.Unix(100, 0)}},
 		{"a build of an instanced pipeline: its instance vars", instanced, BuildRef{Meta: tektonrun.BuildMeta{Team: "ops", Pipeline: "app", Job: "unit", Build: "3", InstanceVars: map[string]any{"branch": "main"}}, ID: 7, Started: time.Unix(100, 0)}},
-		{"a one-off build: its ID", oneOff, BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Build: "12"}, ID: 12, Started: time.Unix(100, 0)}},
+		{"a one-off build: its ID", oneOff, BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Build: "12"}, ID: 12, Started: time.Unix(100, 0), OneOff: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

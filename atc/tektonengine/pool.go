@@ -132,6 +132,8 @@ type workerRun struct {
 	worker string
 }
 
+func (r workerRun) Worker() string { return r.worker }
+
 func (r workerRun) Events(ctx context.Context, emit func(tektonrun.Event) error) (event.BuildStatus, error) {
 	return r.Run.Events(ctx, func(e tektonrun.Event) error {
 		if sw, ok := e.Event.(event.SelectedWorker); ok {

@@ -1,13 +1,17 @@
 package tektonengine
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
+	"code.cloudfoundry.org/lager/v3/lagerctx"
 	"github.com/concourse/concourse/atc/db"
 	"github.com/concourse/concourse/vars"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -52,6 +56,12 @@ type Run interface {
 	CheckedVersion(ctx context.Context) (map[string]string, error)
 	// Delete deletes the run from the cluster, with its TaskRuns and pods.
 	Delete(ctx context.Context) error
+	// Worker is the worker the run is on ("": not known).
+	Worker() string
+	// Outputs hands save, one after the other, each of the outputs names of a one-off
+	// build that has ended, as a tar stream of its contents; one the build never made
+	// is left out. An error of save stops it and is returned.
+	Outputs(ctx context.Context, names []string, save func(name string, tar io.Reader) error) error
 }
 
 // ErrRunGone says a build's run was deleted from the cluster while the build ran.
@@ -74,6 +84,10 @@ type BuildRef struct {
 	// created, and given to its steps in a Secret of the run (tektonrun.WithCredentials).
 	// nil: the steps read them from the namespace's Secrets.
 	Credentials vars.Variables
+	// OneOff says the build is one-off (fly execute's: it has no job), run as one
+	// (tektonrun.OneOff): Uploads supply its artifact inputs (nil: it has none).
+	OneOff  bool
+	Uploads tektonrun.ArtifactSource
 }
 
 // WithCredentials is the ref with the build's credentials resolved by creds (see
@@ -130,6 +144,9 @@ func (r *backendRuns) Start(ctx context.Context, plan []byte, ref BuildRef) (Run
 	var opts []tektonrun.RunOption
 	if ref.Credentials != nil {
 		opts = append(opts, tektonrun.WithCredentials(atcVars{ref.Credentials}))
+	}
+	if ref.OneOff {
+		opts = append(opts, tektonrun.OneOff(ref.Uploads))
 	}
 	b, err := r.backend.RunPlan(ctx, plan, ref.Meta, opts...)
 	if err != nil {
@@ -263,6 +280,54 @@ func (r *backendRun) CheckedVersion(ctx context.Context) (map[string]string, err
 		return nil, err
 	}
 	return res.Version, nil
+}
+
+func (r *backendRun) Worker() string { return "" }
+
+func (r *backendRun) Outputs(ctx context.Context, names []string, save func(string, io.Reader) error) error {
+	artifacts, err := r.build.Artifacts(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := artifacts.Close(ctx); err != nil {
+			lagerctx.FromContext(ctx).Error("failed-to-delete-transfer-pod", err)
+		}
+	}()
+	for _, name := range names {
+		if err := saveOutput(ctx, artifacts, name, save); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveOutput hands save the output's tar stream as it is downloaded, once its first
+// bytes have come: an output the build never made is not handed over.
+func saveOutput(ctx context.Context, artifacts *tektonrun.Artifacts, name string, save func(string, io.Reader) error) error {
+	pr, pw := io.Pipe()
+	downloaded := make(chan error, 1)
+	go func() {
+		err := artifacts.Download(ctx, name, pw)
+		pw.CloseWithError(cmp.Or(err, io.EOF))
+		downloaded <- err
+	}()
+	stream := bufio.NewReader(pr)
+	if _, err := stream.Peek(1); err != nil {
+		pr.Close()
+		err := <-downloaded
+		if errors.Is(err, tektonrun.ErrNoArtifact) {
+			return nil
+		}
+		return cmp.Or(err, fmt.Errorf("downloading %s: the stream is empty", name))
+	}
+	saveErr := save(name, stream)
+	// Whatever save left unread is not wanted.
+	pr.CloseWithError(errors.New("the output's stream was not read to its end"))
+	if err := <-downloaded; saveErr == nil && err != nil {
+		return fmt.Errorf("downloading %s: %w", name, err)
+	}
+	return saveErr
 }
 
 func (r *backendRun) Delete(ctx context.Context) error {

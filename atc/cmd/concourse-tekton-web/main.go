@@ -35,7 +35,14 @@ func main() {
 			BuildFactory:  config.BuildFactory,
 			PolicyChecker: config.PolicyChecker,
 		}
-		return cmd.Web.StepperFactory(config.Logger, config.Default, config.WorkerFactory, config.ContainerRepository, config.ExternalURL, checks, pipelines)
+		atc := webcmd.ATC{
+			Workers:     config.WorkerFactory,
+			Containers:  config.ContainerRepository,
+			Volumes:     config.VolumeRepository,
+			WorkerPool:  &config.WorkerPool,
+			ExternalURL: config.ExternalURL,
+		}
+		return cmd.Web.StepperFactory(config.Logger, config.Default, atc, checks, pipelines)
 	}
 	cmd.Version = func() {
 		fmt.Println(concourse.Version)

@@ -68,7 +68,11 @@ func (cmd *WebCommand) Execute(args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := t.listenGarden(cmd.Tekton.GardenBindIP); err != nil {
+		volumes, err := cmd.Tekton.volumesDir()
+		if err != nil {
+			return err
+		}
+		if err := t.listen(cmd.Tekton.GardenBindIP, cmd.Tekton.BaggageclaimBindIP, volumes); err != nil {
 			return err
 		}
 		defer t.close()
@@ -88,12 +92,17 @@ func (cmd *WebCommand) Execute(args []string) error {
 			if target.sweeper != nil {
 				members = append(members, grouper.Member{Name: "tekton-gc-" + target.worker, Runner: contextRunner(target.sweeper.Run)})
 			}
-			if target.reporter != nil {
-				garden := &tektonworker.Garden{Steps: tektonworker.ClientSteps(target.backend.Client()), Logger: target.registrar.Logger.Session("garden")}
-				l := target.garden
-				members = append(members,
-					grouper.Member{Name: "tekton-garden-" + target.worker, Runner: contextRunner(func(ctx context.Context) error { return garden.Serve(ctx, l) })},
-					grouper.Member{Name: "tekton-containers-" + target.worker, Runner: contextRunner(target.reporter.Run)})
+			if r := target.reporter; r != nil {
+				if r.Records != nil {
+					garden := &tektonworker.Garden{Steps: tektonworker.ClientSteps(target.backend.Client()), Logger: target.registrar.Logger.Session("garden")}
+					l := target.garden
+					members = append(members, grouper.Member{Name: "tekton-garden-" + target.worker, Runner: contextRunner(func(ctx context.Context) error { return garden.Serve(ctx, l) })})
+				}
+				if r.VolumeRecords != nil {
+					volumes, l, logger := target.volumes, target.baggageclaim, target.registrar.Logger.Session("baggageclaim")
+					members = append(members, grouper.Member{Name: "tekton-baggageclaim-" + target.worker, Runner: contextRunner(func(ctx context.Context) error { return volumes.Serve(ctx, l, logger) })})
+				}
+				members = append(members, grouper.Member{Name: "tekton-reports-" + target.worker, Runner: contextRunner(r.Run)})
 			}
 		}
 		runner = grouper.NewOrdered(os.Interrupt, members)

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/concourse/concourse/atc/db"
 	"github.com/concourse/concourse/atc/engine"
+	"github.com/concourse/concourse/atc/worker"
 	"github.com/tedsuo/ifrit"
 
 	"github.com/concourse-tekton/concourse-tekton/atc/tektonengine"
@@ -40,12 +42,14 @@ type TektonFlags struct {
 	ImageRegistry       string `long:"image-registry" value-name:"HOST[:PORT][/PATH]" description:"The registry that tasks running an artifact as their image (a task's output, a get of a type other than registry-image) pull it from: the cluster's nodes must pull from it and the builds' pods reach it."`
 	ImageRegistrySecret string `long:"image-registry-secret" value-name:"NAME" description:"The Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: concourse-image-registry, if it exists)."`
 
-	WorkerName        string        `long:"worker-name" description:"The name the namespace has as a worker (default: tekton-<namespace>)."`
-	Tags              []string      `long:"tag" description:"A tag of the namespace's worker: steps with tags run on a worker with all of them, steps without on a worker without tags. Can be given multiple times."`
-	Targets           string        `long:"targets" value-name:"FILE" description:"A YAML list of further targets, each a worker of its own (worker, kubeconfig, context, namespace, in_cluster, tags, service_account, storage_class, build_volume_size, image_registry, image_registry_secret): each build runs on the running target whose tags match its steps' that runs the fewest builds."`
-	HeartbeatInterval time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
-	GardenBindIP      string        `long:"garden-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the Garden API (on a free port), through which this web node's fly intercept and fly hijack reach the builds' step containers: with several web nodes, one they all reach."`
-	GCInterval        time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
+	WorkerName         string        `long:"worker-name" description:"The name the namespace has as a worker (default: tekton-<namespace>)."`
+	Tags               []string      `long:"tag" description:"A tag of the namespace's worker: steps with tags run on a worker with all of them, steps without on a worker without tags. Can be given multiple times."`
+	Targets            string        `long:"targets" value-name:"FILE" description:"A YAML list of further targets, each a worker of its own (worker, kubeconfig, context, namespace, in_cluster, tags, service_account, storage_class, build_volume_size, image_registry, image_registry_secret): each build runs on the running target whose tags match its steps' that runs the fewest builds."`
+	HeartbeatInterval  time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
+	GardenBindIP       string        `long:"garden-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the Garden API (on a free port), through which this web node's fly intercept and fly hijack reach the builds' step containers: with several web nodes, one they all reach."`
+	BaggageclaimBindIP string        `long:"baggageclaim-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the baggageclaim API (on a free port), through which this web node keeps fly execute's inputs and outputs: with several web nodes, one they all reach."`
+	VolumesDir         string        `long:"volumes-dir" value-name:"DIR" description:"Where the workers keep their volumes (fly execute's inputs and outputs), a directory each: one of this web node's own (default: concourse-tekton-web/volumes in the user's cache directory)."`
+	GCInterval         time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
 }
 
 // Enabled tells whether builds run on Kubernetes: any flag that picks a cluster, a
@@ -102,9 +106,13 @@ type tektonTarget struct {
 	registrar *tektonworker.Registrar
 	sweeper   *tektonworker.Sweeper // nil: --tekton-gc-interval=0
 	// garden is the listener of the worker's Garden server (nil: none, the worker's
-	// containers cannot be intercepted); reporter reports its containers.
+	// containers cannot be intercepted); reporter reports its containers, and its volumes.
 	garden   net.Listener
 	reporter *tektonworker.Reporter
+	// baggageclaim is the listener of the worker's baggageclaim server, which serves
+	// volumes (nil: none, the worker keeps no artifacts).
+	baggageclaim net.Listener
+	volumes      *tektonworker.Volumes
 }
 
 // openTekton loads the targets the flags name: the flags' own, then the --tekton-targets
@@ -162,14 +170,26 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 	return t, nil
 }
 
+// ATC is what of the web node its Kubernetes side works with: its database's workers,
+// containers and volumes, its worker pool (which reaches the workers' volumes), its URL.
+type ATC struct {
+	Workers    db.WorkerFactory
+	Containers db.ContainerRepository
+	Volumes    db.VolumeRepository
+	// WorkerPool, when set, keeps one-off builds' artifacts on the workers' volumes
+	// (fly execute's inputs and outputs).
+	WorkerPool  *worker.Pool
+	ExternalURL string
+}
+
 // StepperFactory is the build engine's StepperFactory, for the hook
 // atccmd.NewStepperFactory, called while the web node is constructed: Concourse's own
 // (fallback) unless the --tekton-* flags say where builds run. Then builds run there, all
 // but check builds, which stay with fallback, and each target is registered as a worker
-// through workers while the web node runs. Check builds run there too, saving versions
+// through atc.Workers while the web node runs. Check builds run there too, saving versions
 // through checks' database, unless checks is nil: then they go to fallback. set_pipeline
 // steps set pipelines through pipelines (nil: they error).
-func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.StepperFactory, workers db.WorkerFactory, containers db.ContainerRepository, externalURL string, checks *tektonengine.CheckConfig, pipelines *tektonengine.SetPipelineConfig) engine.StepperFactory {
+func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.StepperFactory, atc ATC, checks *tektonengine.CheckConfig, pipelines *tektonengine.SetPipelineConfig) engine.StepperFactory {
 	if cmd.tekton == nil {
 		logger.Info("using-concourse-default")
 		return fallback
@@ -188,22 +208,28 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 	pool := &tektonengine.Pool{}
 	for _, t := range cmd.tekton.targets {
 		opts := t.options
-		opts.ExternalURL = externalURL
+		opts.ExternalURL = atc.ExternalURL
 		t.backend = tektonrun.NewBackend(t.target, opts)
 		worker := tektonworker.Worker(t.worker, f.resourceImages())
 		worker.Tags = t.tags
-		if t.garden != nil && containers != nil {
+		reporter := &tektonworker.Reporter{
+			Worker:   t.worker,
+			Interval: f.HeartbeatInterval,
+			Logger:   logger.Session("reports", lager.Data{"worker": t.worker}),
+		}
+		if t.garden != nil && atc.Containers != nil {
 			worker.GardenAddr = t.garden.Addr().String()
-			t.reporter = &tektonworker.Reporter{
-				Worker:   t.worker,
-				Handles:  t.backend.Client(),
-				Records:  containers,
-				Interval: f.HeartbeatInterval,
-				Logger:   logger.Session("containers", lager.Data{"worker": t.worker}),
-			}
+			reporter.Handles, reporter.Records = t.backend.Client(), atc.Containers
+		}
+		if t.volumes != nil && atc.Volumes != nil && atc.WorkerPool != nil {
+			worker.BaggageclaimURL = "http://" + t.baggageclaim.Addr().String()
+			reporter.Volumes, reporter.VolumeRecords = t.volumes, atc.Volumes
+		}
+		if reporter.Records != nil || reporter.VolumeRecords != nil {
+			t.reporter = reporter
 		}
 		t.registrar = &tektonworker.Registrar{
-			Workers:  workers,
+			Workers:  atc.Workers,
 			Target:   t.target,
 			Worker:   worker,
 			Interval: f.HeartbeatInterval,
@@ -225,30 +251,57 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		pool.Workers = append(pool.Workers, tektonengine.Worker{Name: t.worker, Tags: t.tags, Target: t.target, Runs: tektonengine.NewRuns(t.backend, builds)})
 		logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": t.worker, "tags": t.tags})
 	}
-	return &tektonengine.StepperFactory{Runs: pool, Checks: checks, SetPipelines: pipelines, Fallback: fallback, Containers: workers}
+	factory := &tektonengine.StepperFactory{Runs: pool, Checks: checks, SetPipelines: pipelines, Fallback: fallback, Containers: atc.Workers}
+	if atc.WorkerPool != nil && atc.Volumes != nil {
+		factory.Artifacts = tektonengine.PoolArtifacts{Pool: *atc.WorkerPool}
+	}
+	return factory
 }
 
-// listenGarden opens the listener of each target's Garden server, on a free port of
-// --tekton-garden-bind-ip.
-func (t *tekton) listenGarden(ip string) error {
+// listen opens the listeners of each target's Garden and baggageclaim servers, on free
+// ports of --tekton-garden-bind-ip and --tekton-baggageclaim-bind-ip, and its volumes, in
+// a directory of --tekton-volumes-dir named after its worker.
+func (t *tekton) listen(gardenIP, baggageclaimIP, volumesDir string) error {
 	for _, target := range t.targets {
-		l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		l, err := net.Listen("tcp", net.JoinHostPort(gardenIP, "0"))
 		if err != nil {
 			t.close()
 			return fmt.Errorf("--tekton-garden-bind-ip: %w", err)
 		}
 		target.garden = l
+		if target.baggageclaim, err = net.Listen("tcp", net.JoinHostPort(baggageclaimIP, "0")); err != nil {
+			t.close()
+			return fmt.Errorf("--tekton-baggageclaim-bind-ip: %w", err)
+		}
+		if target.volumes, err = tektonworker.OpenVolumes(filepath.Join(volumesDir, target.worker)); err != nil {
+			t.close()
+			return fmt.Errorf("--tekton-volumes-dir: %w", err)
+		}
 	}
 	return nil
 }
 
-// close closes the Garden servers' listeners.
+// close closes the servers' listeners.
 func (t *tekton) close() {
 	for _, target := range t.targets {
-		if target.garden != nil {
-			target.garden.Close()
+		for _, l := range []net.Listener{target.garden, target.baggageclaim} {
+			if l != nil {
+				l.Close()
+			}
 		}
 	}
+}
+
+// volumesDir is --tekton-volumes-dir, or its default.
+func (f *TektonFlags) volumesDir() (string, error) {
+	if f.VolumesDir != "" {
+		return f.VolumesDir, nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("--tekton-volumes-dir is not given, and there is no cache directory for its default: %w", err)
+	}
+	return filepath.Join(cache, "concourse-tekton-web", "volumes"), nil
 }
 
 // contextRunner runs run (the registrar's, the sweeper's) as a member of the web node's

@@ -10,6 +10,7 @@ import (
 	"code.cloudfoundry.org/lager/v3/lagertest"
 	"github.com/concourse/concourse/atc/db/dbfakes"
 	"github.com/concourse/concourse/atc/engine/enginefakes"
+	"github.com/concourse/concourse/atc/worker"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/concourse-tekton/concourse-tekton/atc/tektonengine"
@@ -18,13 +19,14 @@ import (
 
 func TestTektonFlags(t *testing.T) {
 	want := TektonFlags{
-		Namespace:         "ci",
-		RunnerImage:       "ghcr.io/concourse-tekton/runner:dev",
-		ResourceImages:    map[string]string{"mock": "e2e.invalid/mock-resource:v1", "git": "e2e.invalid/git-resource:v1"},
-		BuildVolumeSize:   "1Gi",
-		HeartbeatInterval: 30 * time.Second,
-		GardenBindIP:      "127.0.0.1",
-		GCInterval:        10 * time.Minute,
+		Namespace:          "ci",
+		RunnerImage:        "ghcr.io/concourse-tekton/runner:dev",
+		ResourceImages:     map[string]string{"mock": "e2e.invalid/mock-resource:v1", "git": "e2e.invalid/git-resource:v1"},
+		BuildVolumeSize:    "1Gi",
+		HeartbeatInterval:  30 * time.Second,
+		GardenBindIP:       "127.0.0.1",
+		BaggageclaimBindIP: "127.0.0.1",
+		GCInterval:         10 * time.Minute,
 	}
 	t.Run("flags", func(t *testing.T) {
 		cmd, _, err := parse(t, "web", "--tekton-namespace", "ci", "--tekton-runner-image", "ghcr.io/concourse-tekton/runner:dev",
@@ -109,7 +111,7 @@ func TestStepperFactory(t *testing.T) {
 	workers := new(dbfakes.FakeWorkerFactory)
 
 	var cmd WebCommand
-	if got := cmd.StepperFactory(logger, fallback, workers, nil, "http://ci", nil, nil); got != fallback {
+	if got := cmd.StepperFactory(logger, fallback, ATC{Workers: workers, ExternalURL: "http://ci"}, nil, nil); got != fallback {
 		t.Errorf("without --tekton-* flags: %T, want Concourse's own", got)
 	}
 
@@ -122,15 +124,17 @@ func TestStepperFactory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tk.listenGarden("127.0.0.1"); err != nil {
+	volumesDir := t.TempDir()
+	if err := tk.listen("127.0.0.1", "127.0.0.1", volumesDir); err != nil {
 		t.Fatal(err)
 	}
 	defer tk.close()
 	cmd.tekton = tk
 	checks := &tektonengine.CheckConfig{DefaultTimeout: time.Hour}
 	pipelines := &tektonengine.SetPipelineConfig{TeamFactory: new(dbfakes.FakeTeamFactory)}
-	containers := new(dbfakes.FakeContainerRepository)
-	f, ok := cmd.StepperFactory(logger, fallback, workers, containers, "http://ci", checks, pipelines).(*tektonengine.StepperFactory)
+	containers, volumes := new(dbfakes.FakeContainerRepository), new(dbfakes.FakeVolumeRepository)
+	atc := ATC{Workers: workers, Containers: containers, Volumes: volumes, WorkerPool: &worker.Pool{}, ExternalURL: "http://ci"}
+	f, ok := cmd.StepperFactory(logger, fallback, atc, checks, pipelines).(*tektonengine.StepperFactory)
 	if !ok {
 		t.Fatal("with --tekton-kubeconfig: not the Tekton engine")
 	}
@@ -156,8 +160,20 @@ func TestStepperFactory(t *testing.T) {
 	if addr := cmd.tekton.targets[0].garden.Addr().String(); reg.Worker.GardenAddr != addr || !strings.HasPrefix(addr, "127.0.0.1:") {
 		t.Errorf("worker's Garden address %q, want the listener's %s", reg.Worker.GardenAddr, addr)
 	}
-	if rep := cmd.tekton.targets[0].reporter; rep == nil || rep.Records != containers || rep.Worker != "tekton-from-context" {
-		t.Errorf("reporter %+v; want the worker's containers reported to the ATC's records", rep)
+	rep := cmd.tekton.targets[0].reporter
+	if rep == nil || rep.Records != containers || rep.Worker != "tekton-from-context" {
+		t.Fatalf("reporter %+v; want the worker's containers reported to the ATC's records", rep)
+	}
+	// So does its baggageclaim (fly execute's artifacts), its volumes in a directory of
+	// their own, reported too; the engine keeps artifacts on the ATC's workers.
+	if addr := cmd.tekton.targets[0].baggageclaim.Addr().String(); reg.Worker.BaggageclaimURL != "http://"+addr || !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Errorf("worker's baggageclaim URL %q, want the listener's %s", reg.Worker.BaggageclaimURL, addr)
+	}
+	if v := cmd.tekton.targets[0].volumes; v == nil || v.Dir != filepath.Join(volumesDir, "tekton-from-context") || rep.Volumes != v || rep.VolumeRecords != volumes {
+		t.Errorf("volumes %+v, reported %+v; want those of %s/tekton-from-context, reported to the ATC's records", v, rep, volumesDir)
+	}
+	if _, ok := f.Artifacts.(tektonengine.PoolArtifacts); !ok {
+		t.Errorf("artifacts %#v; want those of the ATC's worker pool", f.Artifacts)
 	}
 	if sw := cmd.tekton.targets[0].sweeper; sw == nil || sw.Interval != time.Minute || sw.Target != cmd.tekton.targets[0].target || sw.Options.Defaults.MaxBuilds != 1 || sw.Options.FailedGrace != 120*time.Hour {
 		t.Errorf("sweeper %+v; want the namespace swept every minute under the web node's rules", sw)
@@ -207,7 +223,7 @@ func TestTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	web.tekton = tk
-	f := web.StepperFactory(lagertest.NewTestLogger("web"), new(enginefakes.FakeStepperFactory), new(dbfakes.FakeWorkerFactory), nil, "http://ci", nil, nil).(*tektonengine.StepperFactory)
+	f := web.StepperFactory(lagertest.NewTestLogger("web"), new(enginefakes.FakeStepperFactory), ATC{Workers: new(dbfakes.FakeWorkerFactory), ExternalURL: "http://ci"}, nil, nil).(*tektonengine.StepperFactory)
 	type worker struct {
 		Name, Namespace, StorageClass, Registry string
 		Tags, RegisteredTags                    []string
