@@ -21,17 +21,23 @@ const notCleaned = "the build volume was not cleaned: the job's next build does 
 // The verdict calls it once its outcome is recorded. A volume that could not be cleaned
 // keeps an error result on the verdict, which tells pvc.CacheSource not to clone it; the
 // build's outcome stays as it is. One-off builds keep their volume whole: they have no
-// caches, and their outputs may still be read.
-func (s *step) leaveCaches() {
+// caches, and their outputs may still be read. A build that did not succeed keeps what
+// goes under runspec.PreservedDir instead (preserveVolume), for its steps to be
+// intercepted as they ended, as Concourse keeps a failed build's containers.
+func (s *step) leaveCaches(outcome runspec.Outcome) {
 	if s.spec.Build.JobName == "" || s.failure != "" {
 		return
+	}
+	clean := cleanVolume
+	if outcome != runspec.Succeeded && s.spec.Build.Name != "" {
+		clean = func(root string) error { return preserveVolume(root, s.spec.Build.Name) }
 	}
 	if err := s.writeResult(runspec.ResultError, []byte(notCleaned)); err != nil {
 		s.logf("%v", err)
 		s.fail(errors.New(notCleaned))
 		return
 	}
-	if err := cleanVolume(s.paths.Volume); err != nil {
+	if err := clean(s.paths.Volume); err != nil {
 		s.logf("%s: %v", notCleaned, err)
 		s.fail(fmt.Errorf("%s: %w", notCleaned, err))
 		return
@@ -45,6 +51,62 @@ func (s *step) leaveCaches() {
 // cleanVolume deletes everything at the root of a build volume but the task caches (and
 // the file system's lost+found), and the leftovers of interrupted cache saves.
 func cleanVolume(root string) error {
+	return tidyVolume(root, func(name string) error { return os.RemoveAll(filepath.Join(root, name)) })
+}
+
+// preserveVolume is cleanVolume for a build that did not succeed: what it would delete
+// goes under runspec.PreservedDir instead (whose runspec.PreservedBuild file names the
+// build), in place of what an earlier failed build kept there, which goes; caches/ stays
+// where it is, for the next build, and preserved/caches links to it. An intercept
+// session in an ended step of the build finds the volume there (preservedRoot).
+func preserveVolume(root, build string) error {
+	dir := filepath.Join(root, runspec.PreservedDir)
+	next := dir + ".next"
+	for _, d := range []string{next, dir} {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("preserving the build volume: %w", err)
+		}
+	}
+	if err := os.Mkdir(next, 0o755); err != nil {
+		return fmt.Errorf("preserving the build volume: %w", err)
+	}
+	err := tidyVolume(root, func(name string) error {
+		if name == filepath.Base(next) {
+			return nil
+		}
+		return os.Rename(filepath.Join(root, name), filepath.Join(next, name))
+	})
+	if err != nil {
+		return err
+	}
+	errs := []error{
+		os.Symlink(filepath.Join("..", runspec.CachesDir), filepath.Join(next, runspec.CachesDir)),
+		os.WriteFile(filepath.Join(next, runspec.PreservedBuild), []byte(build), 0o644),
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("preserving the build volume: %w", err)
+	}
+	if err := os.Rename(next, dir); err != nil {
+		return fmt.Errorf("preserving the build volume: %w", err)
+	}
+	return nil
+}
+
+// preservedRoot is where an intercept session in an ended step of build finds the
+// build volume mounted at root: under runspec.PreservedDir when the build kept it there
+// (preserveVolume), else at root.
+func preservedRoot(root, build string) string {
+	dir := filepath.Join(root, runspec.PreservedDir)
+	if b, err := os.ReadFile(filepath.Join(dir, runspec.PreservedBuild)); err == nil && build != "" && string(b) == build {
+		return dir
+	}
+	return root
+}
+
+// tidyVolume does away with every entry at the root of a build volume but the task
+// caches (and the file system's lost+found), through drop, and deletes the leftovers of
+// interrupted cache saves.
+func tidyVolume(root string, drop func(name string) error) error {
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		return fmt.Errorf("cleaning the build volume: %w", err)
@@ -54,7 +116,7 @@ func cleanVolume(root string) error {
 		if e.Name() == runspec.CachesDir || e.Name() == "lost+found" {
 			continue
 		}
-		errs = append(errs, os.RemoveAll(filepath.Join(root, e.Name())))
+		errs = append(errs, drop(e.Name()))
 	}
 	steps, err := os.ReadDir(filepath.Join(root, runspec.CachesDir))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

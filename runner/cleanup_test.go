@@ -60,10 +60,34 @@ func verdictSpec(w *world) runspec.Spec {
 }
 
 func TestVerdictLeavesOnlyCaches(t *testing.T) {
-	for _, o := range []runspec.Outcome{runspec.Succeeded, runspec.Failed, runspec.Aborted} {
+	w := newWorld(t)
+	finishedBuild(w, runspec.Succeeded)
+	// What an earlier failed build kept, which the clone carried.
+	write(t, w.volume, map[string]string{"preserved/.build": "6", "preserved/volumes/1/repo/f": "build 6's"})
+	r := w.run(verdictSpec(w))
+	if r.exit != 0 || w.result("verdict", "outcome") != "succeeded" || r.failure != "" {
+		t.Errorf("exit %d, outcome %q, error %q; want succeeded, no error\nstderr:\n%s", r.exit, w.result("verdict", "outcome"), r.failure, r.stderr)
+	}
+	want := []string{
+		"caches/test/cache/kept",
+		"caches/test/other.next-1/f",
+		"lost+found/x",
+	}
+	if diff := cmp.Diff(want, files(t, w.volume)); diff != "" {
+		t.Errorf("volume after the verdict (-want +got):\n%s", diff)
+	}
+}
+
+// TestVerdictPreservesWhatDidNotSucceed: the volume of a job build that did not succeed
+// is left as the next build needs it too (its caches where they are, nothing else), but
+// what else it held is kept under preserved/, in place of an earlier failed build's, for
+// its steps to be intercepted as they ended.
+func TestVerdictPreservesWhatDidNotSucceed(t *testing.T) {
+	for _, o := range []runspec.Outcome{runspec.Failed, runspec.Errored, runspec.Aborted} {
 		t.Run(string(o), func(t *testing.T) {
 			w := newWorld(t)
 			finishedBuild(w, o)
+			write(t, w.volume, map[string]string{"preserved/.build": "6", "preserved/volumes/9/old/f": "build 6's"})
 			r := w.run(verdictSpec(w))
 			if r.exit != o.ExitCode() || w.result("verdict", "outcome") != string(o) || r.failure != "" {
 				t.Errorf("exit %d, outcome %q, error %q; want %s, no error\nstderr:\n%s", r.exit, w.result("verdict", "outcome"), r.failure, o, r.stderr)
@@ -72,9 +96,24 @@ func TestVerdictLeavesOnlyCaches(t *testing.T) {
 				"caches/test/cache/kept",
 				"caches/test/other.next-1/f",
 				"lost+found/x",
+				"preserved/.build",
+				"preserved/caches",
+				"preserved/state/aborted",
+				"preserved/state/deadlines/1",
+				"preserved/state/outcomes/1",
+				"preserved/state/outcomes/verdict",
+				"preserved/state/scopes/%25/artifacts/src",
+				"preserved/volumes/1/repo/f",
+				"preserved/work/1/out/g",
 			}
 			if diff := cmp.Diff(want, files(t, w.volume)); diff != "" {
 				t.Errorf("volume after the verdict (-want +got):\n%s", diff)
+			}
+			if b, _ := os.ReadFile(filepath.Join(w.volume, "preserved/.build")); string(b) != "7" {
+				t.Errorf("preserved/.build says %q, want build 7", b)
+			}
+			if got, _ := os.ReadFile(filepath.Join(w.volume, "preserved/caches/test/cache/kept")); string(got) != "cache" {
+				t.Errorf("preserved/caches does not lead to the caches: %q", got)
 			}
 		})
 	}

@@ -172,6 +172,10 @@ type sessionFlags struct {
 // from a finished step's (concourse-tekton intercept, fly intercept). It returns only if
 // it cannot, or with lookup once it knows whether command is there.
 func intercept(spec runspec.Spec, opts options, f sessionFlags, command []string, stdout, stderr io.Writer) int {
+	if f.stage {
+		// An ended step of a build that failed: its volume is kept under preserved/.
+		spec.Paths.Volume = preservedRoot(spec.Paths.WithDefaults().Volume, spec.Build.Name)
+	}
 	s := newStep(spec, opts, io.Discard, stderr)
 	sess, err := s.session(f.stage && !f.lookup)
 	if err != nil && !f.lookup {

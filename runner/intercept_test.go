@@ -78,6 +78,37 @@ func TestInterceptStages(t *testing.T) {
 	}
 }
 
+// TestInterceptStagesPreserved: a session in an ended step of a job build that failed
+// finds the volume as the step left it, although the build's verdict moved it under
+// preserved/; a session of another build (the next, on a clone) does not take it for
+// its own.
+func TestInterceptStagesPreserved(t *testing.T) {
+	w := newWorld(t)
+	w.artifact("src", map[string]string{"in.txt": "input"})
+	spec := w.taskSpec("4", "unit", shConfig("exit 1", map[string]any{"inputs": []any{map[string]any{"name": "src"}}}))
+	w.recordOutcome("4", runspec.Failed)
+	verdict := w.spec(runspec.ModeVerdict, "verdict", "")
+	verdict.Verdict = &runspec.Verdict{Tree: runspec.Node{ID: "4", Kind: runspec.KindLeaf}}
+	if r := w.run(verdict); r.exit != 1 || r.failure != "" {
+		t.Fatalf("verdict: exit %d, error %q; want the build failed", r.exit, r.failure)
+	}
+	if _, err := os.Stat(filepath.Join(w.volume, runspec.PreservedDir)); err != nil {
+		t.Fatalf("the verdict preserved nothing: %v", err)
+	}
+	session := func(build string) run {
+		spec.Build.Name = build
+		args := append(w.args(spec), "--stage", "--", "sh", "-c", "cat src/in.txt")
+		args[0] = string(runspec.ModeIntercept)
+		return w.startArgs(args, []string{"PATH=/usr/bin:/bin"}).wait(t)
+	}
+	if r := session(spec.Build.Name); r.exit != 0 || r.stdout != "input" {
+		t.Errorf("build 7: exit %d, stdout %q, stderr %q; want its input", r.exit, r.stdout, r.stderr)
+	}
+	if r := session("8"); r.exit == 0 || r.stdout != "" {
+		t.Errorf("build 8: exit %d, stdout %q; want no input of build 7's", r.exit, r.stdout)
+	}
+}
+
 // TestInterceptLookup says whether a command is there to run without running it, as
 // fly intercept needs to know before it falls back from bash to sh.
 func TestInterceptLookup(t *testing.T) {

@@ -73,7 +73,7 @@ func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stder
 	}
 	if s.spec.Verdict != nil {
 		// Only now that the build's outcome is recorded.
-		s.leaveCaches()
+		s.leaveCaches(outcome)
 	}
 	if err := s.writeEnd(); err != nil {
 		s.logf("%v", err)

@@ -33,6 +33,12 @@ const (
 	WorkDir    = "work"
 	CachesDir  = "caches"
 	StateDir   = "state"
+	// PreservedDir holds what a failed job build's volume held but its caches, once
+	// the build has ended, so that its steps can be intercepted as they were; the job's
+	// next build, whose volume is a clone of it, ignores it and drops it when it ends.
+	// Its file PreservedBuild names the build it is of.
+	PreservedDir   = "preserved"
+	PreservedBuild = ".build"
 )
 
 // ArtifactPath is where a step's artifact lives on the build volume when it is not

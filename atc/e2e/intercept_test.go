@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,11 +49,18 @@ jobs:
       run: {path: sh, args: [-c, 'echo waiting; while [ ! -e /tmp/stop-waiting ]; do sleep 1; done; echo stopped waiting']}
 - name: retry
   plan:
+  - task: make
+    config:
+      platform: linux
+      image_resource: %[1]s
+      outputs: [{name: made}]
+      run: {path: sh, args: [-c, 'echo made before > made/it.txt']}
   - task: count
     attempts: 2
     config:
       platform: linux
       image_resource: %[1]s
+      inputs: [{name: made}]
       params: {MARK: marked}
       run: {path: sh, args: [-c, 'echo counting; exit 1']}
 `, busybox()))
@@ -122,10 +130,10 @@ jobs:
 		}
 	}
 	// The ended task's second attempt, in a pod made again from its own: its params, its
-	// working directory.
-	out = flyOK(t, 3*time.Minute, "intercept", "-j", "intercept/retry", "-s", "count", "--attempt", "2", "--", "sh", "-c", `echo "$MARK in $PWD"; exit 0`)
-	if !strings.Contains(out, "marked in /tmp/build/") {
-		t.Errorf("not the task's session")
+	// working directory, its input (the failed build kept its volume).
+	out = flyOK(t, 3*time.Minute, "intercept", "-j", "intercept/retry", "-s", "count", "--attempt", "2", "--", "sh", "-c", `echo "$MARK in $PWD: $(cat made/it.txt)"; exit 0`)
+	if !regexp.MustCompile(`marked in /tmp/build/[^:]+: made before`).MatchString(out) {
+		t.Errorf("not the task's session, with its input")
 	}
 	// A command the container lacks is not found, and fly says nothing of it, as on
 	// workers (the web node logs it).
