@@ -37,7 +37,8 @@ func (s *step) leaveCaches(outcome runspec.Outcome) {
 		s.fail(errors.New(notCleaned))
 		return
 	}
-	if err := clean(s.paths.Volume); err != nil {
+	err := errors.Join(pruneResourceCaches(s.paths.Volume, s.spec.Build.Name), clean(s.paths.Volume))
+	if err != nil {
 		s.logf("%s: %v", notCleaned, err)
 		s.fail(fmt.Errorf("%s: %w", notCleaned, err))
 		return

@@ -39,6 +39,9 @@ var _ Clock = systemClock{}
 
 // options are the runner's fixed paths and timings.
 type options struct {
+	// image is the step's image (the resource type's, for a get): part of what a
+	// resource cache is of.
+	image       string
 	tmpBuild    string
 	resourceDir string
 	grace       time.Duration
@@ -83,6 +86,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return nil
 	})
 	opts := options{clock: systemClock{}}
+	fs.StringVar(&opts.image, "image", "", "the step's image (a get's resource cache is of it)")
 	fs.StringVar(&opts.publishing.registry, "image-registry", "", "publish: the build's image registry, HOST[:PORT][/PATH]")
 	fs.StringVar(&opts.publishing.namespace, "image-namespace", "", "publish: the build's namespace, the repository's last element")
 	fs.StringVar(&opts.publishing.tag, "image-tag", "", "publish: the tag to push the image under")

@@ -302,6 +302,13 @@ func runGet(ctx context.Context, s *step) (bool, error) {
 		}
 		version = r.Version
 	}
+	cache, cacheable := s.resourceCache(g.Type, source, params, version)
+	if cacheable {
+		if r, found := cache.lookup(); found {
+			fmt.Fprint(s.stderr, foundCache)
+			return true, s.fetched(g, source, cache.data(), r, &cache)
+		}
+	}
 	dir := filepath.Join(s.opts.tmpBuild, "get")
 	if err := emptyDir(dir); err != nil {
 		return false, err
@@ -320,27 +327,49 @@ func runGet(ctx context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	r := state.Result{Version: vr.Version, Metadata: vr.Metadata}
+	if cacheable {
+		// The fetched files go to the cache, the artifact being the cache's: no more
+		// copies than without it.
+		err := cache.save(dir, r, s.spec.PlanID)
+		if err == nil {
+			return true, s.fetched(g, source, cache.data(), r, &cache)
+		}
+		s.logf("the resource cache of %s was not saved: %v", s.spec.Name, err)
+	}
 	volPath, err := s.keep(dir, s.spec.Name)
 	if err != nil {
 		return false, err
 	}
+	return true, s.fetched(g, source, volPath, r, nil)
+}
+
+// fetched makes what a get fetched, at volPath on the volume (in cache, if not nil), the
+// step's artifact, its metadata the step's local var, and r its result.
+func (s *step) fetched(g *runspec.Get, source map[string]any, volPath string, r state.Result, cache *resourceCache) error {
+	if cache != nil {
+		if err := cache.use(s.spec.Build.Name); err != nil {
+			// The job's next build fetches it again.
+			s.logf("the resource cache of %s is not kept: %v", s.spec.Name, err)
+		}
+	}
 	if err := s.state.RegisterArtifact(s.spec.Scope, s.spec.Name, volPath); err != nil {
-		return false, err
+		return err
 	}
 	metadata := map[string]any{}
-	for _, f := range vr.Metadata {
+	for _, f := range r.Metadata {
 		metadata[f.Name] = f.Value
 	}
 	if err := s.state.SetVar(s.spec.Scope, s.spec.Name, state.Var{Value: metadata}); err != nil {
-		return false, err
+		return err
 	}
-	if ref := imageRef(g.Type, source, vr.Version); ref != "" {
+	if ref := imageRef(g.Type, source, r.Version); ref != "" {
 		// A task's `image:` naming this artifact runs this image, pulled from its registry.
 		if err := s.writeResult(runspec.ResultImage, []byte(ref)); err != nil {
-			return false, err
+			return err
 		}
 	}
-	return true, s.publish(state.Result{Version: vr.Version, Metadata: vr.Metadata})
+	return s.publish(r)
 }
 
 // imageRef is the registry reference of an image fetched by a registry-image or

@@ -265,3 +265,88 @@ func TestPut(t *testing.T) {
 		})
 	}
 }
+
+// TestGetResourceCache: a get of a version an earlier build of the job fetched (same
+// type, image, source, params and version) finds it in the resource cache its volume
+// carries, as Concourse's get finds a resource cache on its worker: the script does not
+// run, Concourse's INFO line says so, and the artifact, version and metadata are the
+// ones fetched. Other params, another version or another image fetch again; a one-off
+// build keeps no cache; a build's verdict drops the caches it did not use.
+func TestGetResourceCache(t *testing.T) {
+	w := newWorld(t)
+	w.recordingScript("in", `n=$(cat "$REC_COUNT" 2>/dev/null || echo 0); echo $((n+1)) > "$REC_COUNT"
+echo "fetching $(sed -n 's/.*"ref":"\([^"]*\)".*/\1/p' `+w.root+`/rec/in.stdin)" >&2
+echo fetched > "$1/file"
+echo '{"version":{"ref":"abc"},"metadata":[{"name":"author","value":"me"}]}'`)
+	count := filepath.Join(w.root, "count")
+	t.Setenv("REC_COUNT", count)
+	fetches := func() string { return strings.TrimSpace(readFile(t, count)) }
+	get := func(planID string, params map[string]any, ref string, build string) run {
+		t.Helper()
+		spec := w.spec(runspec.ModeGet, planID, "repo")
+		spec.Build.Name = build
+		spec.Get = &runspec.Get{Type: "git", Source: map[string]any{"uri": "https://example.com/repo"}, Params: params, Version: map[string]string{"ref": ref}}
+		r := w.run(spec)
+		w.checkRun(r, planID, runspec.Succeeded)
+		return r
+	}
+	get("1", nil, "abc", "7")
+	if fetches() != "1" {
+		t.Fatalf("fetched %s times, want once", fetches())
+	}
+	// The next build, on the volume the verdict left.
+	verdict := func(build string) {
+		t.Helper()
+		spec := verdictSpec(w)
+		spec.Build.Name = build
+		w.recordOutcome("1", runspec.Succeeded)
+		if r := w.run(spec); r.exit != 0 || r.failure != "" {
+			t.Fatalf("verdict of build %s: exit %d, error %q\n%s", build, r.exit, r.failure, r.stderr)
+		}
+	}
+	verdict("7")
+	r := get("1", nil, "abc", "8")
+	if fetches() != "1" || r.stderr != "\x1b[1;36mINFO: found existing resource cache\x1b[0m\n\n" {
+		t.Errorf("build 8: fetched %s times, stderr %q; want the cache found, nothing fetched", fetches(), r.stderr)
+	}
+	if got := map[string]string{
+		"version":  w.result("1", "version"),
+		"metadata": w.result("1", "metadata"),
+		"file":     readFile(t, filepath.Join(w.artifactDir(nil, "repo"), "file")),
+	}; !cmp.Equal(got, map[string]string{"version": `{"ref":"abc"}`, "metadata": `[{"name":"author","value":"me"}]`, "file": "fetched\n"}) {
+		t.Errorf("from the cache: %v", got)
+	}
+	// Other params, another version: fetched.
+	get("2", map[string]any{"depth": json.Number("1")}, "abc", "8")
+	get("3", nil, "def", "8")
+	if fetches() != "3" {
+		t.Errorf("fetched %s times, want 3: other params and another version are other caches", fetches())
+	}
+	// Another image of the type (a new version of it): fetched.
+	spec8 := w.spec(runspec.ModeGet, "5", "repo")
+	spec8.Build.Name = "8"
+	spec8.Get = &runspec.Get{Type: "git", Source: map[string]any{"uri": "https://example.com/repo"}, Version: map[string]string{"ref": "abc"}}
+	w.checkRun(w.startArgs(append(w.args(spec8), "--image=registry.example.com/git-resource:2"), nil).wait(t), "5", runspec.Succeeded)
+	if fetches() != "4" {
+		t.Errorf("fetched %s times, want 4: another image is another cache", fetches())
+	}
+	// Build 9 uses only the cache of version def: build 8's others go at its end.
+	verdict("8")
+	get("3", nil, "def", "9")
+	verdict("9")
+	entries, err := os.ReadDir(filepath.Join(w.volume, runspec.ResourceCachesDir))
+	if err != nil || len(entries) != 1 {
+		t.Errorf("resource caches after build 9: %v, %v; want the one it used", entries, err)
+	}
+	if fetches() != "4" {
+		t.Errorf("build 9 fetched def again")
+	}
+	// A one-off build neither finds nor keeps one.
+	spec := w.spec(runspec.ModeGet, "4", "repo")
+	spec.Build = runspec.Build{ID: 50, Name: "50"}
+	spec.Get = &runspec.Get{Type: "git", Source: map[string]any{"uri": "https://example.com/repo"}, Version: map[string]string{"ref": "def"}}
+	w.checkRun(w.run(spec), "4", runspec.Succeeded)
+	if fetches() != "5" {
+		t.Errorf("the one-off build's get did not fetch")
+	}
+}

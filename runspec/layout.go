@@ -39,6 +39,12 @@ const (
 	// Its file PreservedBuild names the build it is of.
 	PreservedDir   = "preserved"
 	PreservedBuild = ".build"
+	// ResourceCachesDir holds a job's resource caches, under caches/ (so that the job's
+	// next build has them) in a directory no step's caches can be (Escape never writes a
+	// bare '%'): one directory per cache, named by its key (see the runner's
+	// resourceCache), holding data/ (what the get fetched), result.json and used (the
+	// build that used it last).
+	ResourceCachesDir = CachesDir + "/%resources"
 )
 
 // ArtifactPath is where a step's artifact lives on the build volume when it is not

@@ -146,10 +146,11 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 			"--image-namespace=$(context.taskRun.namespace)", "--image-tag=$(context.taskRun.name)"}
 	}
 	run := v1.Step{
-		Name:         runspec.StepRun,
-		Image:        "$(params." + runspec.ParamImage + ")",
-		Command:      []string{runspec.RunnerPath},
-		Args:         append([]string{"$(params." + runspec.ParamMode + ")", "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")"}, publishArgs...),
+		Name:    runspec.StepRun,
+		Image:   "$(params." + runspec.ParamImage + ")",
+		Command: []string{runspec.RunnerPath},
+		Args: append([]string{"$(params." + runspec.ParamMode + ")", "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")",
+			"--image=$(params." + runspec.ParamImage + ")"}, publishArgs...),
 		VolumeMounts: mounts,
 	}
 	run.SecurityContext = stepSecurity(v)

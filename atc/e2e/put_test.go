@@ -5,6 +5,7 @@ package e2e
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -45,4 +46,43 @@ jobs:
 	}
 	out := watchBuild(t, "put", "after", "1")
 	inOrder(t, out, "after make: made-by-put", "succeeded")
+}
+
+// TestResourceCache: a job's build gets a version its previous build fetched from the
+// resource cache its volume carries, as Concourse's worker serves it: the resource's
+// script does not run (no "fetching"), Concourse's INFO line says so, and the task has
+// the same files; a new version is fetched.
+func TestResourceCache(t *testing.T) {
+	dumpOnFailure(t)
+	t.Parallel()
+	setPipeline(t, "cache", fmt.Sprintf(`
+resources:
+- name: thing
+  type: mock
+  check_every: 1h
+  source: {initial_version: cached-v1, create_files: {data.txt: some data}}
+jobs:
+- name: fetch
+  plan:
+  - get: thing
+  - task: show
+    config:
+      platform: linux
+      image_resource: %s
+      inputs: [{name: thing}]
+      run: {path: sh, args: [-c, 'echo have $(cat thing/version): $(cat thing/data.txt)']}
+`, busybox()))
+	flyOK(t, 5*time.Minute, "check-resource", "-r", "cache/thing")
+
+	out := flyOK(t, 5*time.Minute, "trigger-job", "-j", "cache/fetch", "-w")
+	inOrder(t, out, "fetching version: cached-v1", "have cached-v1: some data", "succeeded")
+	out = flyOK(t, 5*time.Minute, "trigger-job", "-j", "cache/fetch", "-w")
+	inOrder(t, out, "INFO: found existing resource cache", "have cached-v1: some data", "succeeded")
+	if strings.Contains(out, "fetching") {
+		t.Errorf("the second build fetched the version again")
+	}
+
+	flyOK(t, 5*time.Minute, "check-resource", "-r", "cache/thing", "-f", "version:cached-v2")
+	out = flyOK(t, 5*time.Minute, "trigger-job", "-j", "cache/fetch", "-w")
+	inOrder(t, out, "fetching version: cached-v2", "have cached-v2: some data", "succeeded")
 }
