@@ -252,13 +252,15 @@ func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
 		return stub(p.ID, runspec.KindLeaf, pp.Name, e)
 	}
 	spec := c.spec(runspec.ModePut, p.ID, pp.Name, sc.withTimeout(p.ID, pp.Timeout))
+	// Omitted, a put's inputs are all the build's artifacts (exec.PutStep: "Put step
+	// defaults to all inputs if not specified").
 	spec.Put = &runspec.Put{Type: pp.Type, Resource: pp.Resource, Source: pp.Source, Params: pp.Params,
-		Inputs: runspec.InputsDetect, ExposeBuildCreatedBy: pp.ExposeBuildCreatedBy}
+		Inputs: runspec.InputsAll, ExposeBuildCreatedBy: pp.ExposeBuildCreatedBy}
 	if in := pp.Inputs; in != nil {
 		switch {
 		case in.All:
-			spec.Put.Inputs = runspec.InputsAll
 		case in.Detect:
+			spec.Put.Inputs = runspec.InputsDetect
 		default:
 			spec.Put.Inputs, spec.Put.InputNames = runspec.InputsList, in.Specified
 		}

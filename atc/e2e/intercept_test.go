@@ -169,3 +169,47 @@ func flyIn(t *testing.T, stdin string, args ...string) (string, int) {
 	}
 	return string(out), 0
 }
+
+// TestInterceptCheck: a resource's check has its container, as on workers: fly
+// containers lists it (type check), fly intercept --check enters it (a pod made again
+// from the check's own, in the resource type's image), and the next check's container
+// takes its place, so there is one to choose.
+func TestInterceptCheck(t *testing.T) {
+	dumpOnFailure(t)
+	t.Parallel()
+	setPipeline(t, "intercept-check", `
+resources:
+- name: thing
+  type: mock
+  check_every: 1h
+  source: {initial_version: v1}
+jobs:
+- name: use
+  plan: [{get: thing}]
+`)
+	checkContainers := func() []container {
+		t.Helper()
+		var ctrs, checks []container
+		if err := jsonUnmarshal(flyOK(t, time.Minute, "containers", "--json"), &ctrs); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range ctrs {
+			if c.PipelineName == "intercept-check" && c.Type == "check" {
+				checks = append(checks, c)
+			}
+		}
+		return checks
+	}
+	for _, version := range []string{"", "version:v2"} {
+		args := []string{"check-resource", "-r", "intercept-check/thing"}
+		if version != "" {
+			args = append(args, "-f", version)
+		}
+		flyOK(t, 5*time.Minute, args...)
+		if checks := checkContainers(); len(checks) != 1 || checks[0].WorkerName != "tekton-"+web.ns {
+			t.Errorf("check containers %+v; want the latest check's, on tekton-%s", checks, web.ns)
+		}
+		out := flyOK(t, 3*time.Minute, "intercept", "--check", "intercept-check/thing", "--", "sh", "-c", "ls /opt/resource")
+		inOrder(t, out, "check", "in", "out")
+	}
+}

@@ -159,7 +159,7 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 		ctx = lagerctx.NewContext(ctx, logger)
 	}
 
-	versions, succeeded, runErr := s.runCheck(ctx, logger, state, fromVersion)
+	versions, succeeded, runErr := s.runCheck(ctx, logger, state, fromVersion, resourceConfig)
 	if runErr != nil || !succeeded {
 		metric.Metrics.ChecksFinishedWithError.Inc()
 		if _, err := delegate.UpdateScopeLastCheckEndTime(scope, false); err != nil {
@@ -194,7 +194,7 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 // ones the delegate saves (initialize-check, finish, error), and returns the versions it
 // found and whether the script succeeded; an error says it could not run (a timeout:
 // context.DeadlineExceeded).
-func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exec.RunState, fromVersion atc.Version) ([]atc.Version, bool, error) {
+func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exec.RunState, fromVersion atc.Version, config db.ResourceConfig) ([]atc.Version, bool, error) {
 	plan := s.plan
 	check := *plan.Check
 	check.FromVersion = fromVersion
@@ -227,13 +227,16 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 	}
 	logger = logger.WithData(lager.Data{"run": run.Name()})
 	logger.Info("following")
-	if !s.config.KeepRuns {
+	// With its container recorded, the run stays for fly intercept --check until the
+	// container goes (tektonworker's Reporter deletes it then); else it goes now.
+	if !s.config.KeepRuns && s.factory.Containers == nil {
 		defer func() {
 			if err := run.Delete(runCtx); err != nil {
 				logger.Error("failed-to-delete-run", err)
 			}
 		}()
 	}
+	containers := newCheckContainers(s.factory.Containers, s.build, plan, config, s.factory.Runs)
 
 	followCtx, stop := context.WithCancel(runCtx)
 	defer stop()
@@ -241,6 +244,7 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 
 	var failure string
 	status, err := run.Events(followCtx, func(e tektonrun.Event) error {
+		containers.record(logger, e)
 		switch ev := e.Event.(type) {
 		case event.Status, event.InitializeCheck, event.Finish:
 			return nil
@@ -280,7 +284,7 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 // job (the checked resource, type or prototype), the build's ID its name.
 func CheckRef(b db.Build, check atc.CheckPlan) BuildRef {
 	meta := tektonrun.BuildMeta{Team: b.TeamName(), Pipeline: b.PipelineName(), Job: "check-" + check.Name, Build: fmt.Sprint(b.ID()), InstanceVars: b.PipelineInstanceVars()}
-	return BuildRef{Meta: meta, ID: b.ID(), Started: b.StartTime()}
+	return BuildRef{Meta: meta, ID: b.ID(), Started: b.StartTime(), Check: true}
 }
 
 // errorStep is a step that errors at once, saying why.

@@ -1,10 +1,12 @@
 package tektonengine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/concourse/concourse/atc"
@@ -34,6 +36,42 @@ type containers struct {
 	build   db.Build
 	steps   map[atc.PlanID]stepContainer
 	done    map[string]bool // handles recorded
+	// owner owns the container of a step (nil: the build's step, as the containers of
+	// job and one-off builds are owned).
+	owner func(atc.PlanID) db.ContainerOwner
+	// deleter deletes the run of a check container that another replaces (nil: none).
+	deleter CheckRunDeleter
+}
+
+// checkContainerExpiries are Concourse's check containers': a resource's check session
+// lasts 5 minutes to an hour.
+var checkContainerExpiries = db.ContainerOwnerExpiries{Min: 5 * time.Minute, Max: time.Hour}
+
+// newCheckContainers records the container of a check build's check of a resource as
+// Concourse's check step owns it: by the check session of the resource's config, which
+// fly intercept --check finds it by. A session has one container, as Concourse's check
+// containers serve every check of their session: the latest check's, so the one before
+// it goes, its record and its run (through runs, when it can delete them: else its
+// record is marked destroying, and the worker deletes its run: tektonworker.Reporter).
+// A check of a type or a prototype's is its build's step's.
+func newCheckContainers(workers ContainerWorkers, build db.Build, plan atc.Plan, config db.ResourceConfig, runs Runs) *containers {
+	c := newContainers(workers, build, plan)
+	if workers == nil || plan.Check == nil || !plan.Check.IsResourceCheck() || config == nil {
+		return c
+	}
+	if deleter, ok := runs.(CheckRunDeleter); ok {
+		c.deleter = deleter
+	}
+	if base := config.OriginBaseResourceType(); base != nil {
+		owner := db.NewResourceConfigCheckSessionContainerOwner(config.ID(), base.ID, checkContainerExpiries)
+		c.owner = func(id atc.PlanID) db.ContainerOwner {
+			if id == plan.ID {
+				return owner
+			}
+			return nil
+		}
+	}
+	return c
 }
 
 // stepContainer is what the database says of a step's container.
@@ -127,12 +165,48 @@ func (c *containers) create(workerName string, id atc.PlanID, handle string, ste
 			b, _ := json.Marshal(iv)
 			meta.PipelineInstanceVars = string(b)
 		}
-		owner := handleOwner{ContainerOwner: db.NewBuildStepContainerOwner(c.build.ID(), id, c.build.TeamID()), handle: handle}
-		if creating, err = worker.CreateContainer(owner, meta); err != nil {
+		var owner db.ContainerOwner = db.NewBuildStepContainerOwner(c.build.ID(), id, c.build.TeamID())
+		if c.owner != nil {
+			if o := c.owner(id); o != nil {
+				if err := c.replacePrevious(worker, o, handle); err != nil {
+					return err
+				}
+				owner = o
+			}
+		}
+		if creating, err = worker.CreateContainer(handleOwner{ContainerOwner: owner, handle: handle}, meta); err != nil {
 			return err
 		}
 	}
 	_, err = creating.Created()
+	return err
+}
+
+// replacePrevious does away with the container owner has on worker (an earlier check's
+// of the same check session), unless it is handle's: the owner's container is the one
+// made next. Its run is deleted and its record with it; when its run cannot be deleted
+// here, the record is left destroying, for the worker to delete the run. One left
+// creating (its web node stopped) is marked failed, for the ATC's collector.
+func (c *containers) replacePrevious(worker db.Worker, owner db.ContainerOwner, handle string) error {
+	creating, created, err := worker.FindContainer(owner)
+	switch {
+	case err != nil:
+		return err
+	case created != nil && created.Handle() != handle:
+		destroying, err := created.Destroying()
+		if err != nil || c.deleter == nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := c.deleter.DeleteCheckRun(ctx, worker.Name(), created.Handle()); err != nil {
+			return err
+		}
+		_, err = destroying.Destroy()
+		return err
+	case creating != nil && creating.Handle() != handle:
+		_, err = creating.Failed()
+	}
 	return err
 }
 

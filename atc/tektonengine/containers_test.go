@@ -1,6 +1,8 @@
 package tektonengine
 
 import (
+	"context"
+	"fmt"
 	"testing"
 
 	"github.com/concourse/concourse/atc"
@@ -122,5 +124,78 @@ func TestContainersAlreadyRecorded(t *testing.T) {
 	}
 	if n := creating.CreatedCallCount(); n != 1 {
 		t.Errorf("%d containers marked created, want the one left creating", n)
+	}
+}
+
+// deletingRuns are fakeRuns that delete check runs, as a Pool does.
+type deletingRuns struct {
+	*fakeRuns
+	deleted []string
+}
+
+func (r *deletingRuns) DeleteCheckRun(_ context.Context, worker, taskRun string) error {
+	r.deleted = append(r.deleted, worker+"/"+taskRun)
+	return nil
+}
+
+// TestCheckContainerRecorded: a check of a resource has its container recorded as
+// Concourse's check step owns it, by the check session of the resource's config (fly
+// intercept --check finds it so), with the check build's names and the check's step;
+// the earlier check's container of that session goes (one session has one container),
+// and the run is kept for the container's sake (the worker deletes it with the
+// container).
+func TestCheckContainerRecorded(t *testing.T) {
+	fx := newCheckFixture(checkPlan)
+	fx.build.PipelineIDReturns(4)
+	fx.build.PipelineNameReturns("app")
+	fx.config.IDReturns(21)
+	fx.config.OriginBaseResourceTypeReturns(&db.UsedBaseResourceType{ID: 3})
+	run := newRun(event.BuildStatusSucceeded, checkEvents(event.Finish{Origin: event.Origin{ID: "5"}, Time: 103, Succeeded: true})...)
+	run.version = map[string]string{"v": "2"}
+	run.taskRuns = map[string]string{"5": "app-check-repo-9-check-repo"}
+
+	workers := new(dbfakes.FakeWorkerFactory)
+	worker := new(dbfakes.FakeWorker)
+	workers.GetWorkerReturns(worker, true, nil)
+	earlier := new(dbfakes.FakeCreatedContainer)
+	earlier.HandleReturns("app-check-repo-8-check-repo")
+	worker.FindContainerStub = func(owner db.ContainerOwner) (db.CreatingContainer, db.CreatedContainer, error) {
+		if fmt.Sprintf("%T", owner) == "db.resourceConfigCheckSessionContainerOwner" {
+			return nil, earlier, nil
+		}
+		return nil, nil, nil
+	}
+	destroying := new(dbfakes.FakeDestroyingContainer)
+	earlier.DestroyingReturns(destroying, nil)
+	worker.NameReturns("tekton-ci")
+	worker.CreateContainerReturns(new(dbfakes.FakeCreatingContainer), nil)
+	runs := &deletingRuns{fakeRuns: &fakeRuns{run: run}}
+	f := fx.factory(runs)
+	f.Containers = workers
+	runEngine(t, fx.build, f, nil)
+
+	if got := finished(fx.build); got != db.BuildStatusSucceeded {
+		t.Fatalf("status %q; want succeeded", got)
+	}
+	if worker.CreateContainerCallCount() != 1 {
+		t.Fatalf("%d containers recorded; want the check's", worker.CreateContainerCallCount())
+	}
+	owner, meta := worker.CreateContainerArgsForCall(0)
+	o := owner.(handleOwner)
+	if got := fmt.Sprintf("%T", o.ContainerOwner); got != "db.resourceConfigCheckSessionContainerOwner" || o.handle != "app-check-repo-9-check-repo" {
+		t.Errorf("owner %s, handle %s; want the resource config's check session, the check's TaskRun", got, o.handle)
+	}
+	if meta.Type != db.ContainerTypeCheck || meta.StepName != "repo" || meta.BuildID != 9 || meta.PipelineID != 4 || meta.PipelineName != "app" {
+		t.Errorf("metadata %+v; want the check of repo in build 9 of pipeline app", meta)
+	}
+	// The session's earlier container goes: its run, then its record.
+	if earlier.DestroyingCallCount() != 1 || destroying.DestroyCallCount() != 1 {
+		t.Errorf("the earlier check's container was not destroyed")
+	}
+	if want := []string{"tekton-ci/app-check-repo-8-check-repo"}; !cmp.Equal(runs.deleted, want) {
+		t.Errorf("check runs deleted %v; want the earlier check's, %v", runs.deleted, want)
+	}
+	if run.deleted != 0 {
+		t.Errorf("run deleted %d times; want it kept for its container", run.deleted)
 	}
 }

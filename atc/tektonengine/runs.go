@@ -88,6 +88,9 @@ type BuildRef struct {
 	// (tektonrun.OneOff): Uploads supply its artifact inputs (nil: it has none).
 	OneOff  bool
 	Uploads tektonrun.ArtifactSource
+	// Check says the build is a check build: its run is annotated so
+	// (AnnotationCheck).
+	Check bool
 }
 
 // WithCredentials is the ref with the build's credentials resolved by creds (see
@@ -99,6 +102,12 @@ func (r BuildRef) WithCredentials(creds vars.Variables) BuildRef {
 
 // AnnotationBuildID records on a PipelineRun the ID of the ATC build it runs.
 const AnnotationBuildID = "concourse-ci.org/atc-build-id"
+
+// AnnotationCheck marks the PipelineRun of a check build ("true"), which lives as long
+// as the ATC wants its container: the target's worker deletes it once the ATC marks
+// the container destroying (tektonworker.Reporter), as a worker destroys a check
+// container.
+const AnnotationCheck = "concourse-ci.org/atc-check"
 
 // clockSkew is how much earlier than its build's start a run may have been created (by
 // the cluster's clock, the start being the database's) and still be that build's: a run
@@ -240,7 +249,11 @@ func (r *backendRuns) claim(ctx context.Context, b *tektonrun.Build, ref BuildRe
 		return fmt.Errorf("PipelineRun %s/%s, named after this build, was created at %s, before the build started (%s): it is another build's; %s",
 			b.Namespace, b.Name, pr.CreationTimestamp.UTC().Format(time.RFC3339), ref.Started.UTC().Format(time.RFC3339), fix)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationBuildID: id}}})
+	annotations := map[string]string{AnnotationBuildID: id}
+	if ref.Check {
+		annotations[AnnotationCheck] = "true"
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,15 @@ type ContainerRecords interface {
 	// RemoveDestroyingContainers removes the worker's containers that the collector
 	// marked for destruction and that are not reported: they are gone.
 	RemoveDestroyingContainers(workerName string, handlesToIgnore []string) (int, error)
+	// FindDestroyingContainers lists the worker's containers that the collector marked
+	// for destruction: a worker destroys them.
+	FindDestroyingContainers(workerName string) ([]string, error)
+}
+
+// CheckRuns deletes the run of a check build whose container (a TaskRun, by name) the
+// ATC no longer wants: *TargetCheckRuns. Other containers' runs it leaves alone.
+type CheckRuns interface {
+	DeleteCheckRun(ctx context.Context, taskRun string) error
 }
 
 var _ ContainerRecords = db.ContainerRepository(nil)
@@ -70,6 +79,10 @@ type Reporter struct {
 	// none reported).
 	Handles Handles
 	Records ContainerRecords
+	// Checks, when set, deletes the runs of check builds whose containers the ATC marked
+	// destroying, as a worker destroys them; the runs of job and one-off builds stay
+	// for the sweeper.
+	Checks CheckRuns
 	// Volumes and VolumeRecords: the worker's volumes, and the ATC's records of them
 	// (nil: the worker has none).
 	Volumes       VolumeStore
@@ -108,6 +121,17 @@ func (r *Reporter) Run(ctx context.Context) error {
 func (r *Reporter) Report(ctx context.Context) error {
 	if r.Handles == nil || r.Records == nil {
 		return nil
+	}
+	if r.Checks != nil {
+		destroying, err := r.Records.FindDestroyingContainers(r.Worker)
+		if err != nil {
+			return err
+		}
+		for _, h := range destroying {
+			if err := r.Checks.DeleteCheckRun(ctx, h); err != nil {
+				r.Logger.Error("failed-to-delete-check-run", err, lager.Data{"handle": h})
+			}
+		}
 	}
 	handles, err := r.Handles.ContainerHandles(ctx)
 	if err != nil {

@@ -20,6 +20,17 @@ func (h handles) ContainerHandles(context.Context) ([]string, error) { return h.
 type records struct {
 	missing, removed [][]string
 	worker           string
+	destroying       []string
+}
+
+func (r *records) FindDestroyingContainers(string) ([]string, error) { return r.destroying, nil }
+
+// checkRuns records the runs it was asked to delete.
+type checkRuns struct{ deleted []string }
+
+func (c *checkRuns) DeleteCheckRun(_ context.Context, taskRun string) error {
+	c.deleted = append(c.deleted, taskRun)
+	return nil
 }
 
 func (r *records) UpdateContainersMissingSince(worker string, reported []string) error {
@@ -59,5 +70,20 @@ func TestReporter(t *testing.T) {
 	}
 	if got := rec.missing[1]; got == nil || len(got) != 0 {
 		t.Errorf("no containers reported as %#v; want an empty list", got)
+	}
+}
+
+// TestReporterDestroysCheckRuns: the containers the ATC marked destroying are destroyed
+// as a worker destroys them: their check runs are asked to go (CheckRuns leaves other
+// runs alone), before the containers are reported.
+func TestReporterDestroysCheckRuns(t *testing.T) {
+	rec := &records{destroying: []string{"check-1-pod-tr", "job-1-task-tr"}}
+	checks := &checkRuns{}
+	r := &Reporter{Worker: "tekton-ci", Handles: handles{list: []string{"job-1-task-tr"}}, Records: rec, Checks: checks, Logger: lagertest.NewTestLogger("report")}
+	if err := r.Report(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(checks.deleted, []string{"check-1-pod-tr", "job-1-task-tr"}) || len(rec.removed) != 1 {
+		t.Errorf("deleted %v, reported %+v; want both asked, then the report", checks.deleted, rec)
 	}
 }

@@ -220,6 +220,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		if t.garden != nil && atc.Containers != nil {
 			worker.GardenAddr = t.garden.Addr().String()
 			reporter.Handles, reporter.Records = t.backend.Client(), atc.Containers
+			reporter.Checks = tektonworker.TargetCheckRuns{Target: t.target}
 		}
 		if t.volumes != nil && atc.Volumes != nil && atc.WorkerPool != nil {
 			worker.BaggageclaimURL = "http://" + t.baggageclaim.Addr().String()

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/concourse-tekton/concourse-tekton/atc/tektonengine"
+	"github.com/concourse-tekton/concourse-tekton/atc/tektonworker"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -163,6 +164,9 @@ func TestStepperFactory(t *testing.T) {
 	rep := cmd.tekton.targets[0].reporter
 	if rep == nil || rep.Records != containers || rep.Worker != "tekton-from-context" {
 		t.Fatalf("reporter %+v; want the worker's containers reported to the ATC's records", rep)
+	}
+	if c, ok := rep.Checks.(tektonworker.TargetCheckRuns); !ok || c.Target != cmd.tekton.targets[0].target {
+		t.Errorf("reporter's check runs %#v; want the target's, deleted when their containers go", rep.Checks)
 	}
 	// So does its baggageclaim (fly execute's artifacts), its volumes in a directory of
 	// their own, reported too; the engine keeps artifacts on the ATC's workers.
