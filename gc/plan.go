@@ -61,6 +61,10 @@ type Rules struct {
 	// events elsewhere (the ATC's database). Otherwise one-off builds are kept, as
 	// Concourse keeps their logs.
 	OneOffsEnd bool
+	// KeepPodsOf is an annotation (none: empty) that marks the runs whose pods their
+	// starter keeps as long as it wants them, and deletes: the ATC's check runs, which
+	// are their checks' containers while it wants them.
+	KeepPodsOf string
 }
 
 // DefaultRules are Concourse's defaults: no retention unless a job sets one, pods of a
@@ -84,6 +88,7 @@ const (
 	ReasonOneOffGrace  = "a one-off build that ended within the one-off grace period"
 	ReasonOneOffEnded  = "a one-off build that ended, whose events its starter keeps"
 	ReasonSessionEnded = "its session ended"
+	ReasonStarterKeeps = "its run's starter keeps its pods while it wants them (KeepPodsOf)"
 	ReasonBuildGone    = "its build is gone"
 	ReasonImageInUse   = "a build's TaskRun pushed it"
 	ReasonImageShared  = "a kept tag has the same digest"
@@ -228,6 +233,8 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 		}
 		item := Item{Kind: KindPod, Name: p.Name, Run: b.run.Name, Build: b.name(), UID: p.UID}
 		switch {
+		case rules.KeepPodsOf != "" && b.run.Annotations[rules.KeepPodsOf] == "true":
+			item.Reason = ReasonStarterKeeps
 		case b.oneOff && now.Sub(b.ended) < rules.OneOffGrace:
 			item.Reason = ReasonOneOffGrace
 		case !b.oneOff && latestEnded[b.run.Name] && !b.succeeded && (rules.FailedGrace == 0 || now.Sub(b.ended) < rules.FailedGrace):

@@ -246,6 +246,18 @@ func TestPlanPods(t *testing.T) {
 	if !slices.Contains(names(d.Keep), "Pod/one-off-1-task-0-pod: "+ReasonOneOffGrace) {
 		t.Errorf("within the one-off grace period: keep %v", names(d.Keep))
 	}
+	// The pods of a run whose starter keeps them (the ATC's check runs) stay, whatever
+	// else the rules say of them.
+	for i := range objs.Runs {
+		if objs.Runs[i].Name == "app-lint-1" {
+			objs.Runs[i].Annotations = map[string]string{"concourse-ci.org/atc-check": "true"}
+		}
+	}
+	rules.KeepPodsOf = "concourse-ci.org/atc-check"
+	d = Plan(objs, rules, t0.Add(100*time.Hour))
+	if !slices.Contains(names(d.Keep), "Pod/app-lint-1-task-0-pod: "+ReasonStarterKeeps) || slices.Contains(d.Archive, "app-lint-1") {
+		t.Errorf("a check run's pods: keep %v, archive %v; want them kept", names(d.Keep), d.Archive)
+	}
 }
 
 func TestPlanImages(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"code.cloudfoundry.org/lager/v3"
 
+	"github.com/concourse-tekton/concourse-tekton/atc/tektonengine"
 	"github.com/concourse-tekton/concourse-tekton/gc"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
@@ -18,9 +19,10 @@ const DefaultSweepInterval = 10 * time.Minute
 // the cluster keeps the newest (its pods while it failed and is to be intercepted, within
 // failedGrace), the one whose volume holds the job's caches, and those running; one-off
 // builds go once they have ended for oneOffGrace; pods go once their build ended, as
-// Concourse's containers.
+// Concourse's containers, but a check build's, which are its check's container while the
+// ATC wants it (the worker's reporter deletes the run then).
 func ATCRules(failedGrace, oneOffGrace time.Duration) gc.Rules {
-	return gc.Rules{Defaults: gc.Defaults{MaxBuilds: 1}, FailedGrace: failedGrace, OneOffGrace: oneOffGrace, OneOffsEnd: true}
+	return gc.Rules{Defaults: gc.Defaults{MaxBuilds: 1}, FailedGrace: failedGrace, OneOffGrace: oneOffGrace, OneOffsEnd: true, KeepPodsOf: tektonengine.AnnotationCheck}
 }
 
 // Sweeper sweeps a target (gc.Sweep) at an interval while the web node runs, as

@@ -179,7 +179,7 @@ func TestStepperFactory(t *testing.T) {
 	if _, ok := f.Artifacts.(tektonengine.PoolArtifacts); !ok {
 		t.Errorf("artifacts %#v; want those of the ATC's worker pool", f.Artifacts)
 	}
-	if sw := cmd.tekton.targets[0].sweeper; sw == nil || sw.Interval != time.Minute || sw.Target != cmd.tekton.targets[0].target || sw.Options.Defaults.MaxBuilds != 1 || sw.Options.FailedGrace != 120*time.Hour {
+	if sw := cmd.tekton.targets[0].sweeper; sw == nil || sw.Interval != time.Minute || sw.Target != cmd.tekton.targets[0].target || sw.Options.Defaults.MaxBuilds != 1 || sw.Options.FailedGrace != 120*time.Hour || sw.Options.KeepPodsOf != tektonengine.AnnotationCheck {
 		t.Errorf("sweeper %+v; want the namespace swept every minute under the web node's rules", sw)
 	}
 	images := map[string]string{}
