@@ -139,3 +139,17 @@ func TestMalformedStateFiles(t *testing.T) {
 	join.Join = &runspec.Join{Tree: runspec.Node{ID: "x", Kind: runspec.KindLeaf}}
 	w.checkJoin(w.run(join), "j", runspec.Errored)
 }
+
+// TestRunStep: a prototype's run step does what Concourse 7's does (exec.RunStep): says
+// it is not implemented, pretends, and succeeds.
+func TestRunStep(t *testing.T) {
+	w := newWorld(t)
+	spec := w.spec(runspec.ModeRun, "1", "some-message")
+	spec.Run = &runspec.Run{Message: "some-message", Type: "some-prototype"}
+	r := w.run(spec)
+	w.checkRun(r, "1", runspec.Succeeded)
+	want := "\x1b[1;33mthe run step is not yet implemented\x1b[0m\n\n\x1b[1;34mpretending to run some-message on prototype some-prototype...\x1b[0m\n"
+	if r.stderr != want || r.stdout != "" {
+		t.Errorf("stderr %q, stdout %q; want %q", r.stderr, r.stdout, want)
+	}
+}

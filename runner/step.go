@@ -53,6 +53,7 @@ var bodies = map[runspec.Mode]body{
 	runspec.ModePut:         runPut,
 	runspec.ModeCheck:       runCheck,
 	runspec.ModeLoadVar:     runLoadVar,
+	runspec.ModeRun:         runRun,
 	runspec.ModeSetPipeline: runSetPipeline,
 	runspec.ModeResolve:     runResolve,
 	runspec.ModePublish:     runPublish,

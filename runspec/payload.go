@@ -74,6 +74,12 @@ type SetPipeline struct {
 	InstanceVars map[string]any `json:"instance_vars,omitempty"`
 }
 
+// Run is a run step: a message to a prototype (its type).
+type Run struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+}
+
 // Publish is the payload of ModePublish.
 type Publish struct {
 	// TaskPlanID is the task that runs the image: a failure to publish it is that task's

@@ -20,7 +20,10 @@ const (
 	ModeCheck       Mode = "check"
 	ModeLoadVar     Mode = "load_var"
 	ModeSetPipeline Mode = "set_pipeline"
-	ModeResolve     Mode = "resolve"
+	// ModeRun is the run step of a prototype, which Concourse 7 has not implemented: it
+	// says so and succeeds (exec.RunStep).
+	ModeRun     Mode = "run"
+	ModeResolve Mode = "resolve"
 	// ModePublish pushes an artifact holding an image (a task's `image:`) to the build's
 	// image registry, for the task's pod to pull it by digest.
 	ModePublish Mode = "publish"
@@ -97,6 +100,7 @@ type Spec struct {
 	Check       *Check       `json:"check,omitempty"`
 	LoadVar     *LoadVar     `json:"load_var,omitempty"`
 	SetPipeline *SetPipeline `json:"set_pipeline,omitempty"`
+	Run         *Run         `json:"run,omitempty"`
 	Resolve     *Resolve     `json:"resolve,omitempty"`
 	Publish     *Publish     `json:"publish,omitempty"`
 	Across      *Across      `json:"across,omitempty"`

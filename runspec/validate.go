@@ -19,6 +19,7 @@ func (s Spec) Validate() error {
 		ModeCheck:       s.Check != nil,
 		ModeLoadVar:     s.LoadVar != nil,
 		ModeSetPipeline: s.SetPipeline != nil,
+		ModeRun:         s.Run != nil,
 		ModeResolve:     s.Resolve != nil,
 		ModePublish:     s.Publish != nil,
 		ModeAcross:      s.Across != nil,

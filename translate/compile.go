@@ -315,7 +315,7 @@ func (c *compiler) compile(p *concourse.Plan, e cond, sc scope) *handle {
 	case p.Check != nil:
 		return c.check(p, e, sc)
 	case p.Run != nil:
-		c.fail(p, p.Run.Message, "the run step is experimental in Concourse and not supported here")
+		return c.run(p, e, sc)
 	case p.ArtifactInput != nil, p.ArtifactOutput != nil:
 		if c.opts.OneOff {
 			return c.artifact(p, e, sc)

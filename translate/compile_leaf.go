@@ -22,6 +22,14 @@ func (c *compiler) loadVar(p *concourse.Plan, e cond, sc scope) *handle {
 	return c.leaf(spec, c.opts.RunnerImage, taskVariant{}, nil, e)
 }
 
+// run is a prototype's run step, which Concourse 7 has not implemented (exec.RunStep): it
+// says so and succeeds, on no worker.
+func (c *compiler) run(p *concourse.Plan, e cond, sc scope) *handle {
+	spec := c.spec(runspec.ModeRun, p.ID, p.Run.Message, sc)
+	spec.Run = &runspec.Run{Message: p.Run.Message, Type: p.Run.Type}
+	return c.leaf(spec, c.opts.RunnerImage, taskVariant{}, nil, e)
+}
+
 func (c *compiler) setPipeline(p *concourse.Plan, e cond, sc scope) *handle {
 	sp := p.SetPipeline
 	spec := c.spec(runspec.ModeSetPipeline, p.ID, sp.Name, sc)
