@@ -148,6 +148,7 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 	for _, o := range options {
 		o(&cfg)
 	}
+	buildPipeline := meta.Pipeline
 	meta = meta.withDefaults()
 	if meta.Build == "" {
 		n, err := b.client.NextBuild(ctx, meta.Team, meta.Pipeline, meta.Job)
@@ -164,6 +165,10 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 	opts.BuildLogRetention = meta.Retention
 	opts.SuppliedCredentials = cfg.creds != nil
 	opts.OneOff = cfg.oneOff
+	if cfg.oneOff {
+		// A pipeline's one-off build (fly execute -j) is its pipeline's.
+		opts.BuildPipeline = buildPipeline
+	}
 	r, err := translate.Translate(plan, opts)
 	if err != nil {
 		return nil, fmt.Errorf("compiling build %s: %w", meta.Build, err)

@@ -261,7 +261,7 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 			// Each run gives it (see runspec.ParamBuildName, finish).
 			Name:         buildNamePlaceholder,
 			TeamName:     c.opts.Team,
-			PipelineName: c.jobField(c.opts.Pipeline),
+			PipelineName: c.pipelineField(),
 			InstanceVars: c.opts.InstanceVars,
 			JobName:      c.jobField(c.opts.Job),
 			ExternalURL:  c.opts.ExternalURL,

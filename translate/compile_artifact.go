@@ -31,7 +31,16 @@ func (c *compiler) artifact(p *concourse.Plan, e cond, sc scope) *handle {
 	return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindDo, Steps: []runspec.Node{}}, name: "artifact", entry: e, success: &e}
 }
 
-// jobField is a pipeline or job name as the build's steps see it: none in a one-off build.
+// pipelineField is the pipeline's name as the build's steps see it: a one-off build's is
+// the pipeline it belongs to, if any.
+func (c *compiler) pipelineField() string {
+	if c.opts.OneOff {
+		return c.opts.BuildPipeline
+	}
+	return c.opts.Pipeline
+}
+
+// jobField is the job's name as the build's steps see it: none in a one-off build.
 func (c *compiler) jobField(name string) string {
 	if c.opts.OneOff {
 		return ""

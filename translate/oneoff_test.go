@@ -75,6 +75,18 @@ func TestOneOff(t *testing.T) {
 		t.Errorf("the same input gave different bytes")
 	}
 
+	// A pipeline's one-off build (fly execute -j) is its pipeline's: its steps see the
+	// pipeline, and no job, as Concourse's steps see a pipeline build's.
+	withPipeline := opts
+	withPipeline.Pipeline, withPipeline.BuildPipeline = "app", "app"
+	r, err = translate.Translate(plan, withPipeline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := stepSpec(t, r.PipelineRun.Spec.PipelineSpec.Tasks[0]); spec.Build.PipelineName != "app" || spec.Build.JobName != "" {
+		t.Errorf("the pipeline's one-off task sees pipeline %q, job %q; want app, none", spec.Build.PipelineName, spec.Build.JobName)
+	}
+
 	opts.OneOff = false
 	if _, err := translate.Translate(plan, opts); err == nil || !strings.Contains(err.Error(), "artifact inputs and outputs are for one-off builds") {
 		t.Errorf("a job build with artifact inputs: err = %v", err)

@@ -20,6 +20,10 @@ type Options struct {
 	// from it), its PipelineRun carries its Pipeline's spec (no other build shares it),
 	// and its plan may hold artifact inputs and outputs (Result.ArtifactInputs).
 	OneOff bool
+	// BuildPipeline is the pipeline a one-off build belongs to (fly execute -j, whose
+	// build is its pipeline's), which its steps see (BUILD_PIPELINE_NAME), as Concourse's
+	// steps see a pipeline build's; empty: none.
+	BuildPipeline string
 	// InstanceVars are the pipeline's instance vars, if it is an instanced pipeline.
 	InstanceVars map[string]any
 	// BuildLogRetention is the job's (concourse.JobConfig.LogRetention), kept on its
