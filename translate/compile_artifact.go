@@ -41,9 +41,9 @@ func (c *compiler) pipelineField() string {
 }
 
 // jobField is the job's name as the build's steps see it: none in a one-off build.
-func (c *compiler) jobField(name string) string {
+func (c *compiler) jobField() string {
 	if c.opts.OneOff {
 		return ""
 	}
-	return name
+	return c.opts.Job
 }

@@ -13,38 +13,38 @@ import (
 
 // DeleteCheckRun deletes the PipelineRun of the TaskRun taskRun on target, with its
 // TaskRuns and pods, if it is a check build's (AnnotationCheck): the container of a
-// check, which the ATC no longer wants. One that is gone already, or of another build,
-// stays as it is.
-func DeleteCheckRun(ctx context.Context, target *tektonrun.Target, taskRun string) error {
+// check, which the ATC no longer wants. It says whether it was; one that is gone
+// already, or of another build, is not, and stays as it is.
+func DeleteCheckRun(ctx context.Context, target *tektonrun.Target, taskRun string) (bool, error) {
 	ns := target.Namespace
 	tr, err := target.Tekton.TektonV1().TaskRuns(ns).Get(ctx, taskRun, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("finding the run of container %s: %w", taskRun, err)
+		return false, fmt.Errorf("finding the run of container %s: %w", taskRun, err)
 	}
 	name := tr.Labels[pipeline.PipelineRunLabelKey]
 	if name == "" {
-		return nil
+		return false, nil
 	}
 	runs := target.Tekton.TektonV1().PipelineRuns(ns)
 	pr, err := runs.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("finding the run of container %s: %w", taskRun, err)
+		return false, fmt.Errorf("finding the run of container %s: %w", taskRun, err)
 	}
 	if pr.Annotations[AnnotationCheck] != "true" {
-		return nil
+		return false, nil
 	}
 	policy := metav1.DeletePropagationBackground
 	err = runs.Delete(ctx, pr.Name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &pr.UID}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting check run %s/%s: %w", ns, pr.Name, err)
+		return true, fmt.Errorf("deleting check run %s/%s: %w", ns, pr.Name, err)
 	}
-	return nil
+	return true, nil
 }
 
 // CheckRunDeleter deletes the check run of a container (a TaskRun) on a worker: *Pool.
@@ -59,7 +59,8 @@ var _ CheckRunDeleter = (*Pool)(nil)
 func (p *Pool) DeleteCheckRun(ctx context.Context, worker, taskRun string) error {
 	for _, w := range p.Workers {
 		if w.Name == worker {
-			return DeleteCheckRun(ctx, w.Target, taskRun)
+			_, err := DeleteCheckRun(ctx, w.Target, taskRun)
+			return err
 		}
 	}
 	return nil

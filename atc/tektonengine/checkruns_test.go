@@ -36,9 +36,9 @@ func TestDeleteCheckRun(t *testing.T) {
 	tekton := tektonfake.NewSimpleClientset(objects...)
 	target := tektonrun.NewTargetFromClients("ci", k8sfake.NewClientset(), tekton)
 	ctx := context.Background()
-	for _, h := range []string{"app-check-repo-12-check-tr", "app-unit-3-task-tr", "gone-tr"} {
-		if err := DeleteCheckRun(ctx, target, h); err != nil {
-			t.Errorf("%s: %v", h, err)
+	for h, want := range map[string]bool{"app-check-repo-12-check-tr": true, "app-unit-3-task-tr": false, "gone-tr": false} {
+		if check, err := DeleteCheckRun(ctx, target, h); err != nil || check != want {
+			t.Errorf("%s: %v, %v; want a check's: %v", h, check, err, want)
 		}
 	}
 	runs := tekton.TektonV1().PipelineRuns("ci")

@@ -36,9 +36,10 @@ type containers struct {
 	build   db.Build
 	steps   map[atc.PlanID]stepContainer
 	done    map[string]bool // handles recorded
-	// owner owns the container of a step (nil: the build's step, as the containers of
-	// job and one-off builds are owned).
-	owner func(atc.PlanID) db.ContainerOwner
+	// session, when set, owns the container of the check of plan sessionPlan (a check
+	// build's check of a resource); every other step's is its build's step's.
+	session     db.ContainerOwner
+	sessionPlan atc.PlanID
 	// deleter deletes the run of a check container that another replaces (nil: none).
 	deleter CheckRunDeleter
 }
@@ -63,13 +64,8 @@ func newCheckContainers(workers ContainerWorkers, build db.Build, plan atc.Plan,
 		c.deleter = deleter
 	}
 	if base := config.OriginBaseResourceType(); base != nil {
-		owner := db.NewResourceConfigCheckSessionContainerOwner(config.ID(), base.ID, checkContainerExpiries)
-		c.owner = func(id atc.PlanID) db.ContainerOwner {
-			if id == plan.ID {
-				return owner
-			}
-			return nil
-		}
+		c.session = db.NewResourceConfigCheckSessionContainerOwner(config.ID(), base.ID, checkContainerExpiries)
+		c.sessionPlan = plan.ID
 	}
 	return c
 }
@@ -166,13 +162,11 @@ func (c *containers) create(workerName string, id atc.PlanID, handle string, ste
 			meta.PipelineInstanceVars = string(b)
 		}
 		var owner db.ContainerOwner = db.NewBuildStepContainerOwner(c.build.ID(), id, c.build.TeamID())
-		if c.owner != nil {
-			if o := c.owner(id); o != nil {
-				if err := c.replacePrevious(worker, o, handle); err != nil {
-					return err
-				}
-				owner = o
+		if c.session != nil && id == c.sessionPlan {
+			if err := c.replacePrevious(worker, c.session, handle); err != nil {
+				return err
 			}
+			owner = c.session
 		}
 		if creating, err = worker.CreateContainer(handleOwner{ContainerOwner: owner, handle: handle}, meta); err != nil {
 			return err

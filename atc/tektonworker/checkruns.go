@@ -15,6 +15,6 @@ type TargetCheckRuns struct {
 var _ CheckRuns = TargetCheckRuns{}
 
 // DeleteCheckRun is tektonengine.DeleteCheckRun on the target.
-func (c TargetCheckRuns) DeleteCheckRun(ctx context.Context, taskRun string) error {
+func (c TargetCheckRuns) DeleteCheckRun(ctx context.Context, taskRun string) (bool, error) {
 	return tektonengine.DeleteCheckRun(ctx, c.Target, taskRun)
 }

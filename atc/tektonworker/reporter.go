@@ -25,9 +25,10 @@ type ContainerRecords interface {
 }
 
 // CheckRuns deletes the run of a check build whose container (a TaskRun, by name) the
-// ATC no longer wants: *TargetCheckRuns. Other containers' runs it leaves alone.
+// ATC no longer wants, and says whether it was one: *TargetCheckRuns. Other containers'
+// runs it leaves alone.
 type CheckRuns interface {
-	DeleteCheckRun(ctx context.Context, taskRun string) error
+	DeleteCheckRun(ctx context.Context, taskRun string) (bool, error)
 }
 
 var _ ContainerRecords = db.ContainerRepository(nil)
@@ -87,6 +88,10 @@ type Reporter struct {
 	// (nil: the worker has none).
 	Volumes       VolumeStore
 	VolumeRecords VolumeRecords
+
+	// notChecks are the destroying containers Checks said are no check's: a job build's
+	// stays destroying for as long as its pods are kept, and is not asked about again.
+	notChecks map[string]bool
 	// Interval between reports (zero: DefaultInterval).
 	Interval time.Duration
 	Logger   lager.Logger
@@ -127,9 +132,19 @@ func (r *Reporter) Report(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		known := r.notChecks
+		r.notChecks = map[string]bool{}
 		for _, h := range destroying {
-			if err := r.Checks.DeleteCheckRun(ctx, h); err != nil {
+			if known[h] {
+				r.notChecks[h] = true
+				continue
+			}
+			check, err := r.Checks.DeleteCheckRun(ctx, h)
+			switch {
+			case err != nil:
 				r.Logger.Error("failed-to-delete-check-run", err, lager.Data{"handle": h})
+			case !check:
+				r.notChecks[h] = true
 			}
 		}
 	}

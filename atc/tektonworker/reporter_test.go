@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"code.cloudfoundry.org/lager/v3/lagertest"
@@ -28,9 +29,9 @@ func (r *records) FindDestroyingContainers(string) ([]string, error) { return r.
 // checkRuns records the runs it was asked to delete.
 type checkRuns struct{ deleted []string }
 
-func (c *checkRuns) DeleteCheckRun(_ context.Context, taskRun string) error {
+func (c *checkRuns) DeleteCheckRun(_ context.Context, taskRun string) (bool, error) {
 	c.deleted = append(c.deleted, taskRun)
-	return nil
+	return strings.HasPrefix(taskRun, "check-"), nil
 }
 
 func (r *records) UpdateContainersMissingSince(worker string, reported []string) error {
@@ -85,5 +86,14 @@ func TestReporterDestroysCheckRuns(t *testing.T) {
 	}
 	if !slices.Equal(checks.deleted, []string{"check-1-pod-tr", "job-1-task-tr"}) || len(rec.removed) != 1 {
 		t.Errorf("deleted %v, reported %+v; want both asked, then the report", checks.deleted, rec)
+	}
+	// A job build's container stays destroying while its pods are kept: it is not a
+	// check's, and is asked about once.
+	rec.destroying = []string{"job-1-task-tr", "check-2-pod-tr"}
+	if err := r.Report(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(checks.deleted, []string{"check-1-pod-tr", "job-1-task-tr", "check-2-pod-tr"}) {
+		t.Errorf("asked about %v; want job-1-task-tr once", checks.deleted)
 	}
 }

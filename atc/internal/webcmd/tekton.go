@@ -205,6 +205,9 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 	if cmd.RunCommand != nil { // the web node's --gc-* flags
 		failed, oneOff = cmd.GC.FailedGracePeriod, cmd.GC.OneOffBuildGracePeriod
 	}
+	// The workers keep fly execute's artifacts on their volumes, which the ATC's worker
+	// pool reaches.
+	keepsArtifacts := atc.WorkerPool != nil && atc.Volumes != nil
 	pool := &tektonengine.Pool{}
 	for _, t := range cmd.tekton.targets {
 		opts := t.options
@@ -222,7 +225,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 			reporter.Handles, reporter.Records = t.backend.Client(), atc.Containers
 			reporter.Checks = tektonworker.TargetCheckRuns{Target: t.target}
 		}
-		if t.volumes != nil && atc.Volumes != nil && atc.WorkerPool != nil {
+		if t.volumes != nil && keepsArtifacts {
 			worker.BaggageclaimURL = "http://" + t.baggageclaim.Addr().String()
 			reporter.Volumes, reporter.VolumeRecords = t.volumes, atc.Volumes
 		}
@@ -253,7 +256,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": t.worker, "tags": t.tags})
 	}
 	factory := &tektonengine.StepperFactory{Runs: pool, Checks: checks, SetPipelines: pipelines, Fallback: fallback, Containers: atc.Workers}
-	if atc.WorkerPool != nil && atc.Volumes != nil {
+	if keepsArtifacts {
 		factory.Artifacts = tektonengine.PoolArtifacts{Pool: *atc.WorkerPool}
 	}
 	return factory
