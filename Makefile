@@ -19,7 +19,7 @@ help: ## List the targets.
 VERSION  ?= dev
 RUNNER_IMAGE ?= ghcr.io/concourse-tekton/runner:$(VERSION)
 CLI_IMAGE ?= ghcr.io/concourse-tekton/concourse-tekton:$(VERSION)
-LDFLAGS  := -s -w -X github.com/concourse-tekton/concourse-tekton/internal/cli.Version=$(VERSION)
+LDFLAGS  := -s -w -X github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd.Version=$(VERSION)
 
 .PHONY: build
 build: ## Build the binaries into ./bin.

@@ -33,7 +33,7 @@ func main() { os.Stdout.WriteString("hello\n") }
 
 // build builds the main package of the directory src the way `make build` does, and
 // returns the binary.
-func build(b *testing.B, src, bin string) string {
+func build(b testing.TB, src, bin string) string {
 	b.Helper()
 	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, ".")
 	cmd.Dir = src

@@ -51,7 +51,7 @@ func (s *streams) checkTarget(ctx context.Context, o tektonrun.TargetOptions, ou
 		return err
 	}
 	if !r.OK() {
-		return &exitError{code: 1}
+		return &exitError{Code: 1}
 	}
 	return nil
 }

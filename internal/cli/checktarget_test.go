@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
@@ -174,7 +175,7 @@ func TestCheckTarget(t *testing.T) {
 			} else if diff := cmp.Diff(tc.want, strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")); diff != "" {
 				t.Errorf("stdout (-want +got):\n%s", diff)
 			}
-			wantOpts := tektonrun.TargetOptions{Kubeconfig: "/k/config", Context: "lab", Namespace: "ci", QPS: 5, Burst: 100, UserAgent: "concourse-tekton/" + Version}
+			wantOpts := tektonrun.TargetOptions{Kubeconfig: "/k/config", Context: "lab", Namespace: "ci", QPS: 5, Burst: 100, UserAgent: "concourse-tekton/" + pipelinecmd.Version}
 			if diff := cmp.Diff(wantOpts, *opts); diff != "" {
 				t.Errorf("target options (-want +got):\n%s", diff)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/outdir"
+	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/varuse"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
@@ -87,7 +88,7 @@ set-pipeline stores them in the pipeline's config. A var whose name looks like a
 // registerCompile registers the flags that say how a pipeline is compiled: vars, names,
 // images, scheduling and volumes.
 func (f *convertFlags) registerCompile(cmd *cobra.Command) {
-	f.vars.register(cmd)
+	f.vars.Register(cmd)
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.inputs, "input", "i", nil, "an artifact's local directory, as name=dir, to read `file:` task configs from at convert time (repeatable)")
 	fl.StringVar(&f.pipelineName, "pipeline", "", "the pipeline's name (default: the file's name without extension)")
@@ -206,7 +207,7 @@ func (f *convertFlags) flagOptions() (translate.Options, map[string]fs.FS, error
 // loadVars reads the pipeline and the options to compile it with, and the static vars
 // interpolated into the pipeline.
 func (s *streams) loadVars(path string, f *convertFlags) (*concourse.Pipeline, translate.Options, []varuse.Var, error) {
-	p, used, err := s.loadPipelineVars(path, &f.vars)
+	p, used, err := s.pipelines().LoadPipelineVars(path, &f.vars)
 	if err != nil {
 		return nil, translate.Options{}, nil, err
 	}
@@ -233,7 +234,7 @@ type converted struct {
 // its Pipelines and PipelineRuns, or into the -o directory. When any pipeline fails,
 // every failure is reported and nothing is written.
 func (s *streams) convert(paths []string, f *convertFlags) error {
-	if err := stdinOnce(paths); err != nil {
+	if err := pipelinecmd.StdinOnce(paths); err != nil {
 		return err
 	}
 	if len(paths) > 1 {
@@ -244,7 +245,7 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 		if len(f.jobs) > 0 {
 			return errors.New("-j selects the jobs of one pipeline: give one PIPELINE with it")
 		}
-		if _, err := f.vars.build(); err != nil {
+		if _, err := f.vars.Build(); err != nil {
 			return err
 		}
 		if _, _, err := f.flagOptions(); err != nil {
@@ -299,19 +300,11 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 	s.warnPlainText(held)
 	var secrets []string
 	for _, c := range convs {
-		fmt.Fprintf(s.err, "converted %s of %s\n", plural(c.jobs, "job"), c.file)
+		fmt.Fprintf(s.err, "converted %s of %s\n", pipelinecmd.Plural(c.jobs, "job"), c.file)
 		secrets = append(secrets, c.secrets...)
 	}
 	if len(secrets) > 0 {
 		fmt.Fprintf(s.err, "credentials are read at run time from these Secrets, where they exist: %s\n", strings.Join(uniq(secrets), ", "))
-	}
-	return nil
-}
-
-// stdinOnce refuses standard input given twice: the second read would find it empty.
-func stdinOnce(paths []string) error {
-	if n := slices.Index(paths, "-"); n >= 0 && slices.Contains(paths[n+1:], "-") {
-		return errors.New("- (standard input) is given more than once: give it once")
 	}
 	return nil
 }

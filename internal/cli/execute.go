@@ -87,7 +87,7 @@ detaches.`,
 	fl.StringVarP(&f.inputsFrom, "inputs-from", "j", "", "take the inputs not given with -i from a job of the namespace, as PIPELINE/JOB: its get steps, at the versions its latest builds fetched")
 	fl.StringArrayVarP(&f.mappings, "input-mapping", "m", nil, "with -j, take a task input from the job's input of another name, as TASK_INPUT=JOB_INPUT (repeatable)")
 	fl.StringVar(&f.image, "image", "", "with -j, run the task in the image the job's input of this name fetches")
-	f.compile.vars.register(cmd)
+	f.compile.vars.Register(cmd)
 	fl.StringVar(&f.compile.team, "team", "main", "the team the build belongs to")
 	fl.StringVar(&f.compile.runnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
 	fl.StringArrayVar(&f.compile.resourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
@@ -145,11 +145,11 @@ type oneOff struct {
 // the name -m maps it to); the outputs to download (-o). jobInput (nil without -j) looks
 // the job's inputs up. Nothing on the cluster is touched.
 func (s *streams) executePlan(f *executeFlags, args []string, cwd string, jobInput func(string) (tektonrun.JobInput, bool)) (*oneOff, error) {
-	vf, err := f.compile.vars.build()
+	vf, err := f.compile.vars.Build()
 	if err != nil {
 		return nil, err
 	}
-	name, data, err := s.readInput(f.config)
+	name, data, err := s.pipelines().ReadInput(f.config)
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +343,7 @@ func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun
 	stopUploads()
 	if err != nil {
 		if interrupted {
-			return &exitError{code: exitDetached, err: errors.New("interrupted before the build started: nothing was left on the cluster")}
+			return &exitError{Code: exitDetached, Err: errors.New("interrupted before the build started: nothing was left on the cluster")}
 		}
 		var unsupported *translate.UnsupportedError
 		if errors.As(err, &unsupported) {
@@ -368,7 +368,7 @@ func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun
 	}
 	watchErr := s.watch(ctx, build, f.watch, signals)
 	var ee *exitError
-	if errors.As(watchErr, &ee) && ee.code == exitDetached {
+	if errors.As(watchErr, &ee) && ee.Code == exitDetached {
 		return watchErr
 	}
 	if err := s.download(ctx, build, outputs); err != nil {

@@ -108,7 +108,7 @@ func TestExecutePlan(t *testing.T) {
 			s := &streams{out: &strings.Builder{}, err: &strings.Builder{}}
 			f := tt.flags
 			f.config = task
-			f.compile.vars.vars = []string{"image=busybox", "script=echo hi"}
+			f.compile.vars.Vars = []string{"image=busybox", "script=echo hi"}
 			o, err := s.executePlan(&f, tt.args, tt.cwd, tt.job)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -78,7 +78,7 @@ func (s *streams) gc(ctx context.Context, o tektonrun.TargetOptions, opts gc.Opt
 		return err
 	}
 	if len(r.Failed) > 0 {
-		return &exitError{code: 1}
+		return &exitError{Code: 1}
 	}
 	return nil
 }

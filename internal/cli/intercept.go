@@ -113,7 +113,7 @@ func (s *streams) intercept(ctx context.Context, build string, command []string,
 	err = client.Intercept(ctx, ctr, o)
 	var exit *tektonrun.ExitError
 	if errors.As(err, &exit) {
-		return &exitError{code: exit.Status}
+		return &exitError{Code: exit.Status}
 	}
 	return err
 }

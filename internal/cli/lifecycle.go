@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
@@ -75,7 +76,7 @@ leaving the target retiring.`,
 // target opens the target o names, as check-target does.
 func (s *streams) target(o tektonrun.TargetOptions) (*tektonrun.Target, error) {
 	if o.UserAgent == "" {
-		o.UserAgent = "concourse-tekton/" + Version
+		o.UserAgent = "concourse-tekton/" + pipelinecmd.Version
 	}
 	return newTarget(o)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/internal/render"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
@@ -141,7 +142,7 @@ func newBackend(to tektonrun.TargetOptions, opts translate.Options) (*tektonrun.
 // dialTarget is the target the flags name, with our user agent.
 func dialTarget(to tektonrun.TargetOptions) (*tektonrun.Target, error) {
 	if to.UserAgent == "" {
-		to.UserAgent = "concourse-tekton/" + Version
+		to.UserAgent = "concourse-tekton/" + pipelinecmd.Version
 	}
 	return tektonrun.NewTarget(to)
 }
@@ -193,7 +194,7 @@ func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFla
 	select {
 	case <-detached:
 		fmt.Fprintf(s.err, "detached: build %s goes on; follow it with `concourse-tekton events %s -n %s`\n", build.Name, build.Name, build.Namespace)
-		return &exitError{code: exitDetached}
+		return &exitError{Code: exitDetached}
 	default:
 	}
 	if err != nil {
@@ -203,7 +204,7 @@ func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFla
 	// have, but the exit code must not say succeeded then) takes the status it returned.
 	exit.Observe(event.Status{Status: status})
 	if code := exit.Code(); code != 0 {
-		return &exitError{code: code}
+		return &exitError{Code: code}
 	}
 	return nil
 }
