@@ -332,8 +332,9 @@ func (s *step) registerOutputs(outputs map[string]string, mapping map[string]str
 	return nil
 }
 
-// cache is a task cache: where the task sees it and where the job keeps it.
-type cache struct{ dir, store string }
+// cache is a task cache: its config path, where the task sees it and where the job
+// keeps it.
+type cache struct{ path, dir, store string }
 
 // stageCaches gives the task a private copy of each cache (empty the first time), made
 // for its user.
@@ -343,6 +344,9 @@ func (s *step) stageCaches(cfg concourse.TaskConfig, wd string, owner *volumeOwn
 		dir := resolvePath(wd, c.Path)
 		store := filepath.Join(s.paths.Volume, runspec.CachePath(s.spec.Name, c.Path))
 		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("mounting cache %s: %w", c.Path, err)
+		}
+		if err := s.clearIfUnrecorded(c.Path, store); err != nil {
 			return nil, fmt.Errorf("mounting cache %s: %w", c.Path, err)
 		}
 		if _, err := os.Stat(store); err == nil {
@@ -355,7 +359,7 @@ func (s *step) stageCaches(cfg concourse.TaskConfig, wd string, owner *volumeOwn
 		if err := owner.give(dir); err != nil {
 			return nil, fmt.Errorf("mounting cache %s: %w", c.Path, err)
 		}
-		caches = append(caches, cache{dir: dir, store: store})
+		caches = append(caches, cache{path: c.Path, dir: dir, store: store})
 	}
 	return caches, nil
 }
@@ -388,7 +392,68 @@ func (s *step) saveCaches(caches []cache) error {
 			return fmt.Errorf("saving cache %s: %w", c.dir, err)
 		}
 	}
-	return nil
+	return s.recordCaches(caches)
+}
+
+// cacheRecords are the ATC's records of the step's task caches (nil: not recorded, or
+// not a job build, whose caches are not kept).
+func (s *step) cacheRecords() *runspec.CacheRecords {
+	if s.spec.Task == nil || s.spec.Build.JobName == "" {
+		return nil
+	}
+	return s.spec.Task.CacheRecords
+}
+
+// clearIfUnrecorded empties the job's cache of path when its record is gone: the ATC
+// deletes a cache's record when it is cleared (fly clear-task-cache), and when the job
+// is paused or its pipeline archived, as a worker then loses the cache's volume.
+func (s *step) clearIfUnrecorded(path, store string) error {
+	rec := s.cacheRecords()
+	if rec == nil {
+		return nil
+	}
+	stamp, err := os.ReadFile(filepath.Join(s.paths.Volume, runspec.CacheStampPath(s.spec.Name, path)))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if rec.CacheKept(path, string(stamp)) {
+		return nil
+	}
+	return os.RemoveAll(store)
+}
+
+// maxCachesResult bounds the caches result, beside the task's other results in Tekton's
+// 4 KiB (resultBudget): a cache path left out of it is never recorded, and so never
+// stamped (clearIfUnrecorded keeps it).
+const maxCachesResult = 2048
+
+// recordCaches stamps the caches the task saved (runspec.CacheRecords) and lists their
+// paths in the caches result, for the ATC to record those it has no record of.
+func (s *step) recordCaches(caches []cache) error {
+	rec := s.cacheRecords()
+	if rec == nil || len(caches) == 0 {
+		return nil
+	}
+	var paths []string
+	for _, c := range caches {
+		if listed, _ := json.Marshal(append(paths, c.path)); resultSize(listed) > maxCachesResult {
+			s.logf("too many caches to record: %s and the ones after it cannot be cleared with fly clear-task-cache", c.path)
+			break
+		}
+		paths = append(paths, c.path)
+		stamp := filepath.Join(s.paths.Volume, runspec.CacheStampPath(s.spec.Name, c.path))
+		if err := state.MkdirShared(filepath.Dir(stamp)); err != nil {
+			return fmt.Errorf("saving cache %s: %w", c.dir, err)
+		}
+		if err := os.WriteFile(stamp, []byte(rec.Stamp(c.path)), 0o644); err != nil {
+			return fmt.Errorf("saving cache %s: %w", c.dir, err)
+		}
+	}
+	listed, err := json.Marshal(paths)
+	if err != nil {
+		return err
+	}
+	return s.writeResult(runspec.ResultCaches, listed)
 }
 
 // processEnv is the environment of a task's process, run as cred: taskEnv, USER for a

@@ -261,6 +261,48 @@ func TestTaskCaches(t *testing.T) {
 	}
 }
 
+// TestRecordedTaskCaches runs builds of a job whose task caches the ATC records, each
+// with the records it would find: a cache whose record is gone or made again was
+// cleared (fly clear-task-cache) and starts empty; one saved before its record was made
+// is kept once the record is there, and cleared when it never came.
+func TestRecordedTaskCaches(t *testing.T) {
+	w := newWorld(t)
+	cfg := shConfig("cat .cache/n 2>/dev/null || echo none; echo $((${RUN}+0)) > .cache/n", map[string]any{"caches": []any{map[string]any{"path": ".cache"}}})
+	for i, tt := range []struct {
+		records map[string]int // nil: not recorded
+		want    string
+	}{
+		{records: map[string]int{}, want: "none\n"},
+		{records: map[string]int{".cache": 7}, want: "1\n"},
+		{records: map[string]int{".cache": 7}, want: "2\n"},
+		{records: map[string]int{}, want: "none\n"},
+		{records: map[string]int{}, want: "none\n"},
+		{records: map[string]int{".cache": 9, "other": 3}, want: "5\n"},
+		{records: nil, want: "6\n"},
+		{records: map[string]int{".cache": 10}, want: "none\n"},
+		{records: map[string]int{".cache": 10}, want: "8\n"},
+	} {
+		run := strconv.Itoa(i + 1)
+		spec := w.taskSpec(run, "t", cfg)
+		spec.Task.Params = map[string]any{"RUN": run}
+		if tt.records != nil {
+			spec.Task.CacheRecords = &runspec.CacheRecords{IDs: tt.records}
+		}
+		r := w.run(spec)
+		w.checkRun(r, run, runspec.Succeeded)
+		if r.stdout != tt.want {
+			t.Errorf("build %s with records %v saw the cache hold %q, want %q", run, tt.records, r.stdout, tt.want)
+		}
+		wantResult := `[".cache"]`
+		if tt.records == nil {
+			wantResult = ""
+		}
+		if got := w.result(run, runspec.ResultCaches); got != wantResult {
+			t.Errorf("build %s: caches result %q, want %q", run, got, wantResult)
+		}
+	}
+}
+
 func TestExitStatusResult(t *testing.T) {
 	tests := []struct {
 		script string

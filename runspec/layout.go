@@ -45,6 +45,9 @@ const (
 	// resourceCache), holding data/ (what the get fetched), result.json and used (the
 	// build that used it last).
 	ResourceCachesDir = CachesDir + "/%resources"
+	// CacheStampsDir holds, for a job whose task caches the ATC records, the stamp of
+	// each task cache (runspec.CacheRecords): CacheStampPath.
+	CacheStampsDir = CachesDir + "/%stamps"
 )
 
 // ArtifactPath is where a step's artifact lives on the build volume when it is not
@@ -62,6 +65,11 @@ func WorkPath(planID string) string {
 // CachePath is where a job build keeps a task cache.
 func CachePath(stepName, cachePath string) string {
 	return path.Join(CachesDir, Escape(stepName), Escape(cachePath))
+}
+
+// CacheStampPath is where a job build keeps the stamp of a task cache.
+func CacheStampPath(stepName, cachePath string) string {
+	return path.Join(CacheStampsDir, Escape(stepName), Escape(cachePath))
 }
 
 // State paths, relative to the state directory.

@@ -67,6 +67,9 @@ const (
 	ResultImage      = "image"
 	ResultConfig     = "config"
 	ResultCount      = "count"
+	// ResultCaches are the cache paths of a task whose caches are recorded
+	// (Task.CacheRecords), as a JSON list.
+	ResultCaches = "caches"
 	// ResultVars is, with supplied credentials, the ((vars)) a task file read at run
 	// time needs from the build's starter: its resolve step lists them (JSON, sorted
 	// references, never a value), and the starter answers with the task's vars Secret

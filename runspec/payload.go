@@ -1,5 +1,7 @@
 package runspec
 
+import "strconv"
+
 // Task is a task step. The config's ((vars)) are left for run time; the runner interpolates
 // them strictly with the build's vars.
 type Task struct {
@@ -16,6 +18,43 @@ type Task struct {
 	OutputMapping map[string]string `json:"output_mapping,omitempty"`
 	// Privileged is informational: the pod's security context is the translator's.
 	Privileged bool `json:"privileged,omitempty"`
+	// CacheRecords, when set, are the records of the job's task caches that the ATC's
+	// database holds for this step (Concourse's task_caches rows): a cache whose record
+	// is gone was cleared (fly clear-task-cache) and starts empty.
+	CacheRecords *CacheRecords `json:"cache_records,omitempty"`
+}
+
+// CacheRecords are the records of a task step's caches: the ID of each cache path's
+// record (none yet for a cache path that has none). The runner stamps each cache it
+// saves with its record's ID, or with CacheUnrecorded when it has none yet, and writes
+// the task's cache paths in its caches result, for the ATC to record.
+type CacheRecords struct {
+	IDs map[string]int `json:"ids,omitempty"`
+}
+
+// CacheUnrecorded stamps a cache saved before its record was made.
+const CacheUnrecorded = "unrecorded"
+
+// CacheKept tells whether the cache stamped stamp (its record's ID, CacheUnrecorded, or
+// "" when it never was) still has its record: a stamped cache whose record is gone, or
+// was made again, was cleared. A cache never stamped is kept.
+func (r *CacheRecords) CacheKept(path, stamp string) bool {
+	id, recorded := r.IDs[path]
+	switch stamp {
+	case "":
+		return true
+	case CacheUnrecorded:
+		return recorded
+	}
+	return recorded && stamp == strconv.Itoa(id)
+}
+
+// Stamp is what the runner stamps the cache of path with once it has saved it.
+func (r *CacheRecords) Stamp(path string) string {
+	if id, ok := r.IDs[path]; ok {
+		return strconv.Itoa(id)
+	}
+	return CacheUnrecorded
 }
 
 // Get is a get step (or the implicit get after a put, or an image get).

@@ -285,6 +285,9 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 	defer c.taskOutputs(t, t.Config)
 	spec := c.spec(runspec.ModeTask, p.ID, t.Name, sc.withTimeout(p.ID, t.Timeout))
 	spec.Task = &runspec.Task{Vars: t.Vars, InputMapping: t.InputMapping, OutputMapping: t.OutputMapping, Privileged: t.Privileged}
+	if c.opts.TaskCaches != nil && !c.opts.OneOff {
+		spec.Task.CacheRecords = &runspec.CacheRecords{IDs: c.opts.TaskCaches[t.Name]}
+	}
 	if len(t.Params) > 0 {
 		spec.Task.Params = map[string]any{}
 		for k, v := range t.Params {

@@ -24,6 +24,12 @@ type Options struct {
 	// build is its pipeline's), which its steps see (BUILD_PIPELINE_NAME), as Concourse's
 	// steps see a pipeline build's; empty: none.
 	BuildPipeline string
+	// TaskCaches, when not nil, are the records an ATC's database holds of the job's task
+	// caches: by step name, the ID of each cache path's record. Each task of the job gets
+	// its step's (runspec.Task.CacheRecords): a cache whose record is gone starts empty,
+	// and the task lists its cache paths (runspec.ResultCaches) for the ATC to record.
+	// nil: the caches are not recorded, and are kept until the job's volume goes.
+	TaskCaches map[string]map[string]int
 	// InstanceVars are the pipeline's instance vars, if it is an instanced pipeline.
 	InstanceVars map[string]any
 	// BuildLogRetention is the job's (concourse.JobConfig.LogRetention), kept on its

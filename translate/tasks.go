@@ -179,6 +179,7 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 			{Name: runspec.ResultImage, Type: v1.ResultsTypeString, Description: "the image a resolve step found for its task"},
 			{Name: runspec.ResultConfig, Type: v1.ResultsTypeString, Description: "the task config a resolve step read (JSON), when it is small"},
 			{Name: runspec.ResultExitStatus, Type: v1.ResultsTypeString, Description: "the exit status of the step's process"},
+			{Name: runspec.ResultCaches, Type: v1.ResultsTypeString, Description: "the cache paths of a task whose caches are recorded (JSON)"},
 			{Name: runspec.ResultError, Type: v1.ResultsTypeString, Description: "why the step did not finish: interrupted, timeout exceeded or a message"},
 		},
 		Workspaces: []v1.WorkspaceDeclaration{{Name: runspec.Workspace, MountPath: runspec.DefaultVolume, Description: "the build's volume"}},

@@ -255,3 +255,46 @@ func TestPipelineSameForEveryBuild(t *testing.T) {
 		}
 	}
 }
+
+// TestTaskCacheRecords compiles a job with the ATC's records of its task caches: each
+// task gets its own step's (none when its step has none), and a build compiled without
+// records, or a one-off build, gets none.
+func TestTaskCacheRecords(t *testing.T) {
+	records := map[string]map[string]int{"s": {".cache": 4, "other": 9}, "jn": {"c": 2}, "gone": {"x": 1}}
+	for _, tt := range []struct {
+		name    string
+		opts    translate.Options
+		records bool
+	}{
+		{name: "recorded", opts: translate.Options{TaskCaches: records}, records: true},
+		{name: "none recorded yet", opts: translate.Options{TaskCaches: map[string]map[string]int{}}, records: true},
+		{name: "not recorded"},
+		{name: "one-off", opts: translate.Options{TaskCaches: records, OneOff: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := translateFile(t, filepath.Join("testdata", "hooks", "pipeline.yml"), "test", tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			validate(t, r)
+			tasks := 0
+			for _, pt := range append(r.Pipeline.Spec.Tasks, r.Pipeline.Spec.Finally...) {
+				spec := specOf(t, pt)
+				if spec.Mode != runspec.ModeTask {
+					continue
+				}
+				tasks++
+				var want *runspec.CacheRecords
+				if tt.records {
+					want = &runspec.CacheRecords{IDs: tt.opts.TaskCaches[spec.Name]}
+				}
+				if diff := cmp.Diff(want, spec.Task.CacheRecords); diff != "" {
+					t.Errorf("%s (step %s): cache records (-want +got):\n%s", pt.Name, spec.Name, diff)
+				}
+			}
+			if tasks == 0 {
+				t.Fatal("no task step compiled")
+			}
+		})
+	}
+}
