@@ -103,9 +103,24 @@ type Build struct {
 type RunOption func(*runConfig)
 
 type runConfig struct {
-	oneOff  bool
-	uploads ArtifactSource
-	creds   vars.Variables
+	oneOff     bool
+	uploads    ArtifactSource
+	creds      vars.Variables
+	taskCaches map[string]map[string]int
+}
+
+// WithTaskCaches has the build's tasks use the records an ATC holds of the job's task
+// caches (translate.Options.TaskCaches): by step name, the ID of each cache path's
+// record; a cache whose record is gone (fly clear-task-cache) starts empty. Once the
+// build has ended, Build.TaskCaches lists the caches its tasks used, for the ATC to
+// record those it has no record of. nil records none (an empty map: none yet).
+func WithTaskCaches(records map[string]map[string]int) RunOption {
+	return func(c *runConfig) {
+		c.taskCaches = records
+		if c.taskCaches == nil {
+			c.taskCaches = map[string]map[string]int{}
+		}
+	}
 }
 
 // WithCredentials has creds supply the build's credentials, as an ATC's credential manager
@@ -165,6 +180,7 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 	opts.BuildLogRetention = meta.Retention
 	opts.SuppliedCredentials = cfg.creds != nil
 	opts.OneOff = cfg.oneOff
+	opts.TaskCaches = cfg.taskCaches
 	if cfg.oneOff {
 		// A pipeline's one-off build (fly execute -j) is its pipeline's.
 		opts.BuildPipeline = buildPipeline
@@ -274,6 +290,37 @@ func (c *Client) checkedVersions(ctx context.Context, run string) ([]concourse.V
 		}
 	}
 	return nil, nil
+}
+
+// TaskCaches lists, by step name, the cache paths of the build's tasks whose caches are
+// recorded (WithTaskCaches), as each reported them once it had saved them; a task that
+// never got that far lists none.
+func (b *Build) TaskCaches(ctx context.Context) (map[string][]string, error) {
+	trs, err := b.client.target.Tekton.TektonV1().TaskRuns(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + b.Name})
+	if err != nil {
+		return nil, fmt.Errorf("reading the results of build %s: %w", b.Name, err)
+	}
+	caches := map[string][]string{}
+	for i := range trs.Items {
+		tr := &trs.Items[i]
+		s, ok := decodeSpec(tr)
+		if !ok || s.Mode != runspec.ModeTask {
+			continue
+		}
+		var paths []string
+		if err := json.Unmarshal([]byte(result(tr, runspec.ResultCaches)), &paths); err != nil {
+			continue
+		}
+		for _, p := range paths {
+			if !slices.Contains(caches[s.Name], p) {
+				caches[s.Name] = append(caches[s.Name], p)
+			}
+		}
+	}
+	for _, paths := range caches {
+		slices.Sort(paths)
+	}
+	return caches, nil
 }
 
 // checkResults reads a check step's versions from its versions and version results: the
