@@ -79,6 +79,9 @@
 //	                                /tmp/build/get, a task's outputs) are registered in place
 //	caches/<step name>/<cache path>/ the task caches of a job build (Concourse keys them by
 //	                                job, step name and path; the volume is the job's)
+//	caches/%resources/<key>/        the job's resource caches (ResourceCachesDir)
+//	caches/%stamps/<step name>/<cache path>  the ID of the ATC's record of a task cache
+//	                                the task saved it with, or "unrecorded" (CacheRecords)
 //	state/
 //	  aborted                       the abort marker: the build was aborted
 //	  outcomes/<plan>               the outcome word of a leaf (or of a join's composite)

@@ -55,6 +55,10 @@ type StepperFactory struct {
 	// Artifacts, when set, keeps one-off builds' artifacts: the inputs fly execute
 	// uploads, the outputs it downloads (nil: a build with either errors).
 	Artifacts Artifacts
+	// TaskCaches, when set, are the ATC's records of jobs' task caches, which job builds
+	// honour and add to, so that fly clear-task-cache clears them (nil: a job's caches
+	// are kept until its volumes go).
+	TaskCaches TaskCaches
 	// Settle and AbortRetry: see DefaultSettle and DefaultAbortRetry (zero: those).
 	Settle     time.Duration
 	AbortRetry time.Duration
@@ -134,6 +138,7 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 		return false, fmt.Errorf("encoding the build plan: %w", err)
 	}
 	ref := Ref(s.build).WithCredentials(state)
+	ref.TaskCaches = s.taskCacheRecords(runCtx, logger)
 	if ref.OneOff {
 		ref.Uploads = s.artifactSource()
 	}
@@ -226,6 +231,7 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 		return false, exec.Retriable{Cause: err}
 	}
 	logger.Info("ended", lager.Data{"status": status})
+	s.recordTaskCaches(runCtx, logger, run)
 	if err := s.saveOutputs(runCtx, logger, run); err != nil {
 		logger.Error("failed-to-save-outputs", err)
 		return false, err

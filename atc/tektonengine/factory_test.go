@@ -89,6 +89,9 @@ type fakeRun struct {
 	// worker is the run's; outputs the content of the outputs its steps made, by name.
 	worker  string
 	outputs map[string]string
+	// caches are the task caches its tasks used, by step; cachesErr fails TaskCaches.
+	caches    map[string][]string
+	cachesErr error
 }
 
 func newRun(status event.BuildStatus, events ...event.Event) *fakeRun {
@@ -142,6 +145,10 @@ func (r *fakeRun) Events(ctx context.Context, emit func(tektonrun.Event) error) 
 func (r *fakeRun) CheckedVersion(context.Context) (map[string]string, error) { return r.version, nil }
 
 func (r *fakeRun) Worker() string { return r.worker }
+
+func (r *fakeRun) TaskCaches(context.Context) (map[string][]string, error) {
+	return r.caches, r.cachesErr
+}
 
 func (r *fakeRun) Outputs(_ context.Context, names []string, save func(string, io.Reader) error) error {
 	for _, name := range names {

@@ -58,6 +58,9 @@ type Run interface {
 	Delete(ctx context.Context) error
 	// Worker is the worker the run is on ("": not known).
 	Worker() string
+	// TaskCaches lists, by step name, the paths of the task caches the run's tasks used,
+	// once it has ended, when it was started with records of them (BuildRef.TaskCaches).
+	TaskCaches(ctx context.Context) (map[string][]string, error)
 	// Outputs hands save, one after the other, each of the outputs names of a one-off
 	// build that has ended, as a tar stream of its contents; one the build never made
 	// is left out. An error of save stops it and is returned.
@@ -91,6 +94,10 @@ type BuildRef struct {
 	// Check says the build is a check build: its run is annotated so
 	// (AnnotationCheck).
 	Check bool
+	// TaskCaches, when not nil, are the ATC's records of the job's task caches
+	// (tektonrun.WithTaskCaches): its tasks clear the caches whose records are gone, and
+	// report the ones they used (Run.TaskCaches). nil: the caches are not recorded.
+	TaskCaches map[string]map[string]int
 }
 
 // WithCredentials is the ref with the build's credentials resolved by creds (see
@@ -153,6 +160,9 @@ func (r *backendRuns) Start(ctx context.Context, plan []byte, ref BuildRef) (Run
 	var opts []tektonrun.RunOption
 	if ref.Credentials != nil {
 		opts = append(opts, tektonrun.WithCredentials(atcVars{ref.Credentials}))
+	}
+	if ref.TaskCaches != nil {
+		opts = append(opts, tektonrun.WithTaskCaches(ref.TaskCaches))
 	}
 	if ref.OneOff {
 		opts = append(opts, tektonrun.OneOff(ref.Uploads))
@@ -296,6 +306,10 @@ func (r *backendRun) CheckedVersion(ctx context.Context) (map[string]string, err
 }
 
 func (r *backendRun) Worker() string { return "" }
+
+func (r *backendRun) TaskCaches(ctx context.Context) (map[string][]string, error) {
+	return r.build.TaskCaches(ctx)
+}
 
 func (r *backendRun) Outputs(ctx context.Context, names []string, save func(string, io.Reader) error) error {
 	artifacts, err := r.build.Artifacts(ctx)

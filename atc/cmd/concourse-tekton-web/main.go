@@ -41,6 +41,7 @@ func main() {
 			Volumes:     config.VolumeRepository,
 			WorkerPool:  &config.WorkerPool,
 			ExternalURL: config.ExternalURL,
+			TaskCaches:  tektonengine.DBTaskCaches{Conn: config.Conn, Factory: config.TaskCacheFactory},
 		}
 		return cmd.Web.StepperFactory(config.Logger, config.Default, atc, checks, pipelines)
 	}

@@ -171,7 +171,8 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 }
 
 // ATC is what of the web node its Kubernetes side works with: its database's workers,
-// containers and volumes, its worker pool (which reaches the workers' volumes), its URL.
+// containers, volumes and task caches, its worker pool (which reaches the workers' volumes),
+// its URL.
 type ATC struct {
 	Workers    db.WorkerFactory
 	Containers db.ContainerRepository
@@ -180,6 +181,9 @@ type ATC struct {
 	// (fly execute's inputs and outputs).
 	WorkerPool  *worker.Pool
 	ExternalURL string
+	// TaskCaches are the records of jobs' task caches, which job builds honour, so that
+	// fly clear-task-cache clears them (nil: not recorded).
+	TaskCaches tektonengine.TaskCaches
 }
 
 // StepperFactory is the build engine's StepperFactory, for the hook
@@ -255,7 +259,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		pool.Workers = append(pool.Workers, tektonengine.Worker{Name: t.worker, Tags: t.tags, Target: t.target, Runs: tektonengine.NewRuns(t.backend, builds)})
 		logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": t.worker, "tags": t.tags})
 	}
-	factory := &tektonengine.StepperFactory{Runs: pool, Checks: checks, SetPipelines: pipelines, Fallback: fallback, Containers: atc.Workers}
+	factory := &tektonengine.StepperFactory{Runs: pool, Checks: checks, SetPipelines: pipelines, Fallback: fallback, Containers: atc.Workers, TaskCaches: atc.TaskCaches}
 	if keepsArtifacts {
 		factory.Artifacts = tektonengine.PoolArtifacts{Pool: *atc.WorkerPool}
 	}
