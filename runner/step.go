@@ -173,7 +173,10 @@ func (s *step) execute(ctx context.Context) runspec.Outcome {
 	if g.watchAbort || len(g.groups) > 0 {
 		go s.watch(ctx, cancel, g)
 	}
-	ok, err := bodies[s.spec.Mode](ctx, s)
+	ok, err := false, s.mirroredImageEnv(ctx, s.spec.MirroredImage)
+	if err == nil {
+		ok, err = bodies[s.spec.Mode](ctx, s)
+	}
 	switch {
 	case err == nil && ok:
 		return runspec.Succeeded

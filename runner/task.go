@@ -177,6 +177,12 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 	if cfg.Run.Path == "" {
 		return false, errors.New("the task config has no run.path (image entrypoints are not supported)")
 	}
+	if t.Config == nil && s.spec.MirroredImage == nil {
+		// Read as the build ran: its resolve step chose the image.
+		if err := s.mirroredImageEnv(ctx, taskMirroredImage(cfg)); err != nil {
+			return false, err
+		}
+	}
 	wd := workDir(s.opts.tmpBuild, s.spec.Name)
 	inputs, err := s.taskInputs(cfg, t.InputMapping, wd)
 	if err != nil {

@@ -176,3 +176,20 @@ type Join struct {
 type Verdict struct {
 	Tree Node `json:"tree"`
 }
+
+// MirroredImage is an image fetched by the mock resource mirroring itself (mirror_self):
+// a chain of fetches, each run with the environment the one before it gave (its image's
+// metadata.json), the first in the mock's own image; or an artifact such a fetch made,
+// whose metadata.json gives the environment.
+type MirroredImage struct {
+	Fetches []ImageFetch `json:"fetches,omitempty"`
+	// Artifact is the name of the artifact a get fetched the image into.
+	Artifact string `json:"artifact,omitempty"`
+}
+
+// ImageFetch is a check (when Version is nil: its latest version) and a get of an image.
+type ImageFetch struct {
+	Source  map[string]any    `json:"source,omitempty"`
+	Params  map[string]any    `json:"params,omitempty"`
+	Version map[string]string `json:"version,omitempty"`
+}

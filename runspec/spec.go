@@ -93,6 +93,12 @@ type Spec struct {
 	// nothing else: what Concourse's step would say where the cluster cannot run it (a
 	// resource step of a base type no image is known for).
 	Error string `json:"error,omitempty"`
+	// MirroredImage, when set, is how the step's image came to be: the mock resource
+	// fetching itself (mirror_self), which the step runs as the mock's own image. The
+	// runner fetches it first, in the step's own container, to give the step the
+	// environment the fetched image's metadata.json sets, as Concourse gives a container
+	// its image's.
+	MirroredImage *MirroredImage `json:"mirrored_image,omitempty"`
 
 	Task        *Task        `json:"task,omitempty"`
 	Get         *Get         `json:"get,omitempty"`

@@ -190,6 +190,9 @@ type compiler struct {
 	// image the get that fetched it from a registry names (a result reference). Any other
 	// artifact is published to the build's registry for the task (publish).
 	images map[string]string
+	// mirrored are the artifacts in images that are the mock resource fetching itself:
+	// a task that runs one reads its metadata.json (runspec.MirroredImage.Artifact).
+	mirrored map[string]bool
 	// publishes counts the publish steps: the Pipeline then takes the image registry.
 	publishes int
 	// origins map the IDs the compiler makes (an across substep's renumbered nodes, a get's

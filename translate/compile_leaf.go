@@ -152,6 +152,41 @@ func runsMock(typ string, ti concourse.TypeImage) bool {
 	return mirror && runsMock(g.Type, g.TypeImage)
 }
 
+// mirrorChain is the chain of fetches that makes a type's image when it is the mock
+// resource fetching itself (the image resourceImage runs as the mock's own), innermost
+// first; none for any other image.
+func (c *compiler) mirrorChain(ti concourse.TypeImage) []runspec.ImageFetch {
+	if ti.GetPlan == nil || ti.GetPlan.Get == nil {
+		return nil
+	}
+	g := ti.GetPlan.Get
+	if mirror, _ := g.Source["mirror_self"].(bool); !mirror || !runsMock(g.Type, g.TypeImage) {
+		return nil
+	}
+	if _, ok := c.opts.ResourceImages["mock"]; !ok {
+		return nil
+	}
+	return append(c.mirrorChain(g.TypeImage), imageFetch(g))
+}
+
+// mirroredTypeImage is the image of a resource step of a type whose image is the mock
+// resource fetching itself, for its runner to fetch (nil: any other image).
+func (c *compiler) mirroredTypeImage(ti concourse.TypeImage) *runspec.MirroredImage {
+	if chain := c.mirrorChain(ti); chain != nil {
+		return &runspec.MirroredImage{Fetches: chain}
+	}
+	return nil
+}
+
+// imageFetch is the fetch of an image by its get.
+func imageFetch(g *concourse.GetPlan) runspec.ImageFetch {
+	f := runspec.ImageFetch{Source: g.Source, Params: g.Params}
+	if g.Version != nil {
+		f.Version = *g.Version
+	}
+	return f
+}
+
 func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	g := p.Get
 	img, before, ok := c.resourceImage(p, g.Name, g.Type, g.TypeImage, e, sc)
@@ -160,6 +195,7 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	}
 	spec := c.spec(runspec.ModeGet, p.ID, g.Name, sc.withTimeout(p.ID, g.Timeout))
 	spec.Get = &runspec.Get{Type: g.Type, Resource: g.Resource, Source: g.Source, Params: g.Params}
+	spec.MirroredImage = c.mirroredTypeImage(g.TypeImage)
 	if g.Version != nil {
 		spec.Get.Version = *g.Version
 	}
@@ -217,14 +253,16 @@ func (c *compiler) prepared(id string, before []*handle, step *handle) *handle {
 // a registry image's fetch names its image, which a task runs as it is; any other
 // artifact a task runs is published first.
 func (c *compiler) producedBy(name, typ, task string, source concourse.Source) {
+	delete(c.mirrored, name)
 	if typ == "registry-image" || typ == "docker-image" {
 		c.images[name] = "$(tasks." + task + ".results.image)"
 		return
 	}
 	if mirror, _ := source["mirror_self"].(bool); typ == "mock" && mirror {
-		// Concourse's test resource fetches itself: its artifact is its own image.
+		// Concourse's test resource fetches itself: its artifact is its own image, whose
+		// metadata.json the task's runner reads.
 		if img, ok := c.opts.ResourceImages["mock"]; ok {
-			c.images[name] = img
+			c.images[name], c.mirrored[name] = img, true
 			return
 		}
 	}
@@ -250,6 +288,7 @@ func (c *compiler) checkIn(p *concourse.Plan, img string, e cond, sc scope) *han
 	ck := p.Check
 	spec := c.spec(runspec.ModeCheck, p.ID, ck.Name, sc)
 	spec.Check = &runspec.Check{Type: ck.Type, Resource: ck.Resource, Source: ck.Source, FromVersion: ck.FromVersion}
+	spec.MirroredImage = c.mirroredTypeImage(ck.TypeImage)
 	return c.leaf(spec, img, taskVariant{privileged: ck.TypeImage.Privileged}, ck.Tags, e)
 }
 
@@ -264,6 +303,7 @@ func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
 	// defaults to all inputs if not specified").
 	spec.Put = &runspec.Put{Type: pp.Type, Resource: pp.Resource, Source: pp.Source, Params: pp.Params,
 		Inputs: runspec.InputsAll, ExposeBuildCreatedBy: pp.ExposeBuildCreatedBy}
+	spec.MirroredImage = c.mirroredTypeImage(pp.TypeImage)
 	if in := pp.Inputs; in != nil {
 		switch {
 		case in.All:
@@ -318,6 +358,9 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 	if name := t.ImageArtifactName; name != "" {
 		if ref, ok := c.images[name]; ok {
 			image = ref
+			if c.mirrored[name] {
+				spec.MirroredImage = &runspec.MirroredImage{Artifact: name}
+			}
 		} else {
 			pub := c.publish(p, name, e, sc)
 			before, image = append(before, pub), "$(tasks."+pub.leaf+".results.image)"
@@ -344,11 +387,11 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 		}
 	}
 	if image == "" {
-		img, fetch, ok := c.taskImage(p, t.Name, cfg, c.after(before, e), sc)
+		img, fetch, mirrored, ok := c.taskImage(p, t.Name, cfg, c.after(before, e), sc)
 		if !ok {
 			return stub(p.ID, runspec.KindLeaf, t.Name, e)
 		}
-		before, image = append(before, fetch...), img
+		before, image, spec.MirroredImage = append(before, fetch...), img, mirrored
 	}
 	task := c.leaf(spec, image, variant, t.Tags, c.after(before, e))
 	id := string(p.ID) + "/image"
@@ -393,6 +436,7 @@ func (c *compiler) taskOutputs(t *concourse.TaskPlan, cfg *concourse.TaskConfig)
 			name = m
 		}
 		delete(c.images, name)
+		delete(c.mirrored, name)
 	}
 }
 
@@ -413,13 +457,17 @@ func imageNeedsVars(cfg *concourse.TaskConfig) bool {
 // taskImage is the image of a task whose config is known: its image_resource or its
 // rootfs_uri. An image_resource of another type than registry-image is fetched when the
 // build runs, as Concourse fetches it: the steps returned run first, entered with e.
-func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.TaskConfig, e cond, sc scope) (string, []*handle, bool) {
+// The mock resource fetching itself is the mock's own image, which the task's runner
+// fetches first for its metadata (the runspec.MirroredImage returned).
+func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.TaskConfig, e cond, sc scope) (string, []*handle, *runspec.MirroredImage, bool) {
 	if ir := cfg.ImageResource; ir != nil && typeRunsMock(ir.Type, p.Task.ResourceTypes, 0) {
 		// Concourse's test resource (or a custom type whose image it is, through
 		// mirror_self): with mirror_self its image is its own.
 		if mirror, _ := ir.Source["mirror_self"].(bool); mirror {
 			if img, ok := c.opts.ResourceImages["mock"]; ok {
-				return img, nil, true
+				get, _ := planner.FetchImagePlan(p.ID, *ir, p.Task.ResourceTypes, p.Task.Tags, p.Task.CheckSkipInterval)
+				fetches := append(c.mirrorChain(get.Get.TypeImage), imageFetch(get.Get))
+				return img, nil, &runspec.MirroredImage{Fetches: fetches}, true
 			}
 		}
 	}
@@ -427,23 +475,24 @@ func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.Task
 		img, reason := imageFromResource(ir.Type, ir.Source, ir.Version)
 		switch {
 		case reason == "":
-			return img, nil, true
+			return img, nil, nil, true
 		case ir.Type == "registry-image" || ir.Type == "docker-image":
 			c.fail(p, step, "its image_resource cannot be run here: %s", reason)
-			return "", nil, false
+			return "", nil, nil, false
 		}
 		get, check := planner.FetchImagePlan(p.ID, *ir, p.Task.ResourceTypes, p.Task.Tags, p.Task.CheckSkipInterval)
-		return c.fetchImage(p, check, &get, e, sc)
+		img, before, ok := c.fetchImage(p, check, &get, e, sc)
+		return img, before, nil, ok
 	}
 	if cfg.RootfsURI != "" {
 		if img, ok := imageFromRootfsURI(cfg.RootfsURI); ok {
-			return img, nil, true
+			return img, nil, nil, true
 		}
 		c.fail(p, step, "rootfs_uri %q is not a docker:/// image", cfg.RootfsURI)
-		return "", nil, false
+		return "", nil, nil, false
 	}
 	c.fail(p, step, "the task has no image: give its config an image_resource or a rootfs_uri")
-	return "", nil, false
+	return "", nil, nil, false
 }
 
 func mergeLimits(cfg, step *concourse.ContainerLimits) concourse.ContainerLimits {

@@ -1,6 +1,7 @@
 package translate_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -164,4 +165,72 @@ func specOf(t *testing.T, pt v1.PipelineTask) runspec.Spec {
 	}
 	t.Fatalf("%s has no spec", pt.Name)
 	return runspec.Spec{}
+}
+
+// TestMirroredImages: a step whose image is the mock resource fetching itself (run as
+// the mock's own image) is told the fetches that make it, innermost first, for its
+// runner to give it the fetched image's environment: a resource step of a custom type
+// (and a get's check), a task's image_resource, a task that runs a get's artifact.
+func TestMirroredImages(t *testing.T) {
+	const pipeline = `resource_types:
+- {name: custom-resource-type, type: mock, source: {mirror_self: true, initial_version: type-v}}
+- {name: of-custom, type: custom-resource-type, source: {mirror_self: true}}
+- {name: from-registry, type: registry-image, source: {repository: example.com/type}}
+resources:
+- {name: r, type: of-custom, source: {initial_version: a}}
+- {name: img, type: mock, source: {mirror_self: true}}
+- {name: plain, type: from-registry, source: {}}
+jobs:
+- name: test
+  plan:
+  - get: r
+  - put: r
+  - get: img
+  - get: plain
+  - task: own
+    config:
+      platform: linux
+      image_resource: {type: mock, source: {mirror_self: true}, params: {p: 1}, version: {version: pinned}}
+      run: {path: env}
+  - task: custom
+    config:
+      platform: linux
+      image_resource: {type: custom-resource-type, source: {mirror_self: true, initial_version: image-version}}
+      run: {path: env}
+  - task: artifact
+    image: img
+    config: {platform: linux, run: {path: env}}
+  - task: registry
+    config:
+      platform: linux
+      image_resource: {type: registry-image, source: {repository: busybox}}
+      run: {path: env}
+`
+	typeFetch := runspec.ImageFetch{Source: map[string]any{"mirror_self": true, "initial_version": "type-v"}}
+	ofCustomFetch := runspec.ImageFetch{Source: map[string]any{"mirror_self": true}}
+	want := map[string]*runspec.MirroredImage{
+		"check-r":       {Fetches: []runspec.ImageFetch{typeFetch, ofCustomFetch}},
+		"get-r":         {Fetches: []runspec.ImageFetch{typeFetch, ofCustomFetch}},
+		"put-r":         {Fetches: []runspec.ImageFetch{typeFetch, ofCustomFetch}},
+		"get-r-2":       {Fetches: []runspec.ImageFetch{typeFetch, ofCustomFetch}},
+		"task-own":      {Fetches: []runspec.ImageFetch{{Source: map[string]any{"mirror_self": true}, Params: map[string]any{"p": json.Number("1")}, Version: map[string]string{"version": "pinned"}}}},
+		"task-custom":   {Fetches: []runspec.ImageFetch{typeFetch, {Source: map[string]any{"mirror_self": true, "initial_version": "image-version"}}}},
+		"task-artifact": {Artifact: "img"},
+	}
+	opts := translate.Options{ResourceImages: map[string]string{"mock": "example.com/mock:v1"}}
+	_, r, err := translateJob(t, pipeline, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, r)
+	got := map[string]*runspec.MirroredImage{}
+	for _, pt := range r.Pipeline.Spec.Tasks {
+		if spec := specOf(t, pt); spec.MirroredImage != nil {
+			got[pt.Name] = spec.MirroredImage
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("mirrored images (-want +got):\n%s\nsteps: %v", diff, stepImages(r))
+	}
+
 }
