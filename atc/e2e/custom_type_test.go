@@ -25,7 +25,8 @@ var gitResourceImage = envOr("E2E_GIT_IMAGE", "e2e.invalid/git-resource:v1")
 // TestCustomResourceType: checks of resources of a custom resource type run on the
 // cluster as Concourse runs them: the type's check first, then the resource's in the
 // type's image. So do checks of the type itself, of a type whose type is a custom type,
-// and lidar's own; the versions found trigger a job that gets the resources.
+// and lidar's own; the versions found trigger a job that gets the resources, and runs a
+// task in an image the mock fetches of itself.
 func TestCustomResourceType(t *testing.T) {
 	dumpOnFailure(t)
 	t.Parallel()
@@ -62,6 +63,11 @@ jobs:
       run:
         path: sh
         args: [-c, 'echo got $(cat custom-resource/version): $(cat custom-resource/hello.txt), and $(cat chained/version)']
+  - task: mirrored
+    config:
+      platform: linux
+      image_resource: {type: custom-resource-type, source: {mirror_self: true, initial_version: image-version}}
+      run: {path: sh, args: [-c, 'echo mirrored $MIRRORED_VERSION']}
 `, busybox()))
 	// chained is checked every 10 s: a pod or two each time, while the other tests run.
 	t.Cleanup(func() {
@@ -85,8 +91,9 @@ jobs:
 	eventually(t, "lidar to find chained-v1", 3*time.Minute, func(context.Context) (bool, error) {
 		return slices.Equal(versions(t, "custom/chained"), []string{"chained-v1"}), nil
 	})
-	// The job gets both.
-	inOrder(t, watchBuild(t, "custom", "use", "1"), "got custom-v1: hi from a custom type, and chained-v1", "succeeded")
+	// The job gets both. A task whose image is the mock fetching itself, through the
+	// custom type, has the environment the fetched image's metadata.json gives.
+	inOrder(t, watchBuild(t, "custom", "use", "1"), "got custom-v1: hi from a custom type, and chained-v1", "mirrored image-version", "succeeded")
 }
 
 // TestCheckSavesEveryVersion: a check from a version gives that version and every one
