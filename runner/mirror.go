@@ -80,7 +80,13 @@ func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 		}
 		version = versions[len(versions)-1]
 	}
-	dir, err := os.MkdirTemp("", "image-")
+	// On the build's volume: the mock copies its root file system but the top-level
+	// directory its destination is in, and the volume is the step's biggest mount.
+	parent := filepath.Join(s.paths.Volume, runspec.WorkDir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp(parent, runspec.Escape(s.spec.PlanID)+"%image-")
 	if err != nil {
 		return err
 	}

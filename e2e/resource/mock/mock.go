@@ -297,7 +297,9 @@ func createFiles(dest string, files map[string]any) error {
 }
 
 // mirrorSelf copies this container's root filesystem to dest/rootfs with the image
-// metadata Concourse needs to run a task on it.
+// metadata Concourse needs to run a task on it. What is mounted into the container (a
+// pod's volumes: a build's volume, Secrets) is not the image's: an empty directory
+// stands for each top-level mount.
 func mirrorSelf(dest, version string, log io.Writer) error {
 	rootfs := filepath.Join(dest, "rootfs")
 	if err := os.MkdirAll(rootfs, 0o755); err != nil {
@@ -307,11 +309,12 @@ func mirrorSelf(dest, version string, log io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("reading /: %w", err)
 	}
+	mounts := mountPoints()
 	for _, e := range entries {
 		dst := filepath.Join(rootfs, e.Name())
-		switch e.Name() {
-		case "tmp", "dev", "proc", "sys":
-			// Do not recurse into ourselves or copy kernel file systems.
+		switch {
+		case e.Name() == "tmp", e.Name() == "dev", e.Name() == "proc", e.Name() == "sys", mounts["/"+e.Name()] && e.IsDir():
+			// Do not recurse into ourselves, or copy kernel file systems or volumes.
 			if err := os.MkdirAll(dst, 0o755); err != nil {
 				return fmt.Errorf("creating %s: %w", dst, err)
 			}
@@ -334,6 +337,22 @@ func mirrorSelf(dest, version string, log io.Writer) error {
 		return fmt.Errorf("writing metadata.json: %w", err)
 	}
 	return nil
+}
+
+// mountPoints are the mount points of this process's mount namespace
+// (/proc/self/mountinfo); none where it cannot be read.
+func mountPoints() map[string]bool {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	points := map[string]bool{}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] != "/" {
+			points[f[4]] = true
+		}
+	}
+	return points
 }
 
 // capSysAdmin is CAP_SYS_ADMIN's bit in /proc/self/status's CapEff.

@@ -217,3 +217,11 @@ func TestPrivilegedFromStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestMountPoints reads the process's mount points, which mirror_self does not copy.
+func TestMountPoints(t *testing.T) {
+	points := mountPoints()
+	if !points["/proc"] || points["/"] {
+		t.Errorf("mount points %v: want /proc, not /", points)
+	}
+}
