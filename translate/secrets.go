@@ -46,18 +46,14 @@ type Credential struct {
 }
 
 // refsOf lists the references to credentials in a step's spec: its ((vars)) but the local
-// ones, in no particular order.
+// ones, in the order of the spec's JSON.
 func refsOf(spec runspec.Spec) []vars.Reference {
 	buf, err := json.Marshal(spec)
 	if err != nil || !bytes.Contains(buf, []byte("((")) {
 		return nil
 	}
-	var raw any
-	if err := json.Unmarshal(buf, &raw); err != nil {
-		return nil
-	}
 	var refs []vars.Reference
-	walkStrings(raw, func(s string) {
+	stringsWith(buf, "((", func(s string) {
 		for _, n := range vars.Names(s) {
 			if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
 				refs = append(refs, ref)
@@ -65,6 +61,35 @@ func refsOf(spec runspec.Spec) []vars.Reference {
 		}
 	})
 	return refs
+}
+
+// stringsWith calls f with each string of the JSON document doc, object keys included,
+// that holds sub, unescaped: a scan of doc's strings, with no value built for the rest.
+// sub must be of bytes that encoding/json never escapes, as "((" is.
+func stringsWith(doc []byte, sub string, f func(string)) {
+	for i := 0; i < len(doc); i++ {
+		if doc[i] != '"' {
+			continue
+		}
+		end, escaped := i+1, false
+		for end < len(doc) && doc[end] != '"' {
+			if doc[end] == '\\' {
+				end, escaped = end+1, true
+			}
+			end++
+		}
+		if end >= len(doc) {
+			return // unterminated: not JSON
+		}
+		if lit := doc[i : end+1]; bytes.Contains(lit, []byte(sub)) {
+			if !escaped {
+				f(string(lit[1 : len(lit)-1]))
+			} else if s := ""; json.Unmarshal(lit, &s) == nil {
+				f(s)
+			}
+		}
+		i = end
+	}
 }
 
 // suppliedKeys lists the keys of the build's Secret a step's ((vars)) read, sorted, when
