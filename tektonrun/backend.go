@@ -262,31 +262,42 @@ func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 	}
 	res.Status = status
 	res.Stdout, res.Stderr = logs[0].String(), logs[1].String()
-	if res.Version == nil {
-		// A check's versions are no event's: they are its TaskRun's results.
-		if res.Versions, err = b.client.checkedVersions(ctx, b.Name); err != nil {
-			return nil, err
-		}
-		if n := len(res.Versions); n > 0 {
-			res.Version = res.Versions[n-1]
-		}
+	// A check's versions are no event's: they are its TaskRun's results. They are the
+	// build's result even when an image's get, fetching the type's image, finished with
+	// a version of its own.
+	versions, err := b.client.checkedVersions(ctx, b.Name)
+	if err != nil {
+		return nil, err
+	}
+	if n := len(versions); n > 0 {
+		res.Versions, res.Version = versions, versions[n-1]
 	}
 	return &res, nil
 }
 
-// checkedVersions are the versions a check step of the build found, oldest first (none:
-// it found none).
+// checkedVersions are the versions the check step that is the build's plan found,
+// oldest first (none: it found none, or the build is no check's). The checks of the
+// images it fetched (their type's, ID <id>/image-check) and of gets are not the build's.
 func (c *Client) checkedVersions(ctx context.Context, run string) ([]concourse.Version, error) {
 	trs, err := c.target.Tekton.TektonV1().TaskRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + run})
 	if err != nil {
 		return nil, fmt.Errorf("reading the results of build %s: %w", run, err)
 	}
+	// The verdict's plan ID is the build's plan's.
+	root := ""
+	specs := make([]runspec.Spec, len(trs.Items))
 	for i := range trs.Items {
-		tr := &trs.Items[i]
-		if s, ok := decodeSpec(tr); ok && s.Mode == runspec.ModeCheck {
-			if vs := checkResults(result(tr, runspec.ResultVersions), result(tr, runspec.ResultVersion)); len(vs) > 0 {
-				return vs, nil
+		if s, ok := decodeSpec(&trs.Items[i]); ok {
+			specs[i] = s
+			if s.Mode == runspec.ModeVerdict {
+				root = s.PlanID
 			}
+		}
+	}
+	for i := range trs.Items {
+		if s := specs[i]; s.Mode == runspec.ModeCheck && s.PlanID == root {
+			tr := &trs.Items[i]
+			return checkResults(result(tr, runspec.ResultVersions), result(tr, runspec.ResultVersion)), nil
 		}
 	}
 	return nil, nil

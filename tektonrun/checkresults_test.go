@@ -2,6 +2,7 @@ package tektonrun
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,12 +35,22 @@ func TestCheckResults(t *testing.T) {
 	}
 }
 
+// TestCheckedVersions reads the versions of the check that is the build's plan: not
+// those of its type's check, nor the version of its type image's get.
 func TestCheckedVersions(t *testing.T) {
 	c := newMemCluster("ci")
 	taskRun := func(name string, mode runspec.Mode, results map[string]string) *v1.TaskRun {
 		s := runspec.Spec{Mode: mode, PlanID: "1", Name: "thing"}
-		if mode == runspec.ModeCheck {
+		switch mode {
+		case runspec.ModeCheck:
 			s.Check = &runspec.Check{Type: "git"}
+			if strings.Contains(name, "type") {
+				s.PlanID, s.Check.Type = "2/image-check", "mock"
+			}
+		case runspec.ModeGet:
+			s.PlanID, s.Get = "1/image-get", &runspec.Get{Type: "mock"}
+		case runspec.ModeVerdict:
+			s.Verdict = &runspec.Verdict{Tree: runspec.Node{ID: "1", Kind: runspec.KindLeaf}}
 		}
 		spec, err := s.Encode()
 		if err != nil {
@@ -56,6 +67,13 @@ func TestCheckedVersions(t *testing.T) {
 	}
 	for _, tr := range []*v1.TaskRun{
 		taskRun("check-1-verdict", runspec.ModeVerdict, map[string]string{runspec.ResultOutcome: "succeeded"}),
+		// The type's check, whose name sorts first, and its image's get.
+		taskRun("check-1-check-a-type", runspec.ModeCheck, map[string]string{
+			runspec.ResultOutcome:  "succeeded",
+			runspec.ResultVersion:  `{"v":"type"}`,
+			runspec.ResultVersions: `[{"v":"type"}]`,
+		}),
+		taskRun("check-1-get-type", runspec.ModeGet, map[string]string{runspec.ResultOutcome: "succeeded", runspec.ResultVersion: `{"v":"type"}`}),
 		taskRun("check-1-thing", runspec.ModeCheck, map[string]string{
 			runspec.ResultOutcome:  "succeeded",
 			runspec.ResultVersion:  `{"ref":"c"}`,
