@@ -13,6 +13,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/runner/proc"
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -49,8 +50,10 @@ func (s *step) mirroredImageEnv(ctx context.Context, m *runspec.MirroredImage) e
 }
 
 // fetchMirror fetches one image of the chain with the environment the previous one
-// gave: its latest version, unless it has one, then its files, into a directory that
-// goes once their metadata.json is read.
+// gave: its latest version, unless it has one, then its files, whose metadata.json gives
+// the environment. The get's log shows, as an image's fetch shows in Concourse; a job
+// build keeps what it fetched in the job's resource caches, where its next build finds
+// it (quietly, as Concourse's worker finds an image in its resource cache).
 func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 	source, err := s.interpolateMap(f.Source)
 	if err != nil {
@@ -67,7 +70,7 @@ func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 			Source  map[string]any    `json:"source"`
 			Version map[string]string `json:"version"`
 		}{Source: nonNil(source)}
-		stdout, ok, err := s.quietScript(ctx, "check", nil, request, env)
+		stdout, ok, err := s.imageScript(ctx, "check", nil, request, env)
 		if err != nil {
 			return fmt.Errorf("checking the image: %w", err)
 		}
@@ -79,6 +82,15 @@ func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 			return errors.New("checking the image: no version found")
 		}
 		version = versions[len(versions)-1]
+	}
+	cache, cacheable := s.resourceCache(mirrorType, source, params, version)
+	if cacheable {
+		if _, found := cache.lookup(); found {
+			if err := cache.use(s.spec.Build.Name); err != nil {
+				return err
+			}
+			return setImageEnv(filepath.Join(cache.dir, "data"))
+		}
 	}
 	// On the build's volume: the mock copies its root file system but the top-level
 	// directory its destination is in, and the volume is the step's biggest mount.
@@ -96,31 +108,42 @@ func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 		Params  map[string]any    `json:"params,omitempty"`
 		Version map[string]string `json:"version"`
 	}{Source: nonNil(source), Params: params, Version: version}
-	_, ok, err := s.quietScript(ctx, "in", []string{dir}, request, env)
+	_, ok, err := s.imageScript(ctx, "in", []string{dir}, request, env)
 	if err != nil {
 		return fmt.Errorf("fetching the image: %w", err)
 	}
 	if !ok {
 		return errors.New("fetching the image: its get failed")
 	}
+	if cacheable {
+		if err := cache.save(dir, state.Result{Version: version}, s.spec.PlanID+"%image"); err != nil {
+			s.logf("the resource cache of the image was not saved: %v", err)
+		} else if err := cache.use(s.spec.Build.Name); err != nil {
+			return err
+		}
+	}
 	return setImageEnv(dir)
 }
 
-// quietScript runs a resource script of the image's fetch, whose log shows only when it
-// fails.
-func (s *step) quietScript(ctx context.Context, name string, args []string, request any, env []string) ([]byte, bool, error) {
+// mirrorType keys the resource caches of mirrored images: whatever custom type fetched
+// them, the mock resource's scripts did.
+const mirrorType = "mock"
+
+// imageScript runs a resource script of the image's fetch, its log the step's, its
+// exit status not the step's.
+func (s *step) imageScript(ctx context.Context, name string, args []string, request any, env []string) ([]byte, bool, error) {
 	input, err := json.Marshal(request)
 	if err != nil {
 		return nil, false, fmt.Errorf("encoding the request for %s: %w", name, err)
 	}
-	var stdout, stderr bytes.Buffer
+	var stdout bytes.Buffer
 	res, err := proc.Run(ctx, proc.Cmd{
 		Path:   filepath.Join(s.opts.resourceDir, name),
 		Args:   args,
 		Env:    env,
 		Stdin:  bytes.NewReader(input),
 		Stdout: &stdout,
-		Stderr: &stderr,
+		Stderr: s.stderr,
 		Grace:  s.opts.grace,
 	})
 	if err != nil {
@@ -129,11 +152,7 @@ func (s *step) quietScript(ctx context.Context, name string, args []string, requ
 	if res.Interrupted {
 		return nil, false, interruption(ctx)
 	}
-	if res.ExitStatus != 0 {
-		s.stderr.Write(stderr.Bytes())
-		return nil, false, nil
-	}
-	return stdout.Bytes(), true, nil
+	return stdout.Bytes(), res.ExitStatus == 0, nil
 }
 
 // setImageEnv sets the environment that the metadata.json of the image fetched into dir

@@ -24,9 +24,9 @@ echo '{"version":{"v":"'"$v"'"}}'`)
 
 // TestMirroredImage runs steps whose image is the mock resource fetching itself: each
 // first fetches it in its own container (checking for the latest version unless it has
-// one, each fetch of a chain with the environment the one before gave), quietly, and
-// runs with the environment of the fetched image's metadata.json; or reads that of an
-// image artifact a get fetched.
+// one, each fetch of a chain with the environment the one before gave), its get's log
+// shown unless a build of the job fetched it before, and runs with the environment of
+// the fetched image's metadata.json; or reads that of an image artifact a get fetched.
 func TestMirroredImage(t *testing.T) {
 	fetch := func(version map[string]string) runspec.ImageFetch {
 		return runspec.ImageFetch{Source: map[string]any{"mirror_self": true}, Version: version}
@@ -48,15 +48,20 @@ func TestMirroredImage(t *testing.T) {
 			w := newWorld(t)
 			w.mirrorScripts(false)
 			w.artifact("img", map[string]string{"metadata.json": `{"env":["MIRRORED_VERSION=from-artifact"],"user":"root"}`, "rootfs/bin/sh": ""})
-			spec := w.taskSpec("1", "t", shConfig(`echo "image: $MIRRORED_VERSION"`, nil))
-			spec.MirroredImage = tt.image
-			r := w.run(spec)
-			w.checkRun(r, "1", runspec.Succeeded)
-			if r.stdout != "image: "+tt.want+"\n" {
-				t.Errorf("the task printed %q, want image: %s", r.stdout, tt.want)
-			}
-			if strings.Contains(r.stderr, "fetching") {
-				t.Errorf("the image's fetch was logged: %q", r.stderr)
+			// Two builds of the job: the second finds the images the first fetched in
+			// the job's resource caches.
+			for i, fetching := range []bool{tt.image != nil && tt.image.Artifact == "", false} {
+				spec := w.taskSpec("1", "t", shConfig(`echo "image: $MIRRORED_VERSION"`, nil))
+				spec.Build.Name = []string{"1", "2"}[i]
+				spec.MirroredImage = tt.image
+				r := w.run(spec)
+				w.checkRun(r, "1", runspec.Succeeded)
+				if r.stdout != "image: "+tt.want+"\n" {
+					t.Errorf("build %d: the task printed %q, want image: %s", i+1, r.stdout, tt.want)
+				}
+				if logged := strings.Contains(r.stderr, "fetching "+tt.want); logged != fetching {
+					t.Errorf("build %d: the image's get logged %v (%q), want %v", i+1, logged, r.stderr, fetching)
+				}
 			}
 		})
 	}
