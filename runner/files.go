@@ -311,7 +311,7 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 // mirror_self as mockImage (when given), or a docker:/// rootfs_uri.
 func imageReference(cfg concourse.TaskConfig, mockImage string) (string, error) {
 	if ir := cfg.ImageResource; ir != nil {
-		if mirror, _ := ir.Source["mirror_self"].(bool); ir.Type == "mock" && mirror && mockImage != "" {
+		if mirrorsMock(ir) && mockImage != "" {
 			return mockImage, nil
 		}
 		if ir.Type != "registry-image" && ir.Type != "docker-image" {

@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
-	"github.com/concourse-tekton/concourse-tekton/runner/proc"
 	"github.com/concourse-tekton/concourse-tekton/runner/state"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -70,11 +68,11 @@ func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 			Source  map[string]any    `json:"source"`
 			Version map[string]string `json:"version"`
 		}{Source: nonNil(source)}
-		stdout, ok, err := s.imageScript(ctx, "check", nil, request, env)
+		stdout, status, err := s.runScript(ctx, "check", nil, "", request, env)
 		if err != nil {
 			return fmt.Errorf("checking the image: %w", err)
 		}
-		if !ok {
+		if status != 0 {
 			return errors.New("checking the image: its check failed")
 		}
 		var versions []map[string]string
@@ -108,11 +106,12 @@ func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 		Params  map[string]any    `json:"params,omitempty"`
 		Version map[string]string `json:"version"`
 	}{Source: nonNil(source), Params: params, Version: version}
-	_, ok, err := s.imageScript(ctx, "in", []string{dir}, request, env)
+	// Its exit status is not the step's.
+	_, status, err := s.runScript(ctx, "in", []string{dir}, "", request, env)
 	if err != nil {
 		return fmt.Errorf("fetching the image: %w", err)
 	}
-	if !ok {
+	if status != 0 {
 		return errors.New("fetching the image: its get failed")
 	}
 	if cacheable {
@@ -128,32 +127,6 @@ func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 // mirrorType keys the resource caches of mirrored images: whatever custom type fetched
 // them, the mock resource's scripts did.
 const mirrorType = "mock"
-
-// imageScript runs a resource script of the image's fetch, its log the step's, its
-// exit status not the step's.
-func (s *step) imageScript(ctx context.Context, name string, args []string, request any, env []string) ([]byte, bool, error) {
-	input, err := json.Marshal(request)
-	if err != nil {
-		return nil, false, fmt.Errorf("encoding the request for %s: %w", name, err)
-	}
-	var stdout bytes.Buffer
-	res, err := proc.Run(ctx, proc.Cmd{
-		Path:   filepath.Join(s.opts.resourceDir, name),
-		Args:   args,
-		Env:    env,
-		Stdin:  bytes.NewReader(input),
-		Stdout: &stdout,
-		Stderr: s.stderr,
-		Grace:  s.opts.grace,
-	})
-	if err != nil {
-		return nil, false, err
-	}
-	if res.Interrupted {
-		return nil, false, interruption(ctx)
-	}
-	return stdout.Bytes(), res.ExitStatus == 0, nil
-}
 
 // setImageEnv sets the environment that the metadata.json of the image fetched into dir
 // gives ({"env": ["NAME=value", ...]}), if it has one.
@@ -188,10 +161,7 @@ func setImageEnv(dir string) error {
 // ran as the mock's image (imageReference).
 func taskMirroredImage(cfg concourse.TaskConfig) *runspec.MirroredImage {
 	ir := cfg.ImageResource
-	if ir == nil || ir.Type != "mock" {
-		return nil
-	}
-	if mirror, _ := ir.Source["mirror_self"].(bool); !mirror {
+	if !mirrorsMock(ir) {
 		return nil
 	}
 	f := runspec.ImageFetch{Source: ir.Source, Params: ir.Params}
@@ -199,4 +169,13 @@ func taskMirroredImage(cfg concourse.TaskConfig) *runspec.MirroredImage {
 		f.Version = ir.Version
 	}
 	return &runspec.MirroredImage{Fetches: []runspec.ImageFetch{f}}
+}
+
+// mirrorsMock tells an image_resource of the mock resource fetching itself.
+func mirrorsMock(ir *concourse.ImageResource) bool {
+	if ir == nil || ir.Type != "mock" {
+		return false
+	}
+	mirror, _ := ir.Source["mirror_self"].(bool)
+	return mirror
 }

@@ -29,11 +29,24 @@ type versionResult struct {
 
 // script runs one of /opt/resource/{check,in,out}: the request on stdin, stderr to the log,
 // stdout kept as the result and never logged. ok is false for a non-zero exit, whose
-// stdout is not looked at.
+// stdout is not looked at. The exit status of in and out is the step's.
 func (s *step) script(ctx context.Context, name string, args []string, dir string, request any, env []string) (stdout []byte, ok bool, err error) {
+	stdout, status, err := s.runScript(ctx, name, args, dir, request, env)
+	if err != nil {
+		return nil, false, err
+	}
+	if name != "check" {
+		s.exited(status)
+	}
+	return stdout, status == 0, nil
+}
+
+// runScript runs a resource script as script does, and returns its exit status without
+// making it the step's.
+func (s *step) runScript(ctx context.Context, name string, args []string, dir string, request any, env []string) (stdout []byte, status int, err error) {
 	input, err := json.Marshal(request)
 	if err != nil {
-		return nil, false, fmt.Errorf("encoding the request for %s: %w", name, err)
+		return nil, 0, fmt.Errorf("encoding the request for %s: %w", name, err)
 	}
 	var out bytes.Buffer
 	res, err := proc.Run(ctx, proc.Cmd{
@@ -47,15 +60,12 @@ func (s *step) script(ctx context.Context, name string, args []string, dir strin
 		Grace:  s.opts.grace,
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, 0, err
 	}
 	if res.Interrupted {
-		return nil, false, interruption(ctx)
+		return nil, 0, interruption(ctx)
 	}
-	if name != "check" {
-		s.exited(res.ExitStatus)
-	}
-	return out.Bytes(), res.ExitStatus == 0, nil
+	return out.Bytes(), res.ExitStatus, nil
 }
 
 // parseVersionResult reads in's or out's stdout. Empty output is accepted (and then has

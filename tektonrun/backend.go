@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -279,9 +280,9 @@ func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 // oldest first (none: it found none, or the build is no check's). The checks of the
 // images it fetched (their type's, ID <id>/image-check) and of gets are not the build's.
 func (c *Client) checkedVersions(ctx context.Context, run string) ([]concourse.Version, error) {
-	trs, err := c.target.Tekton.TektonV1().TaskRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + run})
+	trs, err := c.taskRunsOf(ctx, run)
 	if err != nil {
-		return nil, fmt.Errorf("reading the results of build %s: %w", run, err)
+		return nil, err
 	}
 	// The verdict's plan ID is the build's plan's.
 	root := ""
@@ -307,9 +308,9 @@ func (c *Client) checkedVersions(ctx context.Context, run string) ([]concourse.V
 // recorded (WithTaskCaches), as each reported them once it had saved them; a task that
 // never got that far lists none.
 func (b *Build) TaskCaches(ctx context.Context) (map[string][]string, error) {
-	trs, err := b.client.target.Tekton.TektonV1().TaskRuns(b.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + b.Name})
+	trs, err := b.client.taskRunsOf(ctx, b.Name)
 	if err != nil {
-		return nil, fmt.Errorf("reading the results of build %s: %w", b.Name, err)
+		return nil, err
 	}
 	caches := map[string][]string{}
 	for i := range trs.Items {
@@ -332,6 +333,16 @@ func (b *Build) TaskCaches(ctx context.Context) (map[string][]string, error) {
 		slices.Sort(paths)
 	}
 	return caches, nil
+}
+
+// taskRunsOf lists the TaskRuns of the build whose PipelineRun is run, to read their
+// results.
+func (c *Client) taskRunsOf(ctx context.Context, run string) (*v1.TaskRunList, error) {
+	trs, err := c.target.Tekton.TektonV1().TaskRuns(c.target.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + run})
+	if err != nil {
+		return nil, fmt.Errorf("reading the results of build %s: %w", run, err)
+	}
+	return trs, nil
 }
 
 // checkResults reads a check step's versions from its versions and version results: the
