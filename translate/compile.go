@@ -187,12 +187,10 @@ type compiler struct {
 	secrets map[string]bool
 	creds   map[string]Credential
 	// images are the artifacts a task can run (`image: name`) as they are, by name: the
-	// image the get that fetched it from a registry names (a result reference). Any other
-	// artifact is published to the build's registry for the task (publish).
+	// image the get that fetched it from a registry names (a result reference), or the
+	// mock resource's own image for its fetch of itself. Any other artifact is published
+	// to the build's registry for the task (publish).
 	images map[string]string
-	// mirrored are the artifacts in images that are the mock resource fetching itself:
-	// a task that runs one reads its metadata.json (runspec.MirroredImage.Artifact).
-	mirrored map[string]bool
 	// publishes counts the publish steps: the Pipeline then takes the image registry.
 	publishes int
 	// origins map the IDs the compiler makes (an across substep's renumbered nodes, a get's

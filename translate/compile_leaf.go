@@ -53,11 +53,10 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 		if reason == "" {
 			return img, nil, true
 		}
-		if mirror, _ := g.Source["mirror_self"].(bool); mirror && runsMock(g.Type, g.TypeImage) {
-			// Concourse's test resource as a type's image: the mock resource's own image.
-			if img, ok := c.opts.ResourceImages["mock"]; ok {
-				return img, nil, true
-			}
+		if c.mirrorChain(ti) != nil {
+			// Concourse's test resource as a type's image: the mock resource's own image,
+			// which the step's runner fetches for its metadata (mirroredTypeImage).
+			return c.opts.ResourceImages["mock"], nil, true
 		}
 		if repo, _ := g.Source["repository"].(string); repo == "" && (g.Type == "registry-image" || g.Type == "docker-image") {
 			c.fail(p, step, "the image of resource type %q cannot be run here: %s", typ, reason)
@@ -253,16 +252,15 @@ func (c *compiler) prepared(id string, before []*handle, step *handle) *handle {
 // a registry image's fetch names its image, which a task runs as it is; any other
 // artifact a task runs is published first.
 func (c *compiler) producedBy(name, typ, task string, source concourse.Source) {
-	delete(c.mirrored, name)
 	if typ == "registry-image" || typ == "docker-image" {
 		c.images[name] = "$(tasks." + task + ".results.image)"
 		return
 	}
 	if mirror, _ := source["mirror_self"].(bool); typ == "mock" && mirror {
 		// Concourse's test resource fetches itself: its artifact is its own image, whose
-		// metadata.json the task's runner reads.
+		// metadata.json the task's runner reads (task).
 		if img, ok := c.opts.ResourceImages["mock"]; ok {
-			c.images[name], c.mirrored[name] = img, true
+			c.images[name] = img
 			return
 		}
 	}
@@ -358,7 +356,9 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 	if name := t.ImageArtifactName; name != "" {
 		if ref, ok := c.images[name]; ok {
 			image = ref
-			if c.mirrored[name] {
+			if ref == c.opts.ResourceImages["mock"] {
+				// The mock resource's fetch of itself (producedBy): the other images
+				// here are results of registry images' gets.
 				spec.MirroredImage = &runspec.MirroredImage{Artifact: name}
 			}
 		} else {
@@ -436,7 +436,6 @@ func (c *compiler) taskOutputs(t *concourse.TaskPlan, cfg *concourse.TaskConfig)
 			name = m
 		}
 		delete(c.images, name)
-		delete(c.mirrored, name)
 	}
 }
 

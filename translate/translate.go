@@ -77,7 +77,6 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		secrets:        map[string]bool{},
 		creds:          map[string]Credential{},
 		images:         map[string]string{},
-		mirrored:       map[string]bool{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
 	if c.err != nil {
