@@ -75,6 +75,7 @@ type Garden struct {
 	Logger  lager.Logger
 
 	processes atomic.Int64
+	starting  atomic.Bool // Serve is setting the server up: Containers lists none
 
 	mu       sync.Mutex
 	sessions map[string]map[*stepProcess]bool // handle → sessions running in it
@@ -87,7 +88,13 @@ var _ garden.Backend = (*Garden)(nil)
 func (g *Garden) Serve(ctx context.Context, l net.Listener) error {
 	l = newOwnUserListener(l, g.Logger)
 	srv := server.New("tcp", l.Addr().String(), 0, 10*time.Second, g, g.Logger)
-	if err := srv.SetupBomberman(); err != nil {
+	// The server lists the containers once, to arm the grace times of those that have
+	// one. A step's pod has none (GraceTime), so that list is taken as empty: the server
+	// starts, and the web node with it, while the API server does not answer.
+	g.starting.Store(true)
+	err := srv.SetupBomberman()
+	g.starting.Store(false)
+	if err != nil {
 		return err
 	}
 	done := make(chan error, 1)
@@ -120,7 +127,7 @@ func (g *Garden) Destroy(string) error { return nil }
 // container up in that list): by handle only, looked up again when used. Containers
 // have no properties: none has those asked for.
 func (g *Garden) Containers(props garden.Properties) ([]garden.Container, error) {
-	if len(props) > 0 {
+	if len(props) > 0 || g.starting.Load() {
 		return nil, nil
 	}
 	handles, err := g.Steps.ContainerHandles(context.Background())

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,11 +30,17 @@ import (
 // not found.
 type fakeSteps struct {
 	handles []string
+	down    atomic.Bool // the API server does not answer: the steps cannot be listed
 	mu      sync.Mutex
 	started []tektonrun.InterceptOptions
 }
 
-func (f *fakeSteps) ContainerHandles(context.Context) ([]string, error) { return f.handles, nil }
+func (f *fakeSteps) ContainerHandles(context.Context) ([]string, error) {
+	if f.down.Load() {
+		return nil, errors.New("listing steps: connection refused")
+	}
+	return f.handles, nil
+}
 
 func (f *fakeSteps) ContainerOf(_ context.Context, taskRun string) (tektonrun.Container, error) {
 	if !slices.Contains(f.handles, taskRun) {
@@ -102,6 +110,26 @@ func serveGarden(t *testing.T, steps Steps) garden.Client {
 		}
 	})
 	return client.New(connection.New("tcp", l.Addr().String()))
+}
+
+// TestGardenServesWhileTheAPIServerIsDown: the server starts without listing the steps
+// (the web node must not exit while the API server is down), a list while it is down is
+// the client's error, and the steps are there once it answers.
+func TestGardenServesWhileTheAPIServerIsDown(t *testing.T) {
+	steps := &fakeSteps{handles: []string{"build-1-task-unit"}}
+	steps.down.Store(true)
+	c := serveGarden(t, steps)
+	if err := c.Ping(); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+	if _, err := c.Containers(nil); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Containers while down: %v, want the listing's error", err)
+	}
+	steps.down.Store(false)
+	ctrs, err := c.Containers(nil)
+	if err != nil || len(ctrs) != 1 || ctrs[0].Handle() != "build-1-task-unit" {
+		t.Errorf("Containers once up: %v, %v; want build-1-task-unit", ctrs, err)
+	}
 }
 
 // TestGardenRunsSessions: a Garden client finds a step's container among the listed
