@@ -155,6 +155,22 @@ up() {
 	"$bin/fly" -t "$target" login -c "$url" -u "$user" -p "$user" >/dev/null ||
 		fail "fly -t $target login failed"
 	say "✓ fly -t $target is logged in as $user (fly is $bin/fly)"
+	wait_for_a_worker "$bin/fly"
+}
+
+# wait_for_a_worker waits (a minute at most) until fly workers lists a running worker:
+# the web node answers before it has saved its targets' workers, and until then a
+# resource's check finds no base resource type to run on.
+wait_for_a_worker() {
+	local fly=$1 i
+	for ((i = 0; i < 60; i++)); do
+		if "$fly" -t "$target" workers --json 2>/dev/null | grep -q '"state": "running"'; then
+			say "✓ a worker is running (fly -t $target workers)"
+			return
+		fi
+		sleep 1
+	done
+	say "! no worker is running yet: see fly -t $target workers, and $state/web.log"
 }
 
 down() {

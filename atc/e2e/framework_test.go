@@ -12,10 +12,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,8 +99,23 @@ func run(m *testing.M) int {
 		return 2
 	}
 	web = w
+	// Interrupted (Ctrl-C, or the harness stopping the tests), the web node, its
+	// Postgres and the namespaces go as they do at the end; a closed output must not
+	// stop that half-way.
+	var once sync.Once
+	stopOnce := func() { once.Do(stop) }
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		sig := <-signals
+		signal.Ignore(syscall.SIGPIPE)
+		fmt.Fprintf(os.Stderr, "%v: stopping the web node\n", sig)
+		stopOnce()
+		os.Exit(130)
+	}()
 	code := m.Run()
-	stop()
+	signal.Stop(signals)
+	stopOnce()
 	return code
 }
 
@@ -196,7 +214,38 @@ func start() (w *webNode, stop func(), err error) {
 	if out, err := w.webSh("up"); err != nil {
 		return nil, stop, fmt.Errorf("web.sh up: %w\n%s%s", err, out, w.logTail(40))
 	}
+	// The web node answers before its workers are saved, and until they are, a check
+	// finds no base resource type, as on a Concourse whose workers are still joining.
+	if err := w.waitForWorkers(2*time.Minute, "tekton-"+w.ns, "tekton-"+w.tagged); err != nil {
+		return nil, stop, fmt.Errorf("%w\n%s", err, w.logTail(40))
+	}
 	return w, stop, nil
+}
+
+// waitForWorkers waits until fly workers lists the workers named, running.
+func (w *webNode) waitForWorkers(timeout time.Duration, names ...string) error {
+	var last string
+	err := pollErr(context.Background(), timeout, func(ctx context.Context) (bool, error) {
+		cmd := exec.CommandContext(ctx, w.fly, "-t", flyTarget, "workers", "--json")
+		cmd.Env = w.env
+		out, err := cmd.CombinedOutput()
+		last = string(out)
+		var workers []worker
+		if err != nil || json.Unmarshal(out, &workers) != nil {
+			return false, nil
+		}
+		running := 0
+		for _, wk := range workers {
+			if slices.Contains(names, wk.Name) && wk.State == "running" {
+				running++
+			}
+		}
+		return running == len(names), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for workers %s to run: %w; fly workers --json:\n%s", strings.Join(names, ", "), err, last)
+	}
+	return nil
 }
 
 // webSh runs web.sh with the web node's environment.

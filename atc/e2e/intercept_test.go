@@ -140,10 +140,14 @@ jobs:
 	out, code = fly(t, time.Minute, "intercept", "-j", "intercept/retry", "-s", "count", "--attempt", "1", "--", "no-such-command")
 	t.Logf("fly intercept -- no-such-command: exit %d\n%s", code, out)
 	if code != 0 || strings.Contains(out, "no-such-command") {
-		t.Errorf("exit %d; want 0 and nothing said, as fly does", code)
+		t.Errorf("fly intercept -- no-such-command: exit %d, printed %q; want 0 and nothing said, as fly does", code, out)
 	}
-	if log := web.logTail(1 << 20); !strings.Contains(log, "executable file not found in $PATH: no-such-command") {
-		t.Errorf("the web node did not log the command not found")
+	// Concourse's hijack handler writes the error to fly before it logs it, so fly may
+	// have exited before the line is there.
+	if err := pollErr(context.Background(), 30*time.Second, func(context.Context) (bool, error) {
+		return strings.Contains(web.logTail(1<<20), "executable file not found in $PATH: no-such-command"), nil
+	}); err != nil {
+		t.Errorf("the web node did not log the command not found: %v", err)
 	}
 	// The pods made for the sessions are gone with them.
 	eventually(t, "the sessions' pods to go", time.Minute, func(ctx context.Context) (bool, error) {
