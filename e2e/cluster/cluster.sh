@@ -97,26 +97,52 @@ load_images() {
 	done
 }
 
-# The main module's e2e tests, then (unless E2E_ATC=0) the atc module's: the real fly
-# against Concourse's web node, whose builds run on the same cluster. Both run whatever
-# the first gives.
+# The main module's e2e tests and (unless E2E_ATC=0) the atc module's: the real fly
+# against Concourse's web node, whose builds run on the same cluster. The two run at the
+# same time: their tests mostly wait for pods, and the machine's cores idle meanwhile.
+# The main module's output streams; the atc module's follows it, from a file. First, and
+# alone, the one test that restarts the API server under everything else's feet.
+ATC_TESTS_PID=
 run_tests() {
-	local rc=0
-	log "running the e2e tests against $E2E_KUBECONFIG"
+	local rc=0 atc_log
 	# The harness's own cluster has its registry; another cluster's is the caller's to give.
 	if [ "$E2E_KUBECONFIG" = "$E2E_KUBECONFIG_PATH" ]; then export E2E_IMAGE_REGISTRY=${E2E_IMAGE_REGISTRY:-$REGISTRY_ADDR}; fi
+	local alone='^TestApiserverRestart$'
+	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 10m -run "$alone" ./e2e) || rc=$?
+	if [ "${E2E_ATC:-1}" != 0 ]; then
+		atc_log=$(mktemp "${TMPDIR:-/tmp}/concourse-tekton-atc-e2e.XXXXXX")
+		log "running the atc e2e tests (the web node and fly) against $E2E_KUBECONFIG; their output follows the main module's"
+		# A session of its own, so that stop_atc_tests reaches the test binary.
+		setsid make -C "$REPO_ROOT/atc" e2e GO="${GO:-go}" >"$atc_log" 2>&1 &
+		ATC_TESTS_PID=$!
+	fi
+	log "running the e2e tests against $E2E_KUBECONFIG"
 	# Four tests at a time (go test's default is one per core): they mostly wait for pods,
 	# and on 2 cores four finish a third sooner than two. E2E_PARALLEL changes it.
-	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 50m -parallel "${E2E_PARALLEL:-4}" ./e2e/...) || rc=$?
-	if [ "${E2E_ATC:-1}" != 0 ]; then
-		log "running the atc e2e tests (the web node and fly) against $E2E_KUBECONFIG"
-		make -C "$REPO_ROOT/atc" e2e GO="${GO:-go}" || rc=$?
+	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 50m -parallel "${E2E_PARALLEL:-4}" -skip "$alone" ./e2e/...) || rc=$?
+	if [ -n "$ATC_TESTS_PID" ]; then
+		wait "$ATC_TESTS_PID" || rc=$?
+		ATC_TESTS_PID=
+		log "the atc e2e tests' output:"
+		cat "$atc_log"
+		rm -f "$atc_log"
 	fi
 	return $rc
 }
 
+# stop_atc_tests stops the atc module's tests, if they still run (the main module's were
+# interrupted): they stop their web node and Postgres on SIGTERM.
+stop_atc_tests() {
+	[ -n "$ATC_TESTS_PID" ] || return 0
+	kill -TERM -- "-$ATC_TESTS_PID" 2>/dev/null || true
+	wait "$ATC_TESTS_PID" 2>/dev/null || true
+	ATC_TESTS_PID=
+}
+
 cluster_test() {
 	if [ -n "${E2E_KUBECONFIG:-}" ]; then
+		trap 'rc=$?; trap - EXIT INT TERM; stop_atc_tests; exit $rc' EXIT
+		trap 'exit 130' INT TERM
 		run_tests
 		return
 	fi
@@ -125,6 +151,8 @@ cluster_test() {
 	if cluster_healthy; then
 		log "using the running cluster; it stays up (make e2e-down stops it)"
 		load_images
+		trap 'rc=$?; trap - EXIT INT TERM; stop_atc_tests; exit $rc' EXIT
+		trap 'exit 130' INT TERM
 		run_tests
 		return
 	fi
@@ -137,7 +165,7 @@ cluster_test() {
 	# A failed up tears itself down. Once up, we stop it whatever happens, and prove
 	# the machine is clean.
 	cluster_up >/dev/null
-	trap 'rc=$?; trap - EXIT INT TERM; cluster_down || rc=1; check_clean || rc=1; exit $rc' EXIT
+	trap 'rc=$?; trap - EXIT INT TERM; stop_atc_tests; cluster_down || rc=1; check_clean || rc=1; exit $rc' EXIT
 	trap 'exit 130' INT TERM
 	local t0=$SECONDS
 	run_tests
