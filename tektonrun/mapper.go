@@ -232,6 +232,11 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	// between initializing and selecting a worker (missing inputs, an unknown user).
 	processless := trDone && spec.Mode == runspec.ModeTask && outcome == runspec.Errored && result(tr, runspec.ResultExitStatus) == ""
 	if !trDone && started && len(o.Log) == 0 && state.Running != nil {
+		if m.siblingFailed(name, spec) {
+			// Its fail-fast group may have fired before its runner began: the runner
+			// then ends it never-ran, however long that takes, and it is not shown.
+			return false, false
+		}
 		// Tekton starts every step's container at once and each waits for the one before:
 		// the runner began when the runner's install ended.
 		begun, ok := installed(tr, o.Pod)
@@ -277,6 +282,42 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	}
 	m.end(name, spec, origin, tr, o.Pod, outcome)
 	return true, false
+}
+
+// siblingFailed tells whether a step of another child of one of the step's fail-fast
+// groups ended failed or errored, which may have fired the group (a failure inside a try
+// or a do's hook may not have: the step is then shown once it writes or ends).
+func (m *mapper) siblingFailed(name string, spec runspec.Spec) bool {
+	var groups map[string]string // fail-fast group → the step's child in it
+	for _, l := range spec.Context {
+		if l.Kind == runspec.LayerFailFast && l.Child != nil {
+			if groups == nil {
+				groups = map[string]string{}
+			}
+			groups[l.ID] = l.Child.ID
+		}
+	}
+	if groups == nil {
+		return false
+	}
+	for other, o := range m.obs.Steps {
+		if other == name || o == nil || o.TaskRun == nil {
+			continue
+		}
+		if out, _ := runspec.ParseOutcome(result(o.TaskRun, runspec.ResultOutcome)); out != runspec.Failed && out != runspec.Errored {
+			continue
+		}
+		sib, ok := decodeSpec(o.TaskRun)
+		if !ok {
+			continue
+		}
+		for _, l := range sib.Context {
+			if child, in := groups[l.ID]; in && l.Kind == runspec.LayerFailFast && l.Child != nil && l.Child.ID != child {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // internal tells the modes of steps Concourse has no step for: a resolve step reads its

@@ -271,6 +271,12 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 	spec, _ := decodeSpec(failFast)
 	spec.Context = append(spec.Context, runspec.Layer{Kind: runspec.LayerFailFast, ID: "p", Child: &runspec.Node{ID: "1", Kind: runspec.KindLeaf}})
 	setSpec(t, failFast, spec)
+	// A step of the group's other child, which failed: the group may have fired.
+	failedSibling := obs.Steps["get-thing"].TaskRun.DeepCopy()
+	sibSpec, _ := decodeSpec(failedSibling)
+	sibSpec.Context = append(sibSpec.Context, runspec.Layer{Kind: runspec.LayerFailFast, ID: "p", Child: &runspec.Node{ID: "0", Kind: runspec.KindLeaf}})
+	setSpec(t, failedSibling, sibSpec)
+	failedSibling.Status.Results = []v1.TaskRunResult{{Name: runspec.ResultOutcome, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(string(runspec.Failed))}}
 	obs.Steps = map[string]*StepObservation{"check-thing": obs.Steps["check-thing"], "get-thing": obs.Steps["get-thing"], "task-say": {}}
 	obs.Run = obs.Run.DeepCopy()
 	obs.Run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})
@@ -308,6 +314,27 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 			t.Errorf("%s: %d head events, want %d", tt.name, n, tt.want)
 		}
 	}
+	// Beside a failed sibling, a quiet step is not shown however long it runs: its
+	// runner may end it never-ran. Once it writes, it has started.
+	obs.Steps["sibling"] = &StepObservation{TaskRun: failedSibling}
+	for _, tt := range []struct {
+		name string
+		log  []LogLine
+		want int
+	}{{"quiet", nil, 0}, {"wrote", line, 3}} {
+		if n := heads(failFast, time.Hour, tt.log); n != tt.want {
+			t.Errorf("fail-fast, a sibling failed, %s an hour: %d head events, want %d", tt.name, n, tt.want)
+		}
+	}
+	// Of the same child (a hook after a failed step), it does not hold the step.
+	sameChild := failedSibling.DeepCopy()
+	sibSpec.Context[len(sibSpec.Context)-1].Child = &runspec.Node{ID: "1", Kind: runspec.KindLeaf}
+	setSpec(t, sameChild, sibSpec)
+	obs.Steps["sibling"] = &StepObservation{TaskRun: sameChild}
+	if n := heads(failFast, headDelay, nil); n != 3 {
+		t.Errorf("fail-fast, a step of its own child failed, quiet a while: %d head events, want 3", n)
+	}
+	delete(obs.Steps, "sibling")
 
 	// A task that errored with no exit status never ran its process: only initialized,
 	// as Concourse's task step stops before selecting a worker.
