@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -104,7 +105,7 @@ func TestCheck(t *testing.T) {
 	}{{
 		name:    "ready",
 		cluster: fakeCluster{groupVersions: []string{"v1", "tekton.dev/v1"}},
-		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Status: running},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Granted: true, Status: running},
 		wantOK:  true,
 	}, {
 		name: "missing permissions, in table order",
@@ -119,11 +120,11 @@ func TestCheck(t *testing.T) {
 	}, {
 		name:    "no Tekton",
 		cluster: fakeCluster{groupVersions: []string{"v1"}},
-		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Status: running},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Granted: true, Status: running},
 	}, {
 		name:    "only an older Tekton",
 		cluster: fakeCluster{groupVersions: []string{"tekton.dev/v1beta1"}},
-		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Status: running},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Granted: true, Status: running},
 	}, {
 		name:    "unreachable",
 		cluster: fakeCluster{groupVersions: []string{"tekton.dev/v1"}, unreachable: refused},
@@ -161,6 +162,28 @@ func TestCheck(t *testing.T) {
 				t.Errorf("report (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCheckAssumeGranted: a check that takes the permissions as granted asks no access
+// review, and reports them granted; the rest is asked as always.
+func TestCheckAssumeGranted(t *testing.T) {
+	target := fakeTarget(t, fakeCluster{groupVersions: []string{"tekton.dev/v1"}, denied: []Permission{{"", "pods", "exec", "create"}}})
+	var reviews atomic.Int32
+	target.Kube.(*fake.Clientset).PrependReactor("create", "selfsubjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+		reviews.Add(1)
+		return false, nil, nil
+	})
+	asked := target.CheckWith(context.Background(), CheckOptions{})
+	if n := reviews.Swap(0); n != int32(len(Permissions)) || asked.Granted || len(asked.Missing) != 1 {
+		t.Errorf("asked: %d reviews, granted %v, missing %v; want %d, false, pods/exec", n, asked.Granted, asked.Missing, len(Permissions))
+	}
+	assumed := target.CheckWith(context.Background(), CheckOptions{AssumeGranted: true})
+	if n := reviews.Load(); n != 0 || !assumed.Granted || assumed.Missing != nil || !assumed.OK() {
+		t.Errorf("assumed: %d reviews, granted %v, missing %v, OK %v; want none, true, none, true", n, assumed.Granted, assumed.Missing, assumed.OK())
+	}
+	if !assumed.TektonInstalled || assumed.Status == nil {
+		t.Errorf("assumed: the rest was not asked: %+v", assumed)
 	}
 }
 

@@ -30,13 +30,18 @@ var _ Workers = db.WorkerFactory(nil)
 
 // Checker checks a target: *tektonrun.Target.
 type Checker interface {
-	Check(context.Context) tektonrun.CheckReport
+	CheckWith(context.Context, tektonrun.CheckOptions) tektonrun.CheckReport
 }
 
 var _ Checker = (*tektonrun.Target)(nil)
 
 // DefaultInterval is how often the target is checked and the worker heartbeated.
 const DefaultInterval = 30 * time.Second
+
+// PermissionsEvery is how often a heartbeat asks again for the permissions it found all
+// granted (a few dozen access reviews each time); the rest of the target is checked at
+// every beat, and permissions, too, while any is missing or could not be asked.
+const PermissionsEvery = 5 * time.Minute
 
 // Worker is the worker a target is shown as, named name: its base resource types are those of
 // resourceImages (type to image), each at the version of its image, so that a new image
@@ -80,6 +85,10 @@ type Registrar struct {
 	// running it was last saved with.
 	running bool
 	state   tektonrun.TargetState
+	// granted is when every permission was last found granted (zero: not at the last
+	// check that asked).
+	granted time.Time
+	now     func() time.Time // time.Now, or a test's clock
 }
 
 func (r *Registrar) interval() time.Duration {
@@ -135,9 +144,20 @@ func (r *Registrar) Run(ctx context.Context) error {
 // it was saved running already), or stalled. The check's failures are logged.
 func (r *Registrar) Beat(ctx context.Context) error {
 	ttl := 2 * r.interval()
+	now := time.Now
+	if r.now != nil {
+		now = r.now
+	}
+	assume := !r.granted.IsZero() && now().Sub(r.granted) < PermissionsEvery
 	cctx, cancel := context.WithTimeout(ctx, r.interval())
-	report := r.Target.Check(cctx)
+	report := r.Target.CheckWith(cctx, tektonrun.CheckOptions{AssumeGranted: assume})
 	cancel()
+	switch {
+	case !report.Granted:
+		r.granted = time.Time{}
+	case !assume:
+		r.granted = now()
+	}
 	logger := r.Logger.WithData(lager.Data{"worker": r.Worker.Name, "target": report.Target})
 
 	w := r.Worker

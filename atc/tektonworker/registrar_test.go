@@ -15,10 +15,15 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
-// checker answers the reports it is given, one per check, then the last again.
-type checker struct{ reports []tektonrun.CheckReport }
+// checker answers the reports it is given, one per check, then the last again, and
+// records whether each check asked for the permissions.
+type checker struct {
+	reports []tektonrun.CheckReport
+	asked   []bool
+}
 
-func (c *checker) Check(context.Context) tektonrun.CheckReport {
+func (c *checker) CheckWith(_ context.Context, o tektonrun.CheckOptions) tektonrun.CheckReport {
+	c.asked = append(c.asked, !o.AssumeGranted)
 	r := c.reports[0]
 	if len(c.reports) > 1 {
 		c.reports = c.reports[1:]
@@ -27,7 +32,7 @@ func (c *checker) Check(context.Context) tektonrun.CheckReport {
 }
 
 var (
-	ok          = tektonrun.CheckReport{Target: "lab/ci", Reachable: true, TektonInstalled: true}
+	ok          = tektonrun.CheckReport{Target: "lab/ci", Reachable: true, TektonInstalled: true, Granted: true}
 	unreachable = tektonrun.CheckReport{Target: "lab/ci", Err: errors.New("dial tcp 127.0.0.1:6443: connection refused")}
 )
 
@@ -98,7 +103,7 @@ func TestBeat(t *testing.T) {
 	})
 	r := &Registrar{
 		Workers:  workers,
-		Target:   &checker{[]tektonrun.CheckReport{ok, ok, unreachable, unreachable, ok, ok}},
+		Target:   &checker{reports: []tektonrun.CheckReport{ok, ok, unreachable, unreachable, ok, ok}},
 		Worker:   Worker("tekton-ci", map[string]string{"mock": "e2e.invalid/mock-resource:v1"}),
 		Interval: 10 * time.Second,
 		Logger:   lagertest.NewTestLogger("worker"),
@@ -130,7 +135,7 @@ func TestBeat(t *testing.T) {
 func TestRun(t *testing.T) {
 	t.Run("until the web node stops", func(t *testing.T) {
 		workers := new(dbfakes.FakeWorkerFactory)
-		r := &Registrar{Workers: workers, Target: &checker{[]tektonrun.CheckReport{ok}}, Worker: Worker("w", nil),
+		r := &Registrar{Workers: workers, Target: &checker{reports: []tektonrun.CheckReport{ok}}, Worker: Worker("w", nil),
 			Interval: 10 * time.Millisecond, Logger: lagertest.NewTestLogger("worker")}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error)
@@ -154,7 +159,7 @@ func TestRun(t *testing.T) {
 	t.Run("a worker the database refuses", func(t *testing.T) {
 		workers := new(dbfakes.FakeWorkerFactory)
 		workers.SaveWorkerReturns(nil, errors.New("worker already exists and is either global or owned by another team"))
-		r := &Registrar{Workers: workers, Target: &checker{[]tektonrun.CheckReport{ok}}, Worker: Worker("w", nil), Logger: lagertest.NewTestLogger("worker")}
+		r := &Registrar{Workers: workers, Target: &checker{reports: []tektonrun.CheckReport{ok}}, Worker: Worker("w", nil), Logger: lagertest.NewTestLogger("worker")}
 		if err := r.Run(context.Background()); err == nil || workers.SaveWorkerCallCount() != registerTries {
 			t.Errorf("Run: %v after %d tries; want it to fail after %d", err, workers.SaveWorkerCallCount(), registerTries)
 		}
@@ -163,7 +168,7 @@ func TestRun(t *testing.T) {
 		// Workers registered at once race on the base resource types.
 		workers := new(dbfakes.FakeWorkerFactory)
 		workers.SaveWorkerReturnsOnCall(0, nil, errors.New(`insert or update on table "worker_base_resource_types" violates foreign key constraint`))
-		r := &Registrar{Workers: workers, Target: &checker{[]tektonrun.CheckReport{ok}}, Worker: Worker("w", nil), Logger: lagertest.NewTestLogger("worker"), Interval: time.Hour}
+		r := &Registrar{Workers: workers, Target: &checker{reports: []tektonrun.CheckReport{ok}}, Worker: Worker("w", nil), Logger: lagertest.NewTestLogger("worker"), Interval: time.Hour}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- r.Run(ctx) }()
@@ -231,7 +236,7 @@ func TestBeatLanding(t *testing.T) {
 	l := &lander{}
 	r := &Registrar{
 		Workers:  workers,
-		Target:   &checker{[]tektonrun.CheckReport{running, landing, landed, running, running, running, running}},
+		Target:   &checker{reports: []tektonrun.CheckReport{running, landing, landed, running, running, running, running}},
 		Worker:   Worker("tekton-ci", nil),
 		Interval: 10 * time.Second,
 		Logger:   lagertest.NewTestLogger("worker"),
@@ -275,7 +280,7 @@ func TestBeatCounts(t *testing.T) {
 	var order []string
 	workers := recordingWorkers(&order, func() (db.Worker, error) { return new(dbfakes.FakeWorker), nil })
 	r := &Registrar{
-		Workers: workers, Target: &checker{[]tektonrun.CheckReport{ok, ok, ok, unreachable}}, Worker: Worker("tekton-ci", nil),
+		Workers: workers, Target: &checker{reports: []tektonrun.CheckReport{ok, ok, ok, unreachable}}, Worker: Worker("tekton-ci", nil),
 		Counter: counter{usage: tektonrun.Usage{Containers: 3, Volumes: 2}}, Logger: lagertest.NewTestLogger("worker"),
 	}
 	if err := r.Beat(context.Background()); err != nil {
@@ -300,5 +305,39 @@ func TestBeatCounts(t *testing.T) {
 		{failed.ActiveContainers, failed.ActiveVolumes}, {stalled.ActiveContainers, stalled.ActiveVolumes}}
 	if want := [][2]int{{3, 2}, {3, 2}, {0, 0}, {0, 0}}; !cmp.Equal(want, got) {
 		t.Errorf("containers and volumes saved %v, want %v", got, want)
+	}
+}
+
+// TestBeatAsksPermissionsNowAndThen: a beat asks for the permissions when it has not
+// found them all granted within PermissionsEvery (the first beat, then once that long
+// has passed), and at every beat while one is missing, or the target does not answer.
+func TestBeatAsksPermissionsNowAndThen(t *testing.T) {
+	missing := ok
+	missing.Granted, missing.Missing = false, []tektonrun.Permission{{Resource: "pods", Verb: "create"}}
+	c := &checker{reports: []tektonrun.CheckReport{ok, ok, ok, ok, missing, missing, ok, ok, unreachable, ok, ok}}
+	clock := time.Unix(0, 0)
+	r := &Registrar{Workers: new(dbfakes.FakeWorkerFactory), Target: c, Worker: Worker("w", nil),
+		Logger: lagertest.NewTestLogger("worker"), now: func() time.Time { return clock }}
+	for _, step := range []time.Duration{
+		0,                                // the first beat asks
+		time.Minute,                      // assumed
+		PermissionsEvery - 2*time.Minute, // at 4 min: assumed
+		2 * time.Minute,                  // at 6 min: asked again
+		time.Minute,                      // assumed (the report says one is missing)
+		time.Minute,                      // asked, since the last found one missing: still missing
+		time.Minute,                      // asked: all granted again
+		time.Minute,                      // assumed
+		time.Minute,                      // assumed; the target does not answer
+		time.Minute,                      // asked
+		time.Minute,                      // assumed
+	} {
+		clock = clock.Add(step)
+		if err := r.Beat(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []bool{true, false, false, true, false, true, true, false, false, true, false}
+	if diff := cmp.Diff(want, c.asked); diff != "" {
+		t.Errorf("beats that asked for the permissions (-want +got):\n%s", diff)
 	}
 }
