@@ -131,11 +131,18 @@ run_tests() {
 }
 
 # stop_atc_tests stops the atc module's tests, if they still run (the main module's were
-# interrupted): they stop their web node and Postgres on SIGTERM.
+# interrupted): they stop their web node and Postgres on SIGTERM, which takes the test
+# binary a while after make and go have gone, so it waits (a minute at most) until no
+# process of the group is left.
 stop_atc_tests() {
 	[ -n "$ATC_TESTS_PID" ] || return 0
 	kill -TERM -- "-$ATC_TESTS_PID" 2>/dev/null || true
 	wait "$ATC_TESTS_PID" 2>/dev/null || true
+	local i
+	for ((i = 0; i < 300; i++)); do
+		kill -0 -- "-$ATC_TESTS_PID" 2>/dev/null || break
+		sleep 0.2
+	done
 	ATC_TESTS_PID=
 }
 
