@@ -147,9 +147,11 @@ stop_atc_tests() {
 }
 
 cluster_test() {
+	# Whatever ends the run, the atc module's tests go with it (the cluster's own trap,
+	# below, does the same before tearing it down).
+	trap 'rc=$?; trap - EXIT INT TERM; stop_atc_tests; exit $rc' EXIT
+	trap 'exit 130' INT TERM
 	if [ -n "${E2E_KUBECONFIG:-}" ]; then
-		trap 'rc=$?; trap - EXIT INT TERM; stop_atc_tests; exit $rc' EXIT
-		trap 'exit 130' INT TERM
 		run_tests
 		return
 	fi
@@ -158,8 +160,6 @@ cluster_test() {
 	if cluster_healthy; then
 		log "using the running cluster; it stays up (make e2e-down stops it)"
 		load_images
-		trap 'rc=$?; trap - EXIT INT TERM; stop_atc_tests; exit $rc' EXIT
-		trap 'exit 130' INT TERM
 		run_tests
 		return
 	fi
