@@ -88,7 +88,14 @@ type Registrar struct {
 	// granted is when every permission was last found granted (zero: not at the last
 	// check that asked).
 	granted time.Time
-	now     func() time.Time // time.Now, or a test's clock
+	clock   func() time.Time // nil: time.Now (tests set it)
+}
+
+func (r *Registrar) now() time.Time {
+	if r.clock != nil {
+		return r.clock()
+	}
+	return time.Now()
 }
 
 func (r *Registrar) interval() time.Duration {
@@ -144,11 +151,7 @@ func (r *Registrar) Run(ctx context.Context) error {
 // it was saved running already), or stalled. The check's failures are logged.
 func (r *Registrar) Beat(ctx context.Context) error {
 	ttl := 2 * r.interval()
-	now := time.Now
-	if r.now != nil {
-		now = r.now
-	}
-	assume := !r.granted.IsZero() && now().Sub(r.granted) < PermissionsEvery
+	assume := !r.granted.IsZero() && r.now().Sub(r.granted) < PermissionsEvery
 	cctx, cancel := context.WithTimeout(ctx, r.interval())
 	report := r.Target.CheckWith(cctx, tektonrun.CheckOptions{AssumeGranted: assume})
 	cancel()
@@ -156,7 +159,7 @@ func (r *Registrar) Beat(ctx context.Context) error {
 	case !report.Granted:
 		r.granted = time.Time{}
 	case !assume:
-		r.granted = now()
+		r.granted = r.now()
 	}
 	logger := r.Logger.WithData(lager.Data{"worker": r.Worker.Name, "target": report.Target})
 

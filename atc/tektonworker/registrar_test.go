@@ -317,7 +317,7 @@ func TestBeatAsksPermissionsNowAndThen(t *testing.T) {
 	c := &checker{reports: []tektonrun.CheckReport{ok, ok, ok, ok, missing, missing, ok, ok, unreachable, ok, ok}}
 	clock := time.Unix(0, 0)
 	r := &Registrar{Workers: new(dbfakes.FakeWorkerFactory), Target: c, Worker: Worker("w", nil),
-		Logger: lagertest.NewTestLogger("worker"), now: func() time.Time { return clock }}
+		Logger: lagertest.NewTestLogger("worker"), clock: func() time.Time { return clock }}
 	for _, step := range []time.Duration{
 		0,                                // the first beat asks
 		time.Minute,                      // assumed
