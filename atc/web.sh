@@ -2,8 +2,9 @@
 # web.sh up|down|status|deps: a Concourse web node (concourse-tekton-web) and its Postgres, as
 # local processes on 127.0.0.1 with their state in the cache; never a system service.
 #
-#   up      builds (build.sh), starts Postgres and the web node, waits for the API and
-#           logs fly in: fly -t local ... is then ready to use
+#   up      builds (build.sh), starts Postgres and the web node, waits for the API,
+#           logs fly in and waits (a minute at most) for a running worker: fly -t local
+#           ... is then ready to use
 #   down    stops what up started (web node, then Postgres); the state stays for next time
 #   status  says what runs; exits 0 when both run, 1 otherwise
 #   deps    installs Postgres 15's binaries when they are missing (root; Debian's
