@@ -227,9 +227,29 @@ jobs:
 	// A new process maps the same build to the same events.
 	run := strings.TrimSuffix(strings.SplitN(strings.SplitN(stderr, "pipelinerun "+ns+"/", 2)[1], ")", 2)[0], "\n")
 	exit, again, _ := runCLI(t, ctx, "events", run, "--json", "-n", ns)
-	if diff := cmp.Diff(strings.Split(stdout, "\n"), strings.Split(again, "\n")); exit != 0 || diff != "" {
-		t.Errorf("events after the build (exit %d) differ from the live stream (-live +events):\n%s", exit, diff)
+	if exit != 0 {
+		t.Fatalf("events after the build: exit %d", exit)
 	}
+	if waits := len(live) - len(replayable(live)); waits > 0 {
+		t.Logf("the live stream showed %d step(s) waiting for a worker", waits)
+	}
+	if diff := cmp.Diff(replayable(live), replayable(envelopes(t, again))); diff != "" {
+		t.Errorf("events after the build differ from the live stream (-live +events):\n%s", diff)
+	}
+}
+
+// replayable is what of a stream a follower that comes after the build sees too: each
+// event's type and data, in order, but for waiting-for-worker, which only a follower that
+// watched a pod wait to be scheduled can know (the cluster keeps no record of it in the
+// pod). The first test on a fresh cluster may well wait.
+func replayable(list []envelope) []string {
+	var out []string
+	for _, e := range list {
+		if e.Event != string(event.EventTypeWaitingForWorker) {
+			out = append(out, e.Event+" "+string(e.Data))
+		}
+	}
+	return out
 }
 
 type envelope struct {
