@@ -224,6 +224,7 @@ jobs:
 	if last := live[len(live)-1]; last.Event != "status" || !strings.Contains(string(last.Data), `"succeeded"`) {
 		t.Errorf("last event %s %s", last.Event, last.Data)
 	}
+	checkImageFetch(t, live, "1")
 	// A new process maps the same build to the same events.
 	run := strings.TrimSuffix(strings.SplitN(strings.SplitN(stderr, "pipelinerun "+ns+"/", 2)[1], ")", 2)[0], "\n")
 	exit, again, _ := runCLI(t, ctx, "events", run, "--json", "-n", ns)
@@ -250,6 +251,33 @@ func replayable(list []envelope) []string {
 		}
 	}
 	return out
+}
+
+// checkImageFetch checks that the task of plan ID id, whose image_resource is a registry
+// image, shows Concourse's fetch of its image between its initialize-task and its
+// selected-worker: image-check and image-get, then the check's events and the get's, as
+// concourse-semantics.md (4.3) orders them.
+func checkImageFetch(t *testing.T, list []envelope, id string) {
+	t.Helper()
+	var got []string
+	for _, e := range list {
+		var d struct {
+			Origin struct{ ID string } `json:"origin"`
+		}
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Origin.ID == id || strings.HasPrefix(d.Origin.ID, id+"/") {
+			got = append(got, d.Origin.ID+" "+e.Event)
+		}
+	}
+	want := []string{id + " initialize-task", id + " image-check", id + " image-get",
+		id + "/image-check initialize-check", id + "/image-check selected-worker", id + "/image-check start", id + "/image-check finish",
+		id + "/image-get initialize-get", id + "/image-get start-get", id + "/image-get selected-worker", id + "/image-get finish-get",
+		id + " selected-worker", id + " start-task"}
+	if len(got) < len(want) || strings.Join(got[:len(want)], "\n") != strings.Join(want, "\n") {
+		t.Errorf("the events of task %s:\n%s\nwant them to begin:\n%s", id, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 type envelope struct {

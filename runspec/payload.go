@@ -18,6 +18,9 @@ type Task struct {
 	OutputMapping map[string]string `json:"output_mapping,omitempty"`
 	// Privileged is informational: the pod's security context is the translator's.
 	Privileged bool `json:"privileged,omitempty"`
+	// ImageArtifact says the task runs an artifact as its image (its step's `image:`), not
+	// its config's image_resource: its events show no fetch of that.
+	ImageArtifact bool `json:"image_artifact,omitempty"`
 	// CacheRecords, when set, are the records of the job's task caches that the ATC's
 	// database holds for this step (Concourse's task_caches rows): a cache whose record
 	// is gone was cleared (fly clear-task-cache) and starts empty.
@@ -185,6 +188,15 @@ type MirroredImage struct {
 	Fetches []ImageFetch `json:"fetches,omitempty"`
 	// Artifact is the name of the artifact a get fetched the image into.
 	Artifact string `json:"artifact,omitempty"`
+}
+
+// PulledImage is the fetch of a custom type's image, a registry image that the node pulls:
+// the plan IDs of its check (none when its version is pinned) and get, and the image's
+// name (the type's).
+type PulledImage struct {
+	Name    string `json:"name"`
+	CheckID string `json:"check_id,omitempty"`
+	GetID   string `json:"get_id"`
 }
 
 // ImageFetch is a check (when Version is nil: its latest version) and a get of an image.

@@ -99,6 +99,10 @@ type Spec struct {
 	// environment the fetched image's metadata.json sets, as Concourse gives a container
 	// its image's.
 	MirroredImage *MirroredImage `json:"mirrored_image,omitempty"`
+	// PulledImage, when set, is the fetch of a resource step's custom type's image that
+	// the step's pod runs as the node pulls it (a registry image): the step's events show
+	// it as Concourse's check and get of that image, at these IDs.
+	PulledImage *PulledImage `json:"pulled_image,omitempty"`
 
 	Task        *Task        `json:"task,omitempty"`
 	Get         *Get         `json:"get,omitempty"`

@@ -252,6 +252,10 @@ func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 		case event.FinishTask:
 			res.ExitStatus = int(ev.ExitStatus)
 		case event.FinishGet:
+			if strings.HasSuffix(string(ev.Origin.ID), "/image-get") {
+				// The get of a task's image, or of a custom type's: not the build's.
+				return nil
+			}
 			res.ExitStatus, res.Version, res.Metadata = int(ev.ExitStatus), ev.FetchedVersion, ev.FetchedMetadata
 		case event.FinishPut:
 			res.ExitStatus, res.Version, res.Metadata = int(ev.ExitStatus), ev.CreatedVersion, ev.CreatedMetadata

@@ -13,6 +13,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -254,7 +255,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	case spec.Mode == runspec.ModeAcross && (started || troubled):
 		m.emit(Key{Step: name, Part: PartHead}, event.Initialize{Origin: origin, Time: startTime(tr)})
 	case !internal(spec.Mode) && (started || troubled):
-		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), started && !processless)
+		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), imageDigest(tr, o.Pod), started, processless)
 	}
 	source := event.OriginSourceStderr
 	if spec.Mode == runspec.ModeTask {
@@ -330,13 +331,16 @@ func internal(m runspec.Mode) bool {
 
 // head is initialize, selected-worker and start, in the order Concourse sends them for
 // each kind of step; a step whose container never started (its image could not be
-// pulled, say) was only initialized.
-func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at int64, node string, cfg event.TaskConfig, started bool) {
+// pulled, say) was only initialized. A step whose container started fetched its image
+// first, right after initialize (imageFetch, typeImageFetch); a task that then stopped
+// before its process (processless) goes no further.
+func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at int64, node string, cfg concourse.TaskConfig, digest string, started, processless bool) {
 	var evs []event.Event
 	sel := event.SelectedWorker{Time: at, Origin: origin, WorkerName: node}
+	shown := event.NewTaskConfig(cfg)
 	switch spec.Mode {
 	case runspec.ModeTask:
-		evs = []event.Event{event.InitializeTask{Time: at, Origin: origin, TaskConfig: cfg}, sel, event.StartTask{Time: at, Origin: origin, TaskConfig: cfg}}
+		evs = []event.Event{event.InitializeTask{Time: at, Origin: origin, TaskConfig: shown}, sel, event.StartTask{Time: at, Origin: origin, TaskConfig: shown}}
 	case runspec.ModeGet:
 		evs = []event.Event{event.InitializeGet{Origin: origin, Time: at}, event.StartGet{Origin: origin, Time: at}, sel}
 	case runspec.ModePut:
@@ -347,8 +351,17 @@ func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at in
 		// load_var and set_pipeline run in the ATC, on no worker.
 		evs = []event.Event{event.Initialize{Origin: origin, Time: at}, event.Start{Origin: origin, Time: at}}
 	}
-	if !started {
+	switch {
+	case !started:
 		evs = evs[:1]
+	case spec.Mode == runspec.ModeTask:
+		rest := evs[1:]
+		if processless {
+			rest = nil
+		}
+		evs = append(append(evs[:1:1], imageFetch(spec, cfg, origin, at, node, digest)...), rest...)
+	default:
+		evs = append(append(evs[:1:1], typeImageFetch(spec.PulledImage, at, node, digest)...), evs[1:]...)
 	}
 	for i, e := range evs {
 		m.emit(Key{Step: name, Part: PartHead, N: i}, e)
@@ -425,11 +438,100 @@ func finish(spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, outcome runs
 	return event.Finish{Origin: origin, Time: at, Succeeded: ok}
 }
 
+// imageFetch are the events of the image check and get Concourse runs for a task's
+// image_resource (concourse-semantics.md, 4.3), for a task whose registry image the
+// kubelet pulled: image-check and image-get carry the public sub-plans for the UI, then
+// the check's events and the get's (fetchEvents). An image of another type is the
+// mock's mirror of itself, or fetched by steps of the build, which show their own events.
+func imageFetch(spec runspec.Spec, cfg concourse.TaskConfig, origin event.Origin, at int64, node, digest string) []event.Event {
+	ir := cfg.ImageResource
+	if spec.Task == nil || spec.Task.ImageArtifact || ir == nil || ir.Type != "registry-image" && ir.Type != "docker-image" {
+		return nil
+	}
+	get, check := planner.FetchImagePlan(concourse.PlanID(spec.PlanID), *ir, nil, nil, false)
+	var evs []event.Event
+	pulled := runspec.PulledImage{Name: get.Get.Name, GetID: string(get.ID)}
+	if check != nil {
+		plan, err := event.Public(*check)
+		if err != nil {
+			return nil
+		}
+		evs = append(evs, event.ImageCheck{Time: at, Origin: origin, Plan: plan})
+		pulled.CheckID = string(check.ID)
+	}
+	plan, err := event.Public(get)
+	if err != nil {
+		return nil
+	}
+	evs = append(evs, event.ImageGet{Time: at, Origin: origin, Plan: plan})
+	var pinned concourse.Version
+	if get.Get.Version != nil {
+		pinned = *get.Get.Version
+	}
+	return append(evs, fetchEvents(pulled, pinned, at, node, digest)...)
+}
+
+// typeImageFetch are the events of the check and get of a resource step's custom type's
+// image, which the node pulled: Concourse shows them between the step's initialize and
+// the rest of its head (concourse-semantics.md, 4.3), with no image-check or image-get.
+func typeImageFetch(p *runspec.PulledImage, at int64, node, digest string) []event.Event {
+	if p == nil {
+		return nil
+	}
+	return fetchEvents(*p, nil, at, node, digest)
+}
+
+// fetchEvents are the events of the check (unless the version is pinned) and the get of
+// an image the node pulled, on the step's worker; the get's version is the digest the
+// node pulled, or the pinned version. The pull has no log of Concourse's.
+func fetchEvents(p runspec.PulledImage, pinned concourse.Version, at int64, node, digest string) []event.Event {
+	var evs []event.Event
+	if p.CheckID != "" {
+		co := event.Origin{ID: concourse.PlanID(p.CheckID)}
+		evs = append(evs, event.InitializeCheck{Origin: co, Time: at, Name: p.Name},
+			event.SelectedWorker{Time: at, Origin: co, WorkerName: node},
+			event.Start{Origin: co, Time: at}, event.Finish{Origin: co, Time: at, Succeeded: true})
+	}
+	version := concourse.Version{}
+	if pinned != nil {
+		version = pinned
+	}
+	if digest != "" {
+		version = concourse.Version{"digest": digest}
+	}
+	gor := event.Origin{ID: concourse.PlanID(p.GetID)}
+	return append(evs, event.InitializeGet{Origin: gor, Time: at}, event.StartGet{Origin: gor, Time: at},
+		event.SelectedWorker{Time: at, Origin: gor, WorkerName: node},
+		event.FinishGet{Origin: gor, Time: at, FetchedVersion: version})
+}
+
+// imageDigest is the digest the step's image was pulled at, from the image ID of its
+// container: the TaskRun's record of it, or the pod's.
+func imageDigest(tr *v1.TaskRun, pod *corev1.Pod) string {
+	id := ""
+	for _, s := range tr.Status.Steps {
+		if (s.Name == runspec.StepRun || s.Container == runspec.StepContainer) && s.ImageID != "" {
+			id = s.ImageID
+		}
+	}
+	if id == "" && pod != nil {
+		for _, s := range pod.Status.ContainerStatuses {
+			if s.Name == runspec.StepContainer {
+				id = s.ImageID
+			}
+		}
+	}
+	if _, digest, ok := strings.Cut(id, "@"); ok && strings.HasPrefix(digest, "sha256:") {
+		return digest
+	}
+	return ""
+}
+
 // taskConfig is the task's config for initialize-task and start-task: the plan's, or the
 // one its resolve step read from a file.
-func (m *mapper) taskConfig(spec runspec.Spec, tr *v1.TaskRun) event.TaskConfig {
+func (m *mapper) taskConfig(spec runspec.Spec, tr *v1.TaskRun) concourse.TaskConfig {
 	if spec.Mode != runspec.ModeTask || spec.Task == nil {
-		return event.TaskConfig{}
+		return concourse.TaskConfig{}
 	}
 	raw := spec.Task.Config
 	if raw == nil {
@@ -441,7 +543,7 @@ func (m *mapper) taskConfig(spec runspec.Spec, tr *v1.TaskRun) event.TaskConfig 
 	if data, err := json.Marshal(raw); err == nil {
 		_ = json.Unmarshal(data, &cfg)
 	}
-	return event.NewTaskConfig(cfg)
+	return cfg
 }
 
 func (m *mapper) resolvedConfig(taskPlanID string) string {

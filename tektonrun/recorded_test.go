@@ -280,6 +280,9 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 	obs.Steps = map[string]*StepObservation{"check-thing": obs.Steps["check-thing"], "get-thing": obs.Steps["get-thing"], "task-say": {}}
 	obs.Run = obs.Run.DeepCopy()
 	obs.Run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})
+	// A task shown started: initialize-task, its image's check and get (ten events, as
+	// its image_resource is a registry image), selected-worker, start-task.
+	const shown = 13
 	heads := func(tr *v1.TaskRun, after time.Duration, log []LogLine) int {
 		obs.Now = started.Add(after)
 		obs.Steps["task-say"] = &StepObservation{TaskRun: tr, Log: log}
@@ -304,11 +307,11 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		// A task may stop before its process (missing inputs): it is shown running once
 		// it wrote, or was quiet a while.
 		{"task, runner began", tr, 0, nil, 0},
-		{"task, wrote", tr, 0, line, 3},
-		{"task, quiet a while", tr, headDelay, nil, 3},
+		{"task, wrote", tr, 0, line, shown},
+		{"task, quiet a while", tr, headDelay, nil, shown},
 		{"fail-fast, quiet", failFast, headDelay / 2, nil, 0},
-		{"fail-fast, wrote", failFast, headDelay / 2, line, 3},
-		{"fail-fast, quiet a while", failFast, headDelay, nil, 3},
+		{"fail-fast, wrote", failFast, headDelay / 2, line, shown},
+		{"fail-fast, quiet a while", failFast, headDelay, nil, shown},
 	} {
 		if n := heads(tt.tr, tt.after, tt.log); n != tt.want {
 			t.Errorf("%s: %d head events, want %d", tt.name, n, tt.want)
@@ -321,7 +324,7 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		name string
 		log  []LogLine
 		want int
-	}{{"quiet", nil, 0}, {"wrote", line, 3}} {
+	}{{"quiet", nil, 0}, {"wrote", line, shown}} {
 		if n := heads(failFast, time.Hour, tt.log); n != tt.want {
 			t.Errorf("fail-fast, a sibling failed, %s an hour: %d head events, want %d", tt.name, n, tt.want)
 		}
@@ -331,13 +334,13 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 	sibSpec.Context[len(sibSpec.Context)-1].Child = &runspec.Node{ID: "1", Kind: runspec.KindLeaf}
 	setSpec(t, sameChild, sibSpec)
 	obs.Steps["sibling"] = &StepObservation{TaskRun: sameChild}
-	if n := heads(failFast, headDelay, nil); n != 3 {
-		t.Errorf("fail-fast, a step of its own child failed, quiet a while: %d head events, want 3", n)
+	if n := heads(failFast, headDelay, nil); n != shown {
+		t.Errorf("fail-fast, a step of its own child failed, quiet a while: %d head events, want %d", n, shown)
 	}
 	delete(obs.Steps, "sibling")
 
-	// A task that errored with no exit status never ran its process: only initialized,
-	// as Concourse's task step stops before selecting a worker.
+	// A task that errored with no exit status never ran its process: initialized, and its
+	// image fetched, as Concourse's task step stops before selecting a worker.
 	errored := so.TaskRun.DeepCopy()
 	errored.Status.Results = []v1.TaskRunResult{
 		{Name: runspec.ResultOutcome, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(string(runspec.Errored))},
@@ -355,7 +358,9 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 			got = append(got, typ.Event)
 		}
 	}
-	if diff := cmp.Diff([]string{"initialize-task", "error"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"initialize-task", "image-check", "image-get",
+		"initialize-check", "selected-worker", "start", "finish",
+		"initialize-get", "start-get", "selected-worker", "finish-get", "error"}, got); diff != "" {
 		t.Errorf("a task stopped before its process (-want +got):\n%s", diff)
 	}
 }

@@ -77,6 +77,28 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 	return "", nil, true
 }
 
+// pulledImage is the fetch of the image of a resource step's custom type that the node
+// pulls as the step's image (resourceImage), for the step's events; nil for a base type,
+// and an image fetched or mirrored otherwise.
+func pulledImage(ti concourse.TypeImage) *runspec.PulledImage {
+	if ti.GetPlan == nil || ti.GetPlan.Get == nil {
+		return nil
+	}
+	g := ti.GetPlan.Get
+	var version concourse.Version
+	if g.Version != nil {
+		version = *g.Version
+	}
+	if _, reason := imageFromResource(g.Type, g.Source, version); reason != "" {
+		return nil
+	}
+	p := &runspec.PulledImage{Name: g.Name, GetID: string(ti.GetPlan.ID)}
+	if ti.CheckPlan != nil {
+		p.CheckID = string(ti.CheckPlan.ID)
+	}
+	return p
+}
+
 // baseTypeNotFound is Concourse's error for a step of a base type no worker has.
 func baseTypeNotFound(typ string) string {
 	return "base resource type not found: " + typ
@@ -194,7 +216,7 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	}
 	spec := c.spec(runspec.ModeGet, p.ID, g.Name, sc.withTimeout(p.ID, g.Timeout))
 	spec.Get = &runspec.Get{Type: g.Type, Resource: g.Resource, Source: g.Source, Params: g.Params}
-	spec.MirroredImage = c.mirroredTypeImage(g.TypeImage)
+	spec.MirroredImage, spec.PulledImage = c.mirroredTypeImage(g.TypeImage), pulledImage(g.TypeImage)
 	if g.Version != nil {
 		spec.Get.Version = *g.Version
 	}
@@ -217,7 +239,7 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 	checkPlan := &concourse.Plan{ID: p.ID + "/check", Check: &concourse.CheckPlan{
 		Name: g.Name, Type: g.Type, Resource: g.Resource, Source: g.Source, TypeImage: g.TypeImage, Tags: g.Tags}}
 	c.derive(checkPlan.ID, p.ID)
-	check := c.checkIn(checkPlan, img, c.after(before, e), sc)
+	check := c.checkIn(checkPlan, img, c.after(before, e), sc, nil)
 	spec.Get.VersionFrom = string(checkPlan.ID)
 	get := c.leaf(spec, img, variant, g.Tags, c.test(check, onlySuccess))
 	c.producedBy(g.Name, g.Type, get.leaf, g.Source)
@@ -278,15 +300,16 @@ func (c *compiler) check(p *concourse.Plan, e cond, sc scope) *handle {
 		spec.Check = &runspec.Check{Type: ck.Type, Resource: ck.Resource, Source: ck.Source, FromVersion: ck.FromVersion}
 		return c.unavailable(spec, ck.Type, ck.TypeImage, ck.Tags, e)
 	}
-	return c.prepared(string(p.ID)+"/image", before, c.checkIn(p, img, c.after(before, e), sc))
+	return c.prepared(string(p.ID)+"/image", before, c.checkIn(p, img, c.after(before, e), sc, pulledImage(ck.TypeImage)))
 }
 
-// checkIn is the check step p, run in img.
-func (c *compiler) checkIn(p *concourse.Plan, img string, e cond, sc scope) *handle {
+// checkIn is the check step p, run in img; pulled is the fetch of its image to show (nil
+// for the check a get without a version runs first, which Concourse has not).
+func (c *compiler) checkIn(p *concourse.Plan, img string, e cond, sc scope, pulled *runspec.PulledImage) *handle {
 	ck := p.Check
 	spec := c.spec(runspec.ModeCheck, p.ID, ck.Name, sc)
 	spec.Check = &runspec.Check{Type: ck.Type, Resource: ck.Resource, Source: ck.Source, FromVersion: ck.FromVersion}
-	spec.MirroredImage = c.mirroredTypeImage(ck.TypeImage)
+	spec.MirroredImage, spec.PulledImage = c.mirroredTypeImage(ck.TypeImage), pulled
 	return c.leaf(spec, img, taskVariant{privileged: ck.TypeImage.Privileged}, ck.Tags, e)
 }
 
@@ -301,7 +324,7 @@ func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
 	// defaults to all inputs if not specified").
 	spec.Put = &runspec.Put{Type: pp.Type, Resource: pp.Resource, Source: pp.Source, Params: pp.Params,
 		Inputs: runspec.InputsAll, ExposeBuildCreatedBy: pp.ExposeBuildCreatedBy}
-	spec.MirroredImage = c.mirroredTypeImage(pp.TypeImage)
+	spec.MirroredImage, spec.PulledImage = c.mirroredTypeImage(pp.TypeImage), pulledImage(pp.TypeImage)
 	if in := pp.Inputs; in != nil {
 		switch {
 		case in.All:
@@ -354,6 +377,7 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 	var before []*handle
 	image := ""
 	if name := t.ImageArtifactName; name != "" {
+		spec.Task.ImageArtifact = true
 		if ref, ok := c.images[name]; ok {
 			image = ref
 			if ref == c.opts.ResourceImages["mock"] {

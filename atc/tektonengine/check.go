@@ -18,6 +18,7 @@ import (
 	"github.com/concourse/concourse/atc/metric"
 	"github.com/concourse/concourse/atc/policy"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
@@ -191,7 +192,7 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 }
 
 // runCheck runs the check from fromVersion as a run of its own, saves its events but the
-// ones the delegate saves (initialize-check, finish, error), and returns the versions it
+// ones the delegate saves (the check's own initialize-check and finish, its error), and returns the versions it
 // found and whether the script succeeded; an error says it could not run (a timeout:
 // context.DeadlineExceeded).
 func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exec.RunState, fromVersion atc.Version, config db.ResourceConfig) ([]atc.Version, bool, error) {
@@ -246,8 +247,17 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 	status, err := run.Events(followCtx, func(e tektonrun.Event) error {
 		containers.record(logger, e)
 		switch ev := e.Event.(type) {
-		case event.Status, event.InitializeCheck, event.Finish:
+		case event.Status:
 			return nil
+		case event.InitializeCheck:
+			// The delegate saves the check's own; the check of its type's image is the run's.
+			if ev.Origin.ID == concourse.PlanID(plan.ID) {
+				return nil
+			}
+		case event.Finish:
+			if ev.Origin.ID == concourse.PlanID(plan.ID) {
+				return nil
+			}
 		case event.Error:
 			failure = ev.Message
 			return nil

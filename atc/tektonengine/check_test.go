@@ -13,6 +13,7 @@ import (
 	atcevent "github.com/concourse/concourse/atc/event"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 )
 
@@ -79,11 +80,16 @@ func (f *checkFixture) factory(runs Runs) *StepperFactory {
 
 // checkEvents are a check's events as tektonrun maps them.
 func checkEvents(end ...event.Event) []event.Event {
+	return checkEventsAt("5", end...)
+}
+
+// checkEventsAt are checkEvents at the origin id.
+func checkEventsAt(id concourse.PlanID, end ...event.Event) []event.Event {
 	return append([]event.Event{
-		event.InitializeCheck{Origin: event.Origin{ID: "5"}, Time: 101, Name: "repo"},
-		event.SelectedWorker{Origin: event.Origin{ID: "5"}, Time: 101, WorkerName: "labnode"},
-		event.Start{Origin: event.Origin{ID: "5"}, Time: 101},
-		event.Log{Origin: event.Origin{ID: "5", Source: event.OriginSourceStderr}, Time: 102, Payload: "checking\n"},
+		event.InitializeCheck{Origin: event.Origin{ID: id}, Time: 101, Name: "repo"},
+		event.SelectedWorker{Origin: event.Origin{ID: id}, Time: 101, WorkerName: "labnode"},
+		event.Start{Origin: event.Origin{ID: id}, Time: 101},
+		event.Log{Origin: event.Origin{ID: id, Source: event.OriginSourceStderr}, Time: 102, Payload: "checking\n"},
 	}, end...)
 }
 
@@ -154,6 +160,39 @@ func TestCheckSavesVersion(t *testing.T) {
 		t.Error("the check's end not recorded as succeeded")
 	}
 	want := []string{"initialize-check", "selected-worker:labnode", "start", "log:checking\n", "finish:ok"}
+	if diff := cmp.Diff(want, eventTypes(savedEventsOf(fx.build))); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// A check whose type's image the node pulled shows that image's check and get inside its
+// own events: the run's initialize-check and finish of the image's check are saved, the
+// check's own are the delegate's.
+func TestCheckShowsItsPulledImage(t *testing.T) {
+	fx := newCheckFixture(checkPlan)
+	ic, ig := event.Origin{ID: "5/image-check"}, event.Origin{ID: "5/image-get"}
+	fetch := []event.Event{
+		event.InitializeCheck{Origin: ic, Time: 101, Name: "my-type"},
+		event.SelectedWorker{Origin: ic, Time: 101, WorkerName: "labnode"},
+		event.Start{Origin: ic, Time: 101},
+		event.Finish{Origin: ic, Time: 101, Succeeded: true},
+		event.InitializeGet{Origin: ig, Time: 101},
+		event.StartGet{Origin: ig, Time: 101},
+		event.SelectedWorker{Origin: ig, Time: 101, WorkerName: "labnode"},
+		event.FinishGet{Origin: ig, Time: 101, FetchedVersion: concourse.Version{"digest": "sha256:abc"}},
+	}
+	evs := checkEvents(event.Finish{Origin: event.Origin{ID: "5"}, Time: 103, Succeeded: true})
+	evs = append(append(evs[:1:1], fetch...), evs[1:]...)
+	runs := &fakeRuns{run: newRun(event.BuildStatusSucceeded, evs...)}
+	runs.run.version = map[string]string{"v": "2"}
+	runEngine(t, fx.build, fx.factory(runs), nil)
+	if got := finished(fx.build); got != db.BuildStatusSucceeded {
+		t.Fatalf("status %q; want succeeded", got)
+	}
+	want := []string{"initialize-check",
+		"initialize-check", "selected-worker:labnode", "start", "finish:ok",
+		"initialize-get", "start-get", "selected-worker:labnode", "finish-get",
+		"selected-worker:labnode", "start", "log:checking\n", "finish:ok"}
 	if diff := cmp.Diff(want, eventTypes(savedEventsOf(fx.build))); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
 	}

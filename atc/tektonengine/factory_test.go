@@ -34,6 +34,8 @@ import (
 type fakeRuns struct {
 	run *fakeRun
 	err error
+	// forPlan, when set, is the run of a plan, if it has one of its own (else run).
+	forPlan func(id atc.PlanID) *fakeRun
 
 	mu     sync.Mutex
 	refs   []BuildRef
@@ -54,6 +56,11 @@ func (f *fakeRuns) Start(ctx context.Context, plan []byte, ref BuildRef) (Run, e
 	f.starts++
 	if f.err != nil {
 		return nil, f.err
+	}
+	if f.forPlan != nil {
+		if run := f.forPlan(p.ID); run != nil {
+			return run, nil
+		}
 	}
 	return f.run, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/concourse/concourse/atc/db/dbfakes"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 )
 
@@ -63,7 +64,15 @@ func checkSucceeds(t *testing.T, fx *checkFixture, version map[string]string) *f
 	t.Helper()
 	run := newRun(event.BuildStatusSucceeded, checkEvents(event.Finish{Origin: event.Origin{ID: "5"}, Time: 103, Succeeded: true})...)
 	run.version = version
-	runs := &fakeRuns{run: run}
+	// The check of a type's image plays its events at its own origin, as a real run does.
+	runs := &fakeRuns{run: run, forPlan: func(id atc.PlanID) *fakeRun {
+		if id == "5" {
+			return nil
+		}
+		r := newRun(event.BuildStatusSucceeded, checkEventsAt(concourse.PlanID(id), event.Finish{Origin: event.Origin{ID: concourse.PlanID(id)}, Time: 103, Succeeded: true})...)
+		r.version = version
+		return r
+	}}
 	runEngine(t, fx.build, fx.factory(runs), nil)
 	if got := finished(fx.build); got != db.BuildStatusSucceeded {
 		t.Fatalf("status %q; want succeeded (events %v)", got, eventTypes(savedEventsOf(fx.build)))

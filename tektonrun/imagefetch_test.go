@@ -1,0 +1,159 @@
+package tektonrun
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// TestImageFetch: a task whose registry image_resource the kubelet pulled shows
+// Concourse's image check and get (concourse-semantics.md, 4.3), the get's version the
+// digest of the pull; a pinned version has no check; a task that runs an artifact, and
+// images of other types, show none.
+func TestImageFetch(t *testing.T) {
+	task := runspec.Spec{Mode: runspec.ModeTask, PlanID: "7", Task: &runspec.Task{}}
+	busybox := concourse.TaskConfig{ImageResource: &concourse.ImageResource{Type: "registry-image", Source: concourse.Source{"repository": "busybox", "password": "s3cret"}}}
+	origin := event.Origin{ID: "7"}
+	encode := func(evs []event.Event) []string {
+		var out []string
+		for _, e := range evs {
+			env, err := event.Marshal(e, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v struct {
+				Data  json.RawMessage `json:"data"`
+				Event string          `json:"event"`
+			}
+			if err := json.Unmarshal(env, &v); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, v.Event+" "+string(v.Data))
+		}
+		return out
+	}
+	want := []string{
+		`image-check {"time":5,"origin":{"id":"7"},"plan":{"id":"7/image-check","check":{"name":"image","type":"registry-image"}}}`,
+		`image-get {"time":5,"origin":{"id":"7"},"plan":{"id":"7/image-get","get":{"name":"image","type":"registry-image"}}}`,
+		`initialize-check {"origin":{"id":"7/image-check"},"time":5,"name":"image"}`,
+		`selected-worker {"time":5,"origin":{"id":"7/image-check"},"selected_worker":"node-1"}`,
+		`start {"origin":{"id":"7/image-check"},"time":5}`,
+		`finish {"origin":{"id":"7/image-check"},"time":5,"succeeded":true}`,
+		`initialize-get {"origin":{"id":"7/image-get"},"time":5}`,
+		`start-get {"origin":{"id":"7/image-get"},"time":5}`,
+		`selected-worker {"time":5,"origin":{"id":"7/image-get"},"selected_worker":"node-1"}`,
+		`finish-get {"origin":{"id":"7/image-get"},"time":5,"exit_status":0,"version":{"digest":"sha256:abc"}}`,
+	}
+	got := encode(imageFetch(task, busybox, origin, 5, "node-1", "sha256:abc"))
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a registry image (-want +got):\n%s", diff)
+	}
+	if strings.Contains(strings.Join(got, "\n"), "s3cret") {
+		t.Error("the image's source is in its events")
+	}
+
+	pinned := busybox
+	pinned.ImageResource = &concourse.ImageResource{Type: "docker-image", Source: concourse.Source{"repository": "busybox"}, Version: concourse.Version{"digest": "sha256:def"}}
+	got = encode(imageFetch(task, pinned, origin, 5, "node-1", ""))
+	if len(got) != 5 || !strings.HasPrefix(got[0], `image-get {"time":5,"origin":{"id":"7"},"plan":{"id":"7/image-get","get":{"name":"image","type":"docker-image","version":{"digest":"sha256:def"}}}}`) ||
+		!strings.HasSuffix(got[4], `"version":{"digest":"sha256:def"}}`) {
+		t.Errorf("a pinned version, no check, the pinned version fetched:\n%s", strings.Join(got, "\n"))
+	}
+
+	artifact := runspec.Spec{Mode: runspec.ModeTask, PlanID: "7", Task: &runspec.Task{ImageArtifact: true}}
+	mock := concourse.TaskConfig{ImageResource: &concourse.ImageResource{Type: "mock", Source: concourse.Source{"mirror_self": true}}}
+	for name, evs := range map[string][]event.Event{
+		"an artifact":  imageFetch(artifact, busybox, origin, 5, "node-1", "sha256:abc"),
+		"a mock image": imageFetch(task, mock, origin, 5, "node-1", ""),
+		"a rootfs_uri": imageFetch(task, concourse.TaskConfig{RootfsURI: "docker:///busybox"}, origin, 5, "node-1", ""),
+		"not a task's": imageFetch(runspec.Spec{Mode: runspec.ModeGet, PlanID: "7"}, busybox, origin, 5, "node-1", ""),
+	} {
+		if len(evs) != 0 {
+			t.Errorf("%s: %d image events, want none", name, len(evs))
+		}
+	}
+}
+
+// TestImageDigest: the digest of a pull is the repository digest of the step's image ID,
+// from the TaskRun or else the pod; an image with none (loaded, not pulled) has none.
+func TestImageDigest(t *testing.T) {
+	tr := func(id string) *v1.TaskRun {
+		r := &v1.TaskRun{}
+		r.Status.Steps = []v1.StepState{{Name: runspec.StepInstall, ImageID: "ghcr.io/runner@sha256:000"}, {Name: runspec.StepRun, Container: runspec.StepContainer, ImageID: id}}
+		return r
+	}
+	pod := &corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: runspec.StepContainer, ImageID: "10.88.0.1:5000/busybox@sha256:222"}}}}
+	for _, tt := range []struct {
+		name string
+		tr   *v1.TaskRun
+		pod  *corev1.Pod
+		want string
+	}{
+		{"the TaskRun's", tr("docker.io/library/busybox@sha256:111"), pod, "sha256:111"},
+		{"the pod's", tr(""), pod, "sha256:222"},
+		{"an image ID only", tr("sha256:333"), nil, ""},
+		{"nothing yet", tr(""), nil, ""},
+	} {
+		if got := imageDigest(tt.tr, tt.pod); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestTypeImageFetch: a get, put or check of a custom type whose image the node pulled
+// shows that image's check and get right after its initialize, as Concourse fetches the
+// type's image there, without image-check or image-get; a base type's shows none.
+func TestTypeImageFetch(t *testing.T) {
+	pulled := &runspec.PulledImage{Name: "slack", CheckID: "3/image-check", GetID: "3/image-get"}
+	for _, tt := range []struct {
+		mode   runspec.Mode
+		pulled *runspec.PulledImage
+		want   string
+	}{
+		{runspec.ModeGet, pulled, "3 initialize-get, 3/image-check initialize-check, 3/image-check selected-worker, 3/image-check start, 3/image-check finish, " +
+			"3/image-get initialize-get, 3/image-get start-get, 3/image-get selected-worker, 3/image-get finish-get, 3 start-get, 3 selected-worker"},
+		{runspec.ModePut, &runspec.PulledImage{Name: "slack", GetID: "3/image-get"}, "3 initialize-put, " +
+			"3/image-get initialize-get, 3/image-get start-get, 3/image-get selected-worker, 3/image-get finish-get, 3 selected-worker, 3 start-put"},
+		{runspec.ModeCheck, nil, "3 initialize-check, 3 selected-worker, 3 start"},
+	} {
+		m := &mapper{after: &Cursor{}}
+		spec := runspec.Spec{Mode: tt.mode, PlanID: "3", Name: "alert", PulledImage: tt.pulled}
+		m.head("step", spec, event.Origin{ID: "3"}, 5, "node-1", concourse.TaskConfig{}, "sha256:abc", true, false)
+		var got []string
+		for _, e := range m.events {
+			env, err := event.Marshal(e.Event, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v struct {
+				Data struct {
+					Origin  struct{ ID string }
+					Name    string
+					Version map[string]string
+				}
+				Event string
+			}
+			if err := json.Unmarshal(env, &v); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, v.Data.Origin.ID+" "+v.Event)
+			switch {
+			case v.Event == "initialize-check" && v.Data.Origin.ID != "3" && v.Data.Name != "slack":
+				t.Errorf("%s: the image's check is named %q, want the type's", tt.mode, v.Data.Name)
+			case v.Event == "finish-get" && v.Data.Version["digest"] != "sha256:abc":
+				t.Errorf("%s: the image's get fetched %v, want the digest pulled", tt.mode, v.Data.Version)
+			}
+		}
+		if s := strings.Join(got, ", "); s != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.mode, s, tt.want)
+		}
+	}
+}
