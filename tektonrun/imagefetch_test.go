@@ -52,7 +52,7 @@ func TestImageFetch(t *testing.T) {
 		`selected-worker {"time":5,"origin":{"id":"7/image-get"},"selected_worker":"node-1"}`,
 		`finish-get {"origin":{"id":"7/image-get"},"time":5,"exit_status":0,"version":{"digest":"sha256:abc"}}`,
 	}
-	got := encode(imageFetch(task, busybox, origin, 5, "node-1", "sha256:abc"))
+	got := encode(imageFetch(task, busybox, origin, 5, "node-1", imageFetchOf{digest: "sha256:abc"}))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("a registry image (-want +got):\n%s", diff)
 	}
@@ -62,7 +62,7 @@ func TestImageFetch(t *testing.T) {
 
 	pinned := busybox
 	pinned.ImageResource = &concourse.ImageResource{Type: "docker-image", Source: concourse.Source{"repository": "busybox"}, Version: concourse.Version{"digest": "sha256:def"}}
-	got = encode(imageFetch(task, pinned, origin, 5, "node-1", ""))
+	got = encode(imageFetch(task, pinned, origin, 5, "node-1", imageFetchOf{}))
 	if len(got) != 5 || !strings.HasPrefix(got[0], `image-get {"time":5,"origin":{"id":"7"},"plan":{"id":"7/image-get","get":{"name":"image","type":"docker-image","version":{"digest":"sha256:def"}}}}`) ||
 		!strings.HasSuffix(got[4], `"version":{"digest":"sha256:def"}}`) {
 		t.Errorf("a pinned version, no check, the pinned version fetched:\n%s", strings.Join(got, "\n"))
@@ -71,10 +71,10 @@ func TestImageFetch(t *testing.T) {
 	artifact := runspec.Spec{Mode: runspec.ModeTask, PlanID: "7", Task: &runspec.Task{ImageArtifact: true}}
 	mock := concourse.TaskConfig{ImageResource: &concourse.ImageResource{Type: "mock", Source: concourse.Source{"mirror_self": true}}}
 	for name, evs := range map[string][]event.Event{
-		"an artifact":  imageFetch(artifact, busybox, origin, 5, "node-1", "sha256:abc"),
-		"a mock image": imageFetch(task, mock, origin, 5, "node-1", ""),
-		"a rootfs_uri": imageFetch(task, concourse.TaskConfig{RootfsURI: "docker:///busybox"}, origin, 5, "node-1", ""),
-		"not a task's": imageFetch(runspec.Spec{Mode: runspec.ModeGet, PlanID: "7"}, busybox, origin, 5, "node-1", ""),
+		"an artifact":  imageFetch(artifact, busybox, origin, 5, "node-1", imageFetchOf{digest: "sha256:abc"}),
+		"a mock image": imageFetch(task, mock, origin, 5, "node-1", imageFetchOf{}),
+		"a rootfs_uri": imageFetch(task, concourse.TaskConfig{RootfsURI: "docker:///busybox"}, origin, 5, "node-1", imageFetchOf{}),
+		"not a task's": imageFetch(runspec.Spec{Mode: runspec.ModeGet, PlanID: "7"}, busybox, origin, 5, "node-1", imageFetchOf{}),
 	} {
 		if len(evs) != 0 {
 			t.Errorf("%s: %d image events, want none", name, len(evs))
@@ -126,7 +126,7 @@ func TestTypeImageFetch(t *testing.T) {
 	} {
 		m := &mapper{after: &Cursor{}}
 		spec := runspec.Spec{Mode: tt.mode, PlanID: "3", Name: "alert", PulledImage: tt.pulled}
-		m.head("step", spec, event.Origin{ID: "3"}, 5, "node-1", concourse.TaskConfig{}, "sha256:abc", true, false)
+		m.head("step", spec, event.Origin{ID: "3"}, 5, "node-1", concourse.TaskConfig{}, imageFetchOf{digest: "sha256:abc"}, true, false)
 		var got []string
 		for _, e := range m.events {
 			env, err := event.Marshal(e.Event, 0)
@@ -155,5 +155,59 @@ func TestTypeImageFetch(t *testing.T) {
 		if s := strings.Join(got, ", "); s != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.mode, s, tt.want)
 		}
+	}
+}
+
+// TestFetchedBefore: a step's image check is found done when a step it runs after, which
+// started, showed the check of the same image; not for a step beside it, one that never
+// started, or another image.
+func TestFetchedBefore(t *testing.T) {
+	task := func(source string, started bool) *StepObservation {
+		tr := &v1.TaskRun{Spec: v1.TaskRunSpec{Params: v1.Params{{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues("")}}}}
+		cfg := map[string]any{"platform": "linux", "image_resource": map[string]any{"type": "registry-image", "source": map[string]any{"repository": source}}}
+		setSpec(t, tr, runspec.Spec{Mode: runspec.ModeTask, PlanID: source, Task: &runspec.Task{Config: cfg}})
+		if started {
+			tr.Status.Steps = []v1.StepState{{Name: runspec.StepRun, Container: runspec.StepContainer,
+				ContainerState: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+		}
+		return &StepObservation{TaskRun: tr}
+	}
+	m := &mapper{obs: Observation{Steps: map[string]*StepObservation{
+		"first":   task("busybox", true),
+		"beside":  task("busybox", true),
+		"skipped": task("busybox", false),
+		"other":   task("alpine", true),
+	}}, deps: map[string][]string{
+		"first": nil, "beside": nil, "other": nil, "skipped": {"other"},
+		"second":       {"first"},
+		"after-beside": {"join"}, "join": {"beside", "other"},
+		"after-other": {"skipped"},
+	}}
+	busybox := imageKey(runspec.Spec{Mode: runspec.ModeTask, Task: &runspec.Task{}},
+		concourse.TaskConfig{ImageResource: &concourse.ImageResource{Type: "registry-image", Source: concourse.Source{"repository": "busybox"}}})
+	for _, tt := range []struct {
+		name string
+		key  string
+		want bool
+	}{
+		{"second", busybox, true},
+		{"after-beside", busybox, true}, // through a join
+		{"first", busybox, false},
+		{"beside", busybox, false},
+		{"after-other", busybox, false}, // its busybox ancestor never started
+		{"second", "", false},
+	} {
+		if got := m.fetchedBefore(tt.name, tt.key); got != tt.want {
+			t.Errorf("%s, key %q: fetched before %v, want %v", tt.name, tt.key, got, tt.want)
+		}
+	}
+	// A pinned version has no check to find done; a custom type's image is its type's.
+	pinned := concourse.TaskConfig{ImageResource: &concourse.ImageResource{Type: "registry-image", Source: concourse.Source{"repository": "busybox"}, Version: concourse.Version{"digest": "sha256:1"}}}
+	if k := imageKey(runspec.Spec{Mode: runspec.ModeTask, Task: &runspec.Task{}}, pinned); k != "" {
+		t.Errorf("a pinned image's key %q, want none", k)
+	}
+	typed := runspec.Spec{Mode: runspec.ModeGet, PulledImage: &runspec.PulledImage{Name: "slack", CheckID: "1/image-check", GetID: "1/image-get"}}
+	if k := imageKey(typed, concourse.TaskConfig{}); k == "" || k == busybox {
+		t.Errorf("a custom type's image key %q", k)
 	}
 }

@@ -84,6 +84,11 @@ type mapper struct {
 	after   *Cursor
 	events  []Event
 	skipped map[string]bool
+	// deps are the walk's nodes' direct dependencies; ancestors and imageKeys memoize what
+	// fetchedBefore computes from them.
+	deps      map[string][]string
+	ancestors map[string]map[string]bool
+	imageKeys map[string]string
 }
 
 func (m *mapper) emit(k Key, e event.Event) {
@@ -117,6 +122,10 @@ func (m *mapper) run() ([]Event, bool) {
 		children[c.PipelineTaskName] = true
 	}
 	nodes := runWalkOrder(run, spec)
+	m.deps = make(map[string][]string, len(nodes))
+	for _, n := range nodes {
+		m.deps[n.name] = n.deps
+	}
 	done := map[string]bool{}
 	// Each step is mapped once: its events are in m.events, and the cursor does not move
 	// until the caller delivered them.
@@ -255,7 +264,12 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	case spec.Mode == runspec.ModeAcross && (started || troubled):
 		m.emit(Key{Step: name, Part: PartHead}, event.Initialize{Origin: origin, Time: startTime(tr)})
 	case !internal(spec.Mode) && (started || troubled):
-		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), m.taskConfig(spec, tr), imageDigest(tr, o.Pod), started, processless)
+		cfg := m.taskConfig(spec, tr)
+		fetch := imageFetchOf{digest: imageDigest(tr, o.Pod)}
+		if started {
+			fetch.reused = m.fetchedBefore(name, imageKey(spec, cfg))
+		}
+		m.head(name, spec, origin, startTime(tr), worker(tr, o.Pod), cfg, fetch, started, processless)
 	}
 	source := event.OriginSourceStderr
 	if spec.Mode == runspec.ModeTask {
@@ -334,7 +348,7 @@ func internal(m runspec.Mode) bool {
 // pulled, say) was only initialized. A step whose container started fetched its image
 // first, right after initialize (imageFetch, typeImageFetch); a task that then stopped
 // before its process (processless) goes no further.
-func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at int64, node string, cfg concourse.TaskConfig, digest string, started, processless bool) {
+func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at int64, node string, cfg concourse.TaskConfig, fetch imageFetchOf, started, processless bool) {
 	var evs []event.Event
 	sel := event.SelectedWorker{Time: at, Origin: origin, WorkerName: node}
 	shown := event.NewTaskConfig(cfg)
@@ -359,9 +373,9 @@ func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at in
 		if processless {
 			rest = nil
 		}
-		evs = append(append(evs[:1:1], imageFetch(spec, cfg, origin, at, node, digest)...), rest...)
+		evs = append(append(evs[:1:1], imageFetch(spec, cfg, origin, at, node, fetch)...), rest...)
 	default:
-		evs = append(append(evs[:1:1], typeImageFetch(spec.PulledImage, at, node, digest)...), evs[1:]...)
+		evs = append(append(evs[:1:1], typeImageFetch(spec.PulledImage, at, node, fetch)...), evs[1:]...)
 	}
 	for i, e := range evs {
 		m.emit(Key{Step: name, Part: PartHead, N: i}, e)
@@ -443,9 +457,9 @@ func finish(spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, outcome runs
 // kubelet pulled: image-check and image-get carry the public sub-plans for the UI, then
 // the check's events and the get's (fetchEvents). An image of another type is the
 // mock's mirror of itself, or fetched by steps of the build, which show their own events.
-func imageFetch(spec runspec.Spec, cfg concourse.TaskConfig, origin event.Origin, at int64, node, digest string) []event.Event {
-	ir := cfg.ImageResource
-	if spec.Task == nil || spec.Task.ImageArtifact || ir == nil || ir.Type != "registry-image" && ir.Type != "docker-image" {
+func imageFetch(spec runspec.Spec, cfg concourse.TaskConfig, origin event.Origin, at int64, node string, fetch imageFetchOf) []event.Event {
+	ir := pulledImageResource(spec, cfg)
+	if ir == nil {
 		return nil
 	}
 	get, check := planner.FetchImagePlan(concourse.PlanID(spec.PlanID), *ir, nil, nil, false)
@@ -468,41 +482,127 @@ func imageFetch(spec runspec.Spec, cfg concourse.TaskConfig, origin event.Origin
 	if get.Get.Version != nil {
 		pinned = *get.Get.Version
 	}
-	return append(evs, fetchEvents(pulled, pinned, at, node, digest)...)
+	return append(evs, fetchEvents(pulled, pinned, at, node, fetch)...)
 }
 
 // typeImageFetch are the events of the check and get of a resource step's custom type's
 // image, which the node pulled: Concourse shows them between the step's initialize and
 // the rest of its head (concourse-semantics.md, 4.3), with no image-check or image-get.
-func typeImageFetch(p *runspec.PulledImage, at int64, node, digest string) []event.Event {
+func typeImageFetch(p *runspec.PulledImage, at int64, node string, fetch imageFetchOf) []event.Event {
 	if p == nil {
 		return nil
 	}
-	return fetchEvents(*p, nil, at, node, digest)
+	return fetchEvents(*p, nil, at, node, fetch)
+}
+
+// imageFetchOf is what the mapper knows of a step's image's fetch: the digest the node
+// pulled, and whether a step the step runs after fetched the same image (fetchedBefore).
+type imageFetchOf struct {
+	digest string
+	reused bool
 }
 
 // fetchEvents are the events of the check (unless the version is pinned) and the get of
 // an image the node pulled, on the step's worker; the get's version is the digest the
-// node pulled, or the pinned version. The pull has no log of Concourse's.
-func fetchEvents(p runspec.PulledImage, pinned concourse.Version, at int64, node, digest string) []event.Event {
+// node pulled, or the pinned version. The pull has no log of Concourse's. A check whose
+// image a step before it in the build fetched is found done since the build started, as
+// Concourse's check step finds it: it only initializes and finishes.
+func fetchEvents(p runspec.PulledImage, pinned concourse.Version, at int64, node string, fetch imageFetchOf) []event.Event {
 	var evs []event.Event
 	if p.CheckID != "" {
 		co := event.Origin{ID: concourse.PlanID(p.CheckID)}
-		evs = append(evs, event.InitializeCheck{Origin: co, Time: at, Name: p.Name},
-			event.SelectedWorker{Time: at, Origin: co, WorkerName: node},
-			event.Start{Origin: co, Time: at}, event.Finish{Origin: co, Time: at, Succeeded: true})
+		evs = append(evs, event.InitializeCheck{Origin: co, Time: at, Name: p.Name})
+		if !fetch.reused {
+			evs = append(evs, event.SelectedWorker{Time: at, Origin: co, WorkerName: node}, event.Start{Origin: co, Time: at})
+		}
+		evs = append(evs, event.Finish{Origin: co, Time: at, Succeeded: true})
 	}
 	version := concourse.Version{}
 	if pinned != nil {
 		version = pinned
 	}
-	if digest != "" {
-		version = concourse.Version{"digest": digest}
+	if fetch.digest != "" {
+		version = concourse.Version{"digest": fetch.digest}
 	}
 	gor := event.Origin{ID: concourse.PlanID(p.GetID)}
 	return append(evs, event.InitializeGet{Origin: gor, Time: at}, event.StartGet{Origin: gor, Time: at},
 		event.SelectedWorker{Time: at, Origin: gor, WorkerName: node},
 		event.FinishGet{Origin: gor, Time: at, FetchedVersion: version})
+}
+
+// pulledImageResource is the image_resource of a task that the node pulled as the task's
+// image: a registry-image or docker-image one, unless the task runs an artifact.
+func pulledImageResource(spec runspec.Spec, cfg concourse.TaskConfig) *concourse.ImageResource {
+	ir := cfg.ImageResource
+	if spec.Mode != runspec.ModeTask || spec.Task == nil || spec.Task.ImageArtifact || ir == nil || ir.Type != "registry-image" && ir.Type != "docker-image" {
+		return nil
+	}
+	return ir
+}
+
+// imageKey says which image's check a step shows ("" none): a task's image_resource by
+// its type and source (Concourse's resource config), a custom type's image by the type.
+func imageKey(spec runspec.Spec, cfg concourse.TaskConfig) string {
+	if ir := pulledImageResource(spec, cfg); ir != nil && ir.Version == nil {
+		source, err := json.Marshal(ir.Source)
+		if err != nil {
+			return ""
+		}
+		return "image\x00" + ir.Type + "\x00" + string(source)
+	}
+	if p := spec.PulledImage; p != nil && p.CheckID != "" {
+		return "type\x00" + p.Name
+	}
+	return ""
+}
+
+// fetchedBefore tells whether a step that the step named runs after (its ancestors in the
+// walk) started, and so showed the check of the image key, which Concourse's check of it
+// then finds done since the build started. Steps that run beside it are not counted: their
+// checks may run at the same time. The ancestors' state is final when the step starts.
+func (m *mapper) fetchedBefore(name, key string) bool {
+	if key == "" {
+		return false
+	}
+	for a := range m.ancestorsOf(name) {
+		o := m.obs.Steps[a]
+		if o == nil || o.TaskRun == nil || !ran(containerState(o.TaskRun, o.Pod)) {
+			continue
+		}
+		k, seen := m.imageKeys[a]
+		if !seen {
+			if spec, ok := decodeSpec(o.TaskRun); ok && spec.Mode != runspec.ModeJoin && spec.Mode != runspec.ModeVerdict {
+				k = imageKey(spec, m.taskConfig(spec, o.TaskRun))
+			}
+			if m.imageKeys == nil {
+				m.imageKeys = map[string]string{}
+			}
+			m.imageKeys[a] = k
+		}
+		if k == key {
+			return true
+		}
+	}
+	return false
+}
+
+// ancestorsOf are the walk's nodes the node named runs after, directly or not.
+func (m *mapper) ancestorsOf(name string) map[string]bool {
+	if a, ok := m.ancestors[name]; ok {
+		return a
+	}
+	if m.ancestors == nil {
+		m.ancestors = map[string]map[string]bool{}
+	}
+	out := map[string]bool{}
+	m.ancestors[name] = out // a cycle, which Tekton refuses, ends here
+	for _, d := range m.deps[name] {
+		out[d] = true
+		for a := range m.ancestorsOf(d) {
+			out[a] = true
+		}
+	}
+	return out
 }
 
 // imageDigest is the digest the step's image was pulled at, from the image ID of its
