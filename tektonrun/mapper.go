@@ -263,7 +263,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	switch {
 	case spec.Mode == runspec.ModeAcross && (started || troubled):
 		m.emit(Key{Step: name, Part: PartHead}, event.Initialize{Origin: origin, Time: startTime(tr)})
-	case !internal(spec.Mode) && (started || troubled):
+	case !internal(spec.Mode) && (started || troubled) && !m.after.pastHead(name):
 		cfg := m.taskConfig(spec, tr)
 		fetch := imageFetchOf{digest: imageDigest(tr, o.Pod)}
 		if started {
@@ -670,6 +670,12 @@ func (c *Cursor) next(step string, p Part) int {
 		return *s.count(p)
 	}
 	return 0
+}
+
+// pastHead tells whether events of the step after its head were delivered: its head was,
+// whole (a step's parts are delivered in order), and need not be mapped again.
+func (c *Cursor) pastHead(step string) bool {
+	return c.next(step, PartLog) > 0 || c.next(step, PartEnd) > 0
 }
 
 func decodeSpec(tr *v1.TaskRun) (runspec.Spec, bool) {
