@@ -78,9 +78,14 @@ func TestGC(t *testing.T) {
 		}
 	}
 	start("slow", "1")
+	// Four at a time; the 5 the job keeps are the newest created, so they start once the
+	// 25 others were created (four concurrent starts create their runs in any order).
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
 	for n := 1; n <= 30; n++ {
+		if n == 26 {
+			wg.Wait()
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
