@@ -33,7 +33,7 @@ runner-image: build ## Build the step runner's image as bin/images/runner.tar (R
 .PHONY: cli-image
 cli-image: build ## Build the concourse-tekton command's image (gc's CronJob) as bin/images/cli.tar (CLI_IMAGE=ref; PUSH=1 pushes it).
 	@mkdir -p $(BIN)/images
-	$(BIN)/runner-image -cli $(BIN)/concourse-tekton -ref $(CLI_IMAGE) -o $(BIN)/images/cli.tar $(if $(PUSH),-push)
+	$(BIN)/runner-image -cli $(BIN)/concourse-tekton-kube -ref $(CLI_IMAGE) -o $(BIN)/images/cli.tar $(if $(PUSH),-push)
 
 .PHONY: test
 test: ## Run the hermetic tests (unit, golden, corpus) and print the corpus tables.

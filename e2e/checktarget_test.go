@@ -164,8 +164,7 @@ func impersonatingKubeconfig(t *testing.T, user string) string {
 // checkTargetCLI runs `concourse-tekton check-target` the way a user would.
 func checkTargetCLI(t *testing.T, kubeconfig string, args ...string) (code int, stdout string) {
 	t.Helper()
-	cmd := exec.Command("go", append([]string{"run", "./cmd/concourse-tekton", "check-target", "--kubeconfig", kubeconfig}, args...)...)
-	cmd.Dir = ".."
+	cmd := exec.Command(cliBinary(t), append([]string{"check-target", "--kubeconfig", kubeconfig}, args...)...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	err := cmd.Run()

@@ -27,9 +27,10 @@ var (
 	cliErr  error
 )
 
-// cliBinary builds cmd/concourse-tekton (once) and returns its path. It is built under
-// the repository's bin/e2e and moved into place, so that a test binary running at the
-// same time keeps the binary it started with and nothing is left in /tmp.
+// cliBinary builds cmd/concourse-tekton and cmd/concourse-tekton-kube (once), side by
+// side as a user installs them, and returns the command's path. They are built under the
+// repository's bin/e2e and moved into place, so that a test binary running at the same
+// time keeps the binaries it started with and nothing is left in /tmp.
 func cliBinary(t testing.TB) string {
 	t.Helper()
 	cliOnce.Do(func() {
@@ -42,21 +43,26 @@ func cliBinary(t testing.TB) string {
 			cliErr = err
 			return
 		}
-		tmp, err := os.CreateTemp(dir, ".concourse-tekton-*")
+		tmp, err := os.MkdirTemp(dir, ".build-*")
 		if err != nil {
 			cliErr = err
 			return
 		}
-		tmp.Close()
-		cmd := exec.Command("go", "build", "-o", tmp.Name(), "./cmd/concourse-tekton")
+		defer os.RemoveAll(tmp)
+		cmd := exec.Command("go", "build", "-o", tmp+"/", "./cmd/concourse-tekton", "./cmd/concourse-tekton-kube")
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
-			os.Remove(tmp.Name())
 			cliErr = fmt.Errorf("building the CLI: %v\n%s", err, out)
 			return
 		}
+		// The part the command hands over to first, so that a new command never finds an
+		// old one beside it.
+		for _, name := range []string{"concourse-tekton-kube", "concourse-tekton"} {
+			if cliErr = os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name)); cliErr != nil {
+				return
+			}
+		}
 		cliPath = filepath.Join(dir, "concourse-tekton")
-		cliErr = os.Rename(tmp.Name(), cliPath)
 	})
 	if cliErr != nil {
 		t.Fatal(cliErr)

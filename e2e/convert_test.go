@@ -31,9 +31,8 @@ func convert(t *testing.T, pipeline string, args ...string) []map[string]any {
 	if err := os.WriteFile(file, []byte(pipeline), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", append([]string{"run", "./cmd/concourse-tekton", "convert", file,
+	cmd := exec.Command(cliBinary(t), append([]string{"convert", file,
 		"--runner-image", runnerImage, "--resource-image", "mock=" + mockImage}, args...)...)
-	cmd.Dir = ".."
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -1,41 +1,52 @@
 // Command concourse-tekton runs Concourse pipelines on Kubernetes through Tekton.
+//
+// It runs validate, plan and --version itself: they need only the pipeline model. Every
+// other command line goes, whole, to concourse-tekton-kube, the part of the command that
+// links the Kubernetes and Tekton libraries, found beside this binary (else on PATH): the
+// package initialisation of those libraries alone costs several times a bare Go program's
+// start-up, which a validate of a small pipeline would otherwise pay.
 package main
 
 import (
-	// First: validate, plan and --version run from here, before the package
-	// initialisation of the libraries below.
-	_ "github.com/concourse-tekton/concourse-tekton/internal/cli/fastpath"
-
-	"crypto/x509"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 
-	"golang.org/x/crypto/x509roots/fallback/bundle"
-
-	"github.com/concourse-tekton/concourse-tekton/internal/cli"
+	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
 )
 
+// kubeCommand is the binary that runs the other commands.
+const kubeCommand = "concourse-tekton-kube"
+
 func main() {
-	// Its image (make cli-image) holds no CA bundle: without these roots, no image
-	// registry's TLS certificate could be verified there. A system's roots win. Set here,
-	// not by importing x509roots/fallback, whose package initialisation (parsing them, a
-	// millisecond or two) validate would pay too.
-	x509.SetFallbackRoots(fallbackRoots())
-	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	if pipelinecmd.Handles(args) {
+		os.Exit(pipelinecmd.Main(args, &pipelinecmd.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	}
+	kube, err := kubeBinary()
+	if err == nil {
+		err = handOver(kube, args)
+	}
+	fmt.Fprintf(os.Stderr, "error: %v\n", err)
+	os.Exit(1)
 }
 
-// fallbackRoots are Mozilla's roots, as x509roots/fallback gives them.
-func fallbackRoots() *x509.CertPool {
-	p := x509.NewCertPool()
-	for c := range bundle.Roots() {
-		cert, err := x509.ParseCertificate(c.Certificate)
-		if err != nil {
-			panic(err)
+// kubeBinary is concourse-tekton-kube beside this binary (symbolic links resolved), else
+// the first on PATH.
+func kubeBinary() (string, error) {
+	self, err := os.Executable()
+	if err == nil {
+		if s, err := filepath.EvalSymlinks(self); err == nil {
+			self = s
 		}
-		if c.Constraint == nil {
-			p.AddCert(cert)
-		} else {
-			p.AddCertWithConstraint(cert, c.Constraint)
+		beside := filepath.Join(filepath.Dir(self), kubeCommand)
+		if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return beside, nil
 		}
 	}
-	return p
+	if p, err := exec.LookPath(kubeCommand); err == nil {
+		return p, nil
+	}
+	return "", fmt.Errorf("%s, which runs every command but validate and plan, is neither beside %s nor on PATH: build both (make build, or go build -o DIR ./cmd/concourse-tekton ./cmd/concourse-tekton-kube)", kubeCommand, self)
 }

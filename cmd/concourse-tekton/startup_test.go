@@ -53,6 +53,7 @@ func BenchmarkStartup(b *testing.B) {
 	}
 	dir := b.TempDir()
 	bin := build(b, ".", filepath.Join(dir, "concourse-tekton"))
+	kube := build(b, "../concourse-tekton-kube", filepath.Join(dir, kubeCommand))
 	bareDir := filepath.Join(dir, "bare")
 	if err := os.MkdirAll(bareDir, 0o755); err != nil {
 		b.Fatal(err)
@@ -69,16 +70,21 @@ func BenchmarkStartup(b *testing.B) {
 	}
 	for _, bc := range []struct {
 		name string
+		bin  string
 		args []string
 	}{
-		{"version", []string{"--version"}},
-		{"validate", []string{"validate", pipeline}},
+		{"version", bin, []string{"--version"}},
+		{"validate", bin, []string{"validate", pipeline}},
+		// convert, handed over to concourse-tekton-kube, and the same run by it directly:
+		// the hand-over's cost is their difference.
+		{"convert", bin, []string{"convert", pipeline}},
+		{"convert-kube", kube, []string{"convert", pipeline}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			// Each iteration runs both, so that the machine's moods weigh on them alike.
 			var self, base time.Duration
 			for b.Loop() {
-				self += timeRun(b, bin, bc.args...)
+				self += timeRun(b, bc.bin, bc.args...)
 				base += timeRun(b, bare)
 			}
 			b.ReportMetric(float64(self.Nanoseconds())/float64(b.N), "ns/op")

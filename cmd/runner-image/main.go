@@ -4,11 +4,11 @@
 // a docker-save tarball (for `ctr images import`, `kind load image-archive`, or the local
 // e2e cluster) and can push to a registry. With -cli it builds instead the image of the
 // concourse-tekton command (CLIPath, its entrypoint; a non-root user), which runs gc in a
-// CronJob of the cluster.
+// CronJob of the cluster: give it concourse-tekton-kube, which runs every command alone.
 //
 //	runner-image -binary bin/concourse-runner -ref ghcr.io/concourse-tekton/runner:dev -o bin/images/runner.tar
 //	runner-image -binary bin/concourse-runner -ref registry.example/runner:v1 -push
-//	runner-image -cli bin/concourse-tekton -ref ghcr.io/concourse-tekton/concourse-tekton:dev -o bin/images/cli.tar
+//	runner-image -cli bin/concourse-tekton-kube -ref ghcr.io/concourse-tekton/concourse-tekton:dev -o bin/images/cli.tar
 package main
 
 import (
@@ -31,7 +31,7 @@ func main() {
 	ref := flag.String("ref", translate.DefaultRunnerImage, "the image reference to tag (and push)")
 	out := flag.String("o", "", "write a docker-save tarball here")
 	push := flag.Bool("push", false, "push the image to -ref's registry (credentials from the Docker config)")
-	cli := flag.String("cli", "", "build the image of this static concourse-tekton binary instead")
+	cli := flag.String("cli", "", "build the image of this static concourse-tekton-kube binary (the whole command) instead")
 	flag.Parse()
 	build := func() (v1.Image, error) { return runnerImage(*binary, *tool) }
 	if *cli != "" {

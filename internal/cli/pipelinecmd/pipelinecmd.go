@@ -1,8 +1,9 @@
 // Package pipelinecmd is the part of the concourse-tekton command line that needs
 // nothing but the pipeline model: the root command, validate, plan, --version, and
 // what the other commands share with them (the standard streams, fly's var flags,
-// loading a pipeline, exit codes). It links no Kubernetes or Tekton library, so the
-// command runs these before their package initialisation (package fastpath).
+// loading a pipeline, exit codes). It links no Kubernetes or Tekton library: the
+// concourse-tekton binary (cmd/concourse-tekton) runs these alone, without their package
+// initialisation, and hands the other commands to concourse-tekton-kube.
 package pipelinecmd
 
 import (
