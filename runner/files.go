@@ -314,7 +314,7 @@ func imageReference(cfg concourse.TaskConfig, mockImage string) (string, error) 
 		if mirrorsMock(ir) && mockImage != "" {
 			return mockImage, nil
 		}
-		if ir.Type != "registry-image" && ir.Type != "docker-image" {
+		if !runspec.RegistryImageType(ir.Type) {
 			return "", fmt.Errorf("image_resource of type %s is not supported: use registry-image or docker-image", ir.Type)
 		}
 		repo, _ := ir.Source["repository"].(string)

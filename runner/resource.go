@@ -385,7 +385,7 @@ func (s *step) fetched(g *runspec.Get, source map[string]any, volPath string, r 
 // imageRef is the registry reference of an image fetched by a registry-image or
 // docker-image get: its repository at the fetched digest.
 func imageRef(typ string, source map[string]any, version map[string]string) string {
-	if typ != "registry-image" && typ != "docker-image" {
+	if !runspec.RegistryImageType(typ) {
 		return ""
 	}
 	repo, _ := source["repository"].(string)

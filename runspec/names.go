@@ -155,3 +155,10 @@ func ShortHash[T string | []byte](s T) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:5])
 }
+
+// RegistryImageType tells whether resources of a type name an image in a registry, which
+// a node pulls as it is (the source's repository and tag, a get's digest): registry-image
+// and docker-image.
+func RegistryImageType(typ string) bool {
+	return typ == "registry-image" || typ == "docker-image"
+}

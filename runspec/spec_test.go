@@ -112,3 +112,11 @@ func TestOutcomeExitCodes(t *testing.T) {
 		t.Error("ParseOutcome accepted pending")
 	}
 }
+
+func TestRegistryImageType(t *testing.T) {
+	for typ, want := range map[string]bool{"registry-image": true, "docker-image": true, "git": false, "mock": false, "": false, "Registry-Image": false} {
+		if got := RegistryImageType(typ); got != want {
+			t.Errorf("RegistryImageType(%q) = %v, want %v", typ, got, want)
+		}
+	}
+}

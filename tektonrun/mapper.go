@@ -534,7 +534,7 @@ func fetchEvents(p runspec.PulledImage, pinned concourse.Version, at int64, node
 // image: a registry-image or docker-image one, unless the task runs an artifact.
 func pulledImageResource(spec runspec.Spec, cfg concourse.TaskConfig) *concourse.ImageResource {
 	ir := cfg.ImageResource
-	if spec.Mode != runspec.ModeTask || spec.Task == nil || spec.Task.ImageArtifact || ir == nil || ir.Type != "registry-image" && ir.Type != "docker-image" {
+	if spec.Mode != runspec.ModeTask || spec.Task == nil || spec.Task.ImageArtifact || ir == nil || !runspec.RegistryImageType(ir.Type) {
 		return nil
 	}
 	return ir

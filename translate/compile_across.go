@@ -289,7 +289,7 @@ func (c *compiler) runtimeGuard(p *concourse.Plan, sc scope) bool {
 				// A registry image's repository, tag and digest are read when the step
 				// runs (resolvedTask); any other type is decided now.
 				image = append(image, ir.Type)
-				if ir.Type != "registry-image" && ir.Type != "docker-image" {
+				if !runspec.RegistryImageType(ir.Type) {
 					image = append(image, toGeneric(ir.Source))
 				}
 			}

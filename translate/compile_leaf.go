@@ -58,7 +58,7 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 			// which the step's runner fetches for its metadata (mirroredTypeImage).
 			return c.opts.ResourceImages["mock"], nil, true
 		}
-		if repo, _ := g.Source["repository"].(string); repo == "" && (g.Type == "registry-image" || g.Type == "docker-image") {
+		if repo, _ := g.Source["repository"].(string); repo == "" && runspec.RegistryImageType(g.Type) {
 			c.fail(p, step, "the image of resource type %q cannot be run here: %s", typ, reason)
 			return "", nil, false
 		}
@@ -133,7 +133,7 @@ func (c *compiler) fetchImage(p, checkPlan, getPlan *concourse.Plan, e cond, sc 
 		return "", nil, false // the fetch's own image could not be found; the compiler failed
 	}
 	before = append(before, get)
-	if g := getPlan.Get; g.Type == "registry-image" || g.Type == "docker-image" {
+	if g := getPlan.Get; runspec.RegistryImageType(g.Type) {
 		return "$(tasks." + get.step + ".results.image)", before, true
 	}
 	pub := c.publish(p, getPlan.Get.Name, c.after(before, e), isc)
@@ -274,7 +274,7 @@ func (c *compiler) prepared(id string, before []*handle, step *handle) *handle {
 // a registry image's fetch names its image, which a task runs as it is; any other
 // artifact a task runs is published first.
 func (c *compiler) producedBy(name, typ, task string, source concourse.Source) {
-	if typ == "registry-image" || typ == "docker-image" {
+	if runspec.RegistryImageType(typ) {
 		c.images[name] = "$(tasks." + task + ".results.image)"
 		return
 	}
@@ -466,7 +466,7 @@ func (c *compiler) taskOutputs(t *concourse.TaskPlan, cfg *concourse.TaskConfig)
 // imageNeedsVars reports whether a config's image is only known once the build's vars are.
 func imageNeedsVars(cfg *concourse.TaskConfig) bool {
 	ir := cfg.ImageResource
-	if ir == nil || (ir.Type != "registry-image" && ir.Type != "docker-image") {
+	if ir == nil || (!runspec.RegistryImageType(ir.Type)) {
 		return false
 	}
 	for _, k := range []string{"repository", "tag"} {
@@ -499,7 +499,7 @@ func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.Task
 		switch {
 		case reason == "":
 			return img, nil, nil, true
-		case ir.Type == "registry-image" || ir.Type == "docker-image":
+		case runspec.RegistryImageType(ir.Type):
 			c.fail(p, step, "its image_resource cannot be run here: %s", reason)
 			return "", nil, nil, false
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // Options say what the plan belongs to and how its steps meet the cluster.
@@ -158,7 +159,7 @@ func (e *UnsupportedError) Error() string {
 // imageFromResource turns a registry-image or docker-image source into an image reference,
 // or says why it cannot (the reason completes "... cannot be run here: ").
 func imageFromResource(typ string, source concourse.Source, version concourse.Version) (string, string) {
-	if typ != "registry-image" && typ != "docker-image" {
+	if !runspec.RegistryImageType(typ) {
 		return "", fmt.Sprintf("it is of type %q, and only registry-image or docker-image images can", typ)
 	}
 	repo, _ := source["repository"].(string)
