@@ -51,6 +51,12 @@ IMG_BUSYBOX=$IMG_PREFIX/busybox:1.35
 # The three host sysctls the kubelet rewrites; saved before it starts, restored on down.
 KUBELET_SYSCTLS="vm.overcommit_memory kernel.panic kernel.panic_on_oops"
 
+# The caller's KUBECONFIG reaches nothing the harness starts or runs: each is given this
+# cluster's kubeconfig explicitly, and a component that reads KUBECONFIG prefers it to
+# its --kubeconfig flag (csi-provisioner does, and with a KUBECONFIG of a cluster that is
+# down, or another one, it exits or provisions there).
+unset KUBECONFIG
+
 # A dead proxy for everything that might pull or fetch (containerd, Tekton, add-ons): an
 # accidental pull fails on this machine. Never for the apiserver: its webhook calls would
 # be proxied and fail.
