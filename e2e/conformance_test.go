@@ -585,15 +585,20 @@ func pipelineRunOf(t *testing.T, stderr string) string {
 	return m[2]
 }
 
-// verdictOf is the build's status as its verdict task recorded it.
+// verdictOf is the build's status as its verdict task recorded it, or its last step
+// when that holds the verdict (runspec.LabelVerdict) and recorded it.
 func verdictOf(t *testing.T, ns, pr string) string {
 	t.Helper()
 	for _, tr := range taskRunsOf(t, ns, pr) {
-		if tr.Labels["tekton.dev/pipelineTask"] != "verdict" {
+		result := runspec.ResultOutcome
+		switch {
+		case tr.Labels[runspec.LabelVerdict] == runspec.VerdictFused:
+			result = runspec.ResultVerdict
+		case tr.Labels["tekton.dev/pipelineTask"] != runspec.VerdictTask:
 			continue
 		}
 		for _, r := range tr.Status.Results {
-			if r.Name == "outcome" {
+			if r.Name == result {
 				return r.Value.StringVal
 			}
 		}

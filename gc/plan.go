@@ -26,7 +26,8 @@ type Objects struct {
 	// Runs are the builds' PipelineRuns.
 	Runs []v1.PipelineRun
 	// Verdicts are their verdict TaskRuns (runspec.VerdictTask), whose outcome is the
-	// build's.
+	// build's, and the TaskRuns of their last steps that hold the verdict
+	// (runspec.LabelVerdict).
 	Verdicts []v1.TaskRun
 	// TaskRuns maps the name of each TaskRun of a build to its PipelineRun's: the tags
 	// of the images a build pushed. Only Images needs it.
@@ -150,7 +151,14 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 	verdicts := map[string]*v1.TaskRun{}
 	for i := range objs.Verdicts {
 		tr := &objs.Verdicts[i]
-		verdicts[tr.Labels[pipeline.PipelineRunLabelKey]] = tr
+		run := tr.Labels[pipeline.PipelineRunLabelKey]
+		// The one that recorded the build's outcome, when a build has two.
+		if v, ok := verdicts[run]; ok {
+			if _, recorded := pvc.VerdictOutcome(v); recorded {
+				continue
+			}
+		}
+		verdicts[run] = tr
 	}
 	builds := map[string]*build{}
 	deleted := map[string]bool{}
@@ -349,11 +357,8 @@ func newBuild(run *v1.PipelineRun, verdict *v1.TaskRun) *build {
 	aborted := run.Spec.Status != "" || run.Annotations[pvc.AnnotationAborted] != ""
 	b.succeeded = cond.IsTrue() && !aborted
 	if verdict != nil && verdict.OwnerReferences != nil && ownedBy(verdict, run) {
-		for _, r := range verdict.Status.Results {
-			if r.Name == runspec.ResultOutcome {
-				o, _ := runspec.ParseOutcome(r.Value.StringVal)
-				b.succeeded = o == runspec.Succeeded && !aborted
-			}
+		if o, ok := pvc.VerdictOutcome(verdict); ok {
+			b.succeeded = o == runspec.Succeeded && !aborted
 		}
 	}
 	return b

@@ -30,6 +30,9 @@ type fixture struct {
 	// outcome of its verdict ("": running); clean: the verdict recorded it without error.
 	outcome   runspec.Outcome
 	noVerdict bool
+	// fused: the build's last step recorded the verdict (runspec.LabelVerdict), and its
+	// verdict task was skipped.
+	fused bool
 	// ended is when it ended, in hours after t0; it was created an hour before.
 	ended     int
 	retention string // its annotation
@@ -79,6 +82,11 @@ func namespace(builds []fixture) Objects {
 			verdict.Status.CompletionTime = &ended
 			verdict.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionTrue})
 			verdict.Status.Results = []v1.TaskRunResult{{Name: runspec.ResultOutcome, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(string(f.outcome))}}
+			if f.fused {
+				verdict.Name, verdict.Labels[pipeline.PipelineTaskLabelKey] = name+"-task-last", "task-last"
+				verdict.Labels[runspec.LabelVerdict] = runspec.VerdictFused
+				verdict.Status.Results[0].Name = runspec.ResultVerdict
+			}
 			objs.Verdicts = append(objs.Verdicts, verdict)
 		}
 		for i := range f.pods {
@@ -170,6 +178,23 @@ func TestPlanKeepsCacheSource(t *testing.T) {
 	}
 	if !slices.Contains(names(d.Keep), "PipelineRun/app-unit-2: "+ReasonCacheSource) {
 		t.Errorf("the cache source's build is not kept as one: %v", names(d.Keep))
+	}
+}
+
+// TestPlanKeepsCacheSourceOfFusedVerdict: a build whose last step recorded the verdict
+// is a cache source as one whose verdict task did.
+func TestPlanKeepsCacheSourceOfFusedVerdict(t *testing.T) {
+	builds := []fixture{
+		{job: "unit", n: 1, outcome: runspec.Succeeded, ended: 1, volume: true},
+		{job: "unit", n: 2, outcome: runspec.Succeeded, ended: 2, volume: true, fused: true},
+		{job: "unit", n: 3, outcome: runspec.Errored, ended: 3, volume: true, noVerdict: true},
+	}
+	d := Plan(namespace(builds), Rules{}, t0.Add(100*time.Hour))
+	if !slices.Contains(names(d.Keep), "PersistentVolumeClaim/app-unit-2-build: "+pvc.ReasonSource) {
+		t.Errorf("the cache source is not kept as one: %v", names(d.Keep))
+	}
+	if !slices.Contains(names(d.Delete), "PersistentVolumeClaim/app-unit-1-build: "+pvc.ReasonSuperseded) {
+		t.Errorf("the older volume is not deleted as such: %v", names(d.Delete))
 	}
 }
 

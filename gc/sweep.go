@@ -216,28 +216,33 @@ func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames
 	if taskRunNames {
 		objs.TaskRuns = map[string]string{}
 	}
-	err = pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "TaskRuns", func(opts metav1.ListOptions) (string, error) {
-		opts.LabelSelector = build
-		if !taskRunNames {
-			opts.LabelSelector = selector(build, pipeline.PipelineTaskLabelKey+"="+runspec.VerdictTask)
-		}
-		l, err := t.Tekton.TektonV1().TaskRuns(ns).List(ctx, opts)
+	// Every TaskRun of the builds for the images' tags; else the verdict tasks', and the
+	// last steps' that hold the verdict.
+	taskRunSelectors := []string{build}
+	if !taskRunNames {
+		taskRunSelectors = []string{selector(build, pipeline.PipelineTaskLabelKey+"="+runspec.VerdictTask), selector(build, runspec.LabelVerdict+"="+runspec.VerdictFused)}
+	}
+	for _, sel := range taskRunSelectors {
+		err = pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "TaskRuns", func(opts metav1.ListOptions) (string, error) {
+			opts.LabelSelector = sel
+			l, err := t.Tekton.TektonV1().TaskRuns(ns).List(ctx, opts)
+			if err != nil {
+				return "", err
+			}
+			for i := range l.Items {
+				tr := &l.Items[i]
+				if objs.TaskRuns != nil {
+					objs.TaskRuns[tr.Name] = tr.Labels[pipeline.PipelineRunLabelKey]
+				}
+				if tr.Labels[pipeline.PipelineTaskLabelKey] == runspec.VerdictTask || tr.Labels[runspec.LabelVerdict] == runspec.VerdictFused {
+					objs.Verdicts = append(objs.Verdicts, *tr)
+				}
+			}
+			return l.Continue, nil
+		})
 		if err != nil {
-			return "", err
+			return err
 		}
-		for i := range l.Items {
-			tr := &l.Items[i]
-			if objs.TaskRuns != nil {
-				objs.TaskRuns[tr.Name] = tr.Labels[pipeline.PipelineRunLabelKey]
-			}
-			if tr.Labels[pipeline.PipelineTaskLabelKey] == runspec.VerdictTask {
-				objs.Verdicts = append(objs.Verdicts, *tr)
-			}
-		}
-		return l.Continue, nil
-	})
-	if err != nil {
-		return err
 	}
 	err = pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "PersistentVolumeClaims", func(opts metav1.ListOptions) (string, error) {
 		opts.LabelSelector = selector(ours, pvc.LabelVolume+"="+pvc.VolumeBuild)

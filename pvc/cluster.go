@@ -181,7 +181,12 @@ func list(ctx context.Context, kube kubernetes.Interface, tekton versioned.Inter
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("listing verdict TaskRuns: %w", err)
 	}
-	return claims.Items, runs.Items, taskRuns.Items, nil
+	// And the last steps that hold their build's verdict (runspec.LabelVerdict).
+	fused, err := tekton.TektonV1().TaskRuns(namespace).List(ctx, metav1.ListOptions{LabelSelector: with(runspec.LabelVerdict, runspec.VerdictFused)})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("listing verdict TaskRuns: %w", err)
+	}
+	return claims.Items, runs.Items, append(taskRuns.Items, fused.Items...), nil
 }
 
 // createOrGet creates the claim, or takes the one of the same build made before.

@@ -16,11 +16,15 @@
 //     why. Own, once the run is created, makes the run the volume's owner.
 //   - The runner's verdict, once it recorded the build's outcome, deletes everything on
 //     the volume but caches/ (plan IDs repeat across builds: no stale state may reach a
-//     clone). Until it is done, and if it fails, the verdict has an `error` result.
+//     clone). Until it is done, and if it fails, the verdict has an `error` result. A
+//     build's last step that holds the verdict (runspec.LabelVerdict) records it with
+//     `verdict` and `verdict-error` results when the build succeeded; else the verdict
+//     task does, as for any build.
 //   - A cache source is a bound build volume of the job (full team, pipeline and job
 //     names, from annotations) and of the same storage class and volume mode, whose run
-//     was neither cancelled nor aborted (AnnotationAborted) and whose verdict TaskRun finished with an `outcome` result and
-//     no `error` result; the newest by the verdict's completion wins, whatever the
+//     was neither cancelled nor aborted (AnnotationAborted) and whose verdict TaskRun
+//     finished with an outcome and no error (the verdict task's, else the last step's
+//     that holds the verdict); the newest by the verdict's completion wins, whatever the
 //     build's outcome (Concourse saves caches whatever a task's exit status).
 //   - Volumes says which may go, and why (Garbage: their names); package gc deletes
 //     them: every build volume but, per job, the newest cache source, those of builds

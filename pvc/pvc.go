@@ -194,13 +194,48 @@ func index(runs []v1.PipelineRun, taskRuns []v1.TaskRun) builds {
 	for i := range runs {
 		b.runs[ClaimName(runs[i].Name)] = &runs[i]
 	}
+	// The verdict task's TaskRun, or the build's last step's when that holds the verdict
+	// (runspec.Verdict.Fused): the one that recorded the build's outcome (they never both
+	// do: the verdict task runs when the last step did not succeed).
 	for i := range taskRuns {
 		tr := &taskRuns[i]
-		if tr.Labels[pipeline.PipelineTaskLabelKey] == runspec.VerdictTask {
-			b.verdicts[tr.Labels[pipeline.PipelineRunLabelKey]] = tr
+		if _, fused := verdictResults(tr); !fused && tr.Labels[pipeline.PipelineTaskLabelKey] != runspec.VerdictTask {
+			continue
 		}
+		run := tr.Labels[pipeline.PipelineRunLabelKey]
+		if v, ok := b.verdicts[run]; ok && recorded(v) {
+			continue
+		}
+		b.verdicts[run] = tr
 	}
 	return b
+}
+
+// verdictResults is the result of a TaskRun that holds the build's outcome, and whether
+// it is the build's last step, which holds the verdict (runspec.LabelVerdict).
+func verdictResults(tr *v1.TaskRun) (string, bool) {
+	if tr.Labels[runspec.LabelVerdict] == runspec.VerdictFused {
+		return runspec.ResultVerdict, true
+	}
+	return runspec.ResultOutcome, false
+}
+
+// recorded says whether a verdict's TaskRun holds the build's outcome.
+func recorded(tr *v1.TaskRun) bool {
+	_, ok := VerdictOutcome(tr)
+	return ok
+}
+
+// VerdictOutcome is the build's outcome that a verdict TaskRun (the verdict task, or the
+// build's last step when it holds the verdict) recorded, if it did.
+func VerdictOutcome(tr *v1.TaskRun) (runspec.Outcome, bool) {
+	name, _ := verdictResults(tr)
+	for _, r := range tr.Status.Results {
+		if r.Name == name {
+			return runspec.ParseOutcome(r.Value.StringVal)
+		}
+	}
+	return "", false
 }
 
 // run is the PipelineRun of a build volume, if it is there.
@@ -267,12 +302,17 @@ func clean(verdict *v1.TaskRun) (time.Time, bool) {
 	if cond == nil || cond.IsUnknown() {
 		return time.Time{}, false
 	}
+	outcomeResult, fused := verdictResults(verdict)
+	errorResult := runspec.ResultError
+	if fused {
+		errorResult = runspec.ResultVerdictError
+	}
 	var outcome bool
 	for _, r := range verdict.Status.Results {
 		switch r.Name {
-		case runspec.ResultOutcome:
+		case outcomeResult:
 			_, outcome = runspec.ParseOutcome(r.Value.StringVal)
-		case runspec.ResultError:
+		case errorResult:
 			return time.Time{}, false
 		}
 	}

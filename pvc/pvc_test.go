@@ -159,6 +159,10 @@ type build struct {
 	// without one); dirty gives it an error result.
 	outcome string
 	dirty   bool
+	// fused makes the verdict TaskRun the build's last step's, which holds the verdict
+	// (runspec.LabelVerdict); lastFailed adds, beside the verdict task's TaskRun, a last
+	// step that holds the verdict and recorded none.
+	fused, lastFailed bool
 	// ended is when the verdict finished, in minutes after t0; age is the claim's
 	// creation, in minutes after t0.
 	ended, age int
@@ -199,26 +203,41 @@ func (b build) objects() (corev1.PersistentVolumeClaim, []v1.PipelineRun, []v1.T
 	if b.outcome == "" {
 		return *claim, []v1.PipelineRun{run}, nil
 	}
-	// Tekton gives a TaskRun its PipelineRun's labels.
-	trLabels := map[string]string{"tekton.dev/pipelineRun": b.run(), "tekton.dev/pipelineTask": "verdict"}
-	for k, v := range labels {
-		trLabels[k] = v
+	// Tekton gives a TaskRun its PipelineRun's labels, and its Task's.
+	taskRun := func(task string, fused bool) v1.TaskRun {
+		trLabels := map[string]string{"tekton.dev/pipelineRun": b.run(), "tekton.dev/pipelineTask": task}
+		for k, v := range labels {
+			trLabels[k] = v
+		}
+		if fused {
+			trLabels[runspec.LabelVerdict] = runspec.VerdictFused
+		}
+		tr := v1.TaskRun{ObjectMeta: metav1.ObjectMeta{
+			Name:            b.run() + "-" + task,
+			Labels:          trLabels,
+			OwnerReferences: []metav1.OwnerReference{{Kind: "PipelineRun", Name: b.run(), UID: uid}},
+		}}
+		ended := metav1.NewTime(t0.Add(time.Duration(b.ended) * time.Minute))
+		tr.Status.CompletionTime = &ended
+		tr.Status.Status = duckv1.Status{Conditions: duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse}}}
+		return tr
 	}
-	tr := v1.TaskRun{ObjectMeta: metav1.ObjectMeta{
-		Name:            b.run() + "-verdict",
-		Labels:          trLabels,
-		OwnerReferences: []metav1.OwnerReference{{Kind: "PipelineRun", Name: b.run(), UID: uid}},
-	}}
-	ended := metav1.NewTime(t0.Add(time.Duration(b.ended) * time.Minute))
-	tr.Status.CompletionTime = &ended
-	tr.Status.Status = duckv1.Status{Conditions: duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse}}}
+	outcome, failure, tr := "outcome", "error", taskRun("verdict", false)
+	if b.fused {
+		outcome, failure, tr = "verdict", "verdict-error", taskRun("task-last", true)
+	}
 	if b.outcome != "-" {
-		tr.Status.Results = append(tr.Status.Results, v1.TaskRunResult{Name: "outcome", Value: *v1.NewStructuredValues(b.outcome)})
+		tr.Status.Results = append(tr.Status.Results, v1.TaskRunResult{Name: outcome, Value: *v1.NewStructuredValues(b.outcome)})
 	}
 	if b.dirty {
-		tr.Status.Results = append(tr.Status.Results, v1.TaskRunResult{Name: "error", Value: *v1.NewStructuredValues("the build volume was not cleaned")})
+		tr.Status.Results = append(tr.Status.Results, v1.TaskRunResult{Name: failure, Value: *v1.NewStructuredValues("the build volume was not cleaned")})
 	}
-	return *claim, []v1.PipelineRun{run}, []v1.TaskRun{tr}
+	taskRuns := []v1.TaskRun{tr}
+	if b.lastFailed {
+		// Listed first: the verdict task's outcome wins wherever it is.
+		taskRuns = []v1.TaskRun{taskRun("task-last", true), tr}
+	}
+	return *claim, []v1.PipelineRun{run}, taskRuns
 }
 
 func world(builds []build) ([]corev1.PersistentVolumeClaim, []v1.PipelineRun, []v1.TaskRun) {
@@ -275,6 +294,19 @@ func TestCacheSource(t *testing.T) {
 		{"not a volume whose run is not there", []build{
 			{job: "unit", n: "1", outcome: "succeeded", ended: 10, noRun: true},
 		}, ""},
+		{"a build whose last step holds the verdict", []build{
+			{job: "unit", n: "1", outcome: "succeeded", ended: 10},
+			{job: "unit", n: "2", outcome: "succeeded", ended: 30, fused: true},
+		}, "app-unit-2-build"},
+		{"not one whose last step could not clean the volume, nor one that did not record it", []build{
+			{job: "unit", n: "1", outcome: "succeeded", ended: 10},
+			{job: "unit", n: "2", outcome: "succeeded", ended: 30, fused: true, dirty: true},
+			{job: "unit", n: "3", outcome: "-", ended: 40, fused: true},
+		}, "app-unit-1-build"},
+		{"the verdict task's when the last step that holds the verdict did not record it", []build{
+			{job: "unit", n: "1", outcome: "succeeded", ended: 10},
+			{job: "unit", n: "2", outcome: "failed", ended: 30, lastFailed: true},
+		}, "app-unit-2-build"},
 		{"not a one-off build's (it is kept whole)", []build{
 			{job: "unit", n: "1", outcome: "succeeded", ended: 10},
 			{job: "unit", n: "2", outcome: "succeeded", ended: 30, oneOff: true},

@@ -43,7 +43,7 @@ func (s *step) leaveCaches(outcome runspec.Outcome) {
 		s.fail(fmt.Errorf("%s: %w", notCleaned, err))
 		return
 	}
-	if err := os.Remove(filepath.Join(s.paths.Results, runspec.ResultError)); err != nil {
+	if err := os.Remove(s.resultPath(runspec.ResultError)); err != nil {
 		s.logf("%v", err)
 		s.fail(errors.New(notCleaned))
 	}

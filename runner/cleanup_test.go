@@ -212,3 +212,49 @@ func TestCachesAcrossBuilds(t *testing.T) {
 		t.Errorf("after build 2 the cache holds %q, want 2", got)
 	}
 }
+
+// TestFusedVerdict: a verdict in the pod of the build's last step records a build that
+// succeeded under its own result names, beside the step's, and leaves the volume as the
+// verdict does; a build that did not succeed it leaves whole to the VerdictTask.
+func TestFusedVerdict(t *testing.T) {
+	fused := func(w *world) runspec.Spec {
+		spec := verdictSpec(w)
+		spec.Verdict.Fused = true
+		// The step before it wrote its own results where the verdict writes.
+		write(t, w.resultsDir("verdict"), map[string]string{"outcome": "succeeded", "error": "the step's"})
+		return spec
+	}
+	t.Run("succeeded", func(t *testing.T) {
+		w := newWorld(t)
+		finishedBuild(w, runspec.Succeeded)
+		r := w.run(fused(w))
+		if r.exit != 0 || w.result("verdict", "verdict") != "succeeded" || w.result("verdict", "verdict-error") != "" {
+			t.Errorf("exit %d, verdict %q, verdict-error %q; want 0, succeeded, none\nstderr:\n%s", r.exit, w.result("verdict", "verdict"), w.result("verdict", "verdict-error"), r.stderr)
+		}
+		// The step's own are in its termination message: the verdict's holds only its own.
+		if got := files(t, w.resultsDir("verdict")); !slices.Equal(got, []string{"verdict"}) {
+			t.Errorf("results after the verdict: %v, want the verdict alone", got)
+		}
+		want := []string{"caches/test/cache/kept", "caches/test/other.next-1/f", "lost+found/x"}
+		if diff := cmp.Diff(want, files(t, w.volume)); diff != "" {
+			t.Errorf("volume after the verdict (-want +got):\n%s", diff)
+		}
+	})
+	for _, o := range []runspec.Outcome{runspec.Failed, runspec.Errored, runspec.Aborted, runspec.NeverRan} {
+		t.Run(string(o), func(t *testing.T) {
+			w := newWorld(t)
+			finishedBuild(w, o)
+			before := files(t, w.volume)
+			r := w.run(fused(w))
+			if r.exit != 1 || len(files(t, w.resultsDir("verdict"))) != 0 {
+				t.Errorf("exit %d, results %v; want 1 and no result\nstderr:\n%s", r.exit, files(t, w.resultsDir("verdict")), r.stderr)
+			}
+			if !strings.Contains(r.stderr, "its verdict is left to the verdict task") {
+				t.Errorf("stderr does not say why:\n%s", r.stderr)
+			}
+			if diff := cmp.Diff(before, files(t, w.volume)); diff != "" {
+				t.Errorf("the volume changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}

@@ -32,7 +32,10 @@
 //     interpolated with the values, which are also its local vars.
 //   - join and verdict: the Concourse outcome of a composite step, or of the whole build,
 //     from the leaves' recorded outcomes (package eval), counting only the slots of an
-//     across step that its resolver found combinations for.
+//     across step that its resolver found combinations for. A fused verdict
+//     (runspec.Verdict.Fused), a step after the build's last step in its pod, records a
+//     build that succeeded under results of its own (`verdict`, `verdict-error`) and
+//     leaves any other to the verdict task.
 //   - abort (through kubectl exec in any pod of the build) and install (the first step of
 //     every TaskRun copies the runner where the step's own image can run it).
 //

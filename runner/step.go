@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,6 +67,23 @@ var bodies = map[runspec.Mode]body{
 // failed (in tkn, in the PipelineRun's counts) only when the join itself broke.
 func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr io.Writer) int {
 	s := newStep(spec, opts, stdout, stderr)
+	if v := spec.Verdict; v != nil && v.Fused {
+		// In the pod of the build's last step, whose results its own termination message
+		// holds: Tekton would repeat them in this step's, where they may not fit (the
+		// kubelet shares 12 KiB among the pod's containers).
+		if err := s.clearResults(); err != nil {
+			s.logf("%v", err)
+			s.stderr.Flush()
+			return runspec.Errored.ExitCode()
+		}
+		// The build's VerdictTask records a build that did not succeed (it runs when
+		// this step's TaskRun did not succeed).
+		if o := s.computeOutcome(v.Tree); o != runspec.Succeeded {
+			s.logf("build %s: its verdict is left to the %s task", o, runspec.VerdictTask)
+			s.stderr.Flush()
+			return runspec.Failed.ExitCode()
+		}
+	}
 	outcome := s.execute(ctx)
 	broken := false
 	if err := s.record(outcome); err != nil {
@@ -419,8 +437,40 @@ func (s *step) writeResult(name string, value []byte) error {
 	if err := os.MkdirAll(s.paths.Results, 0o755); err != nil {
 		return fmt.Errorf("writing result %s: %w", name, err)
 	}
-	if err := os.WriteFile(filepath.Join(s.paths.Results, name), value, 0o644); err != nil {
+	if err := os.WriteFile(s.resultPath(name), value, 0o644); err != nil {
 		return fmt.Errorf("writing result %s: %w", name, err)
 	}
 	return nil
+}
+
+// clearResults removes the results a step before this one wrote in the pod.
+func (s *step) clearResults() error {
+	entries, err := os.ReadDir(s.paths.Results)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("clearing the step's results: %w", err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(s.paths.Results, e.Name())); err != nil {
+			return fmt.Errorf("clearing the step's results: %w", err)
+		}
+	}
+	return nil
+}
+
+// resultPath is the file of a result. A fused verdict (runspec.Verdict.Fused) shares
+// its pod's results with the step before it: its outcome and error have names of their
+// own.
+func (s *step) resultPath(name string) string {
+	if v := s.spec.Verdict; v != nil && v.Fused {
+		switch name {
+		case runspec.ResultOutcome:
+			name = runspec.ResultVerdict
+		case runspec.ResultError:
+			name = runspec.ResultVerdictError
+		}
+	}
+	return filepath.Join(s.paths.Results, name)
 }

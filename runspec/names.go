@@ -45,6 +45,10 @@ const (
 
 	StepInstall = "install-runner"
 	StepRun     = "run"
+	// StepVerdict is the step after StepRun of the build's last step when it holds the
+	// verdict (Verdict.Fused), and ParamVerdictSpec that verdict's spec.
+	StepVerdict      = "verdict"
+	ParamVerdictSpec = "verdict-spec"
 	// StepContainer is the container of StepRun: the one that runs the step's process.
 	StepContainer = "step-" + StepRun
 
@@ -52,8 +56,14 @@ const (
 	// that holds the build volume.
 	Workspace = "build"
 
-	// VerdictTask is the finally PipelineTask whose outcome result is the build's.
+	// VerdictTask is the finally PipelineTask whose outcome result is the build's, unless
+	// the build's last step recorded it (LabelVerdict).
 	VerdictTask = "verdict"
+	// LabelVerdict, on a step Task and so on its TaskRuns, marks the Task of a build's
+	// last step that holds the verdict (Verdict.Fused): when the build succeeded, its
+	// ResultVerdict and ResultVerdictError are the verdict's outcome and error results.
+	LabelVerdict = LabelPrefix + "verdict"
+	VerdictFused = "fused"
 )
 
 // The Tekton results a runner writes to Paths.Results (see the package doc).
@@ -75,6 +85,10 @@ const (
 	// references, never a value), and the starter answers with the task's vars Secret
 	// (TaskVarsSecret).
 	ResultVars = "vars"
+	// ResultVerdict and ResultVerdictError are a fused verdict's ResultOutcome and
+	// ResultError (Verdict.Fused), beside its step's own.
+	ResultVerdict      = "verdict"
+	ResultVerdictError = "verdict-error"
 )
 
 // ParamTaskVars is the step Task's param naming a task's vars Secret, when its config is

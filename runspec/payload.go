@@ -178,6 +178,12 @@ type Join struct {
 // Verdict computes the build's outcome from the root plan.
 type Verdict struct {
 	Tree Node `json:"tree"`
+	// Fused runs the verdict in the pod of the build's last step, after it (StepVerdict):
+	// a step that runs only once every other step of the build has ended, and whose own
+	// success makes the build's. When the build succeeded, it records the verdict there
+	// (ResultVerdict, ResultVerdictError) and the build's VerdictTask is skipped; when not,
+	// it does nothing and exits 1, and the VerdictTask records it.
+	Fused bool `json:"fused,omitempty"`
 }
 
 // MirroredImage is an image fetched by the mock resource mirroring itself (mirror_self):

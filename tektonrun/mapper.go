@@ -175,7 +175,7 @@ func (m *mapper) run() ([]Event, bool) {
 	if !runDone || len(done) < len(nodes) {
 		return m.events, false
 	}
-	status, at := finalStatus(run, verdict)
+	status, at := finalStatus(run, verdict, fusedVerdict(m.obs))
 	m.emit(Key{Part: PartEnd}, event.Status{Status: status, Time: at})
 	return m.events, true
 }
@@ -189,9 +189,22 @@ func allDone(deps []string, done map[string]bool) bool {
 	return true
 }
 
-// finalStatus is the verdict's outcome; a run without one was cancelled (aborted) or
-// broke (errored).
-func finalStatus(run *v1.PipelineRun, verdict *v1.TaskRun) (event.BuildStatus, int64) {
+// fusedVerdict is the TaskRun of the build's last step when that recorded the build's
+// verdict (runspec.Verdict.Fused): looked for among all the steps, since that step's
+// own events may have been delivered, and it not mapped again, before the run ended.
+func fusedVerdict(o Observation) *v1.TaskRun {
+	for _, so := range o.Steps {
+		if so != nil && so.TaskRun != nil && result(so.TaskRun, runspec.ResultVerdict) != "" {
+			return so.TaskRun
+		}
+	}
+	return nil
+}
+
+// finalStatus is the verdict's outcome: the verdict task's, else the one the build's
+// last step recorded (fused); a run without one was cancelled (aborted) or broke
+// (errored).
+func finalStatus(run *v1.PipelineRun, verdict, fused *v1.TaskRun) (event.BuildStatus, int64) {
 	at := run.Status.StartTime.Unix()
 	if run.Status.CompletionTime != nil {
 		at = run.Status.CompletionTime.Unix()
@@ -200,8 +213,19 @@ func finalStatus(run *v1.PipelineRun, verdict *v1.TaskRun) (event.BuildStatus, i
 		if t := endTime(verdict, nil); t != 0 {
 			at = t
 		}
-		switch o, _ := runspec.ParseOutcome(result(verdict, runspec.ResultOutcome)); o {
+	}
+	for _, v := range []struct {
+		tr     *v1.TaskRun
+		result string
+	}{{verdict, runspec.ResultOutcome}, {fused, runspec.ResultVerdict}} {
+		if v.tr == nil {
+			continue
+		}
+		switch o, _ := runspec.ParseOutcome(result(v.tr, v.result)); o {
 		case runspec.Succeeded, runspec.Failed, runspec.Errored, runspec.Aborted:
+			if t := endTime(v.tr, nil); t != 0 {
+				at = t
+			}
 			return event.BuildStatus(o), at
 		}
 	}

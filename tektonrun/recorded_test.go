@@ -3,8 +3,10 @@ package tektonrun
 import (
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -390,3 +392,62 @@ func TestRecordedCompletionRewritten(t *testing.T) {
 }
 
 func first[A, B any](a A, _ B) A { return a }
+
+// TestMapFusedVerdict: when the build's last step recorded the verdict
+// (runspec.Verdict.Fused), its verdict task was skipped, and the build's status is the
+// step's verdict result, at the step's end; a verdict task that ran wins.
+func TestMapFusedVerdict(t *testing.T) {
+	base := recorded(t, "testdata/failed-with-ensure")
+	withoutVerdictTask := func(result string) Observation {
+		obs := base
+		run := base.Run.DeepCopy()
+		run.Status.ChildReferences = slices.DeleteFunc(run.Status.ChildReferences, func(c v1.ChildStatusReference) bool { return c.PipelineTaskName == runspec.VerdictTask })
+		run.Status.SkippedTasks = append(run.Status.SkippedTasks, v1.SkippedTask{Name: runspec.VerdictTask, Reason: v1.WhenExpressionsSkip})
+		obs.Run = run
+		obs.Steps = maps.Clone(base.Steps)
+		delete(obs.Steps, runspec.VerdictTask)
+		if result != "" {
+			last := base.Steps["task-bye"].TaskRun.DeepCopy()
+			last.Status.Results = append(last.Status.Results, v1.TaskRunResult{Name: runspec.ResultVerdict, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(result)})
+			obs = withStep(obs, "task-bye", &StepObservation{TaskRun: last, Pod: base.Steps["task-bye"].Pod, Log: base.Steps["task-bye"].Log, LogDone: true})
+		}
+		return obs
+	}
+	end := base.Steps["task-bye"].TaskRun.Status.CompletionTime.Unix()
+	baseEvents, _ := Map(base, nil)
+	recordedStatus := baseEvents[len(baseEvents)-1].Event
+	for _, tt := range []struct {
+		name string
+		obs  Observation
+		want event.Status
+	}{
+		{"the step's verdict", withoutVerdictTask("succeeded"), event.Status{Status: event.BuildStatusSucceeded, Time: end}},
+		{"no verdict at all", withoutVerdictTask(""), event.Status{Status: event.BuildStatusErrored, Time: base.Run.Status.CompletionTime.Unix()}},
+		{"the verdict task's first", withStep(base, "task-bye", withoutVerdictTask("succeeded").Steps["task-bye"]), recordedStatus.(event.Status)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			events, done := Map(tt.obs, nil)
+			if !done || len(events) == 0 || events[len(events)-1].Key.Part != PartEnd {
+				t.Fatalf("the build did not end (done %v, %d events)", done, len(events))
+			}
+			if diff := cmp.Diff(tt.want, events[len(events)-1].Event); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			// Followed: every step's events were delivered before the run ended, and its
+			// steps are not mapped again.
+			var c Cursor
+			for _, e := range events[:len(events)-1] {
+				if err := c.Advance(e.Key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rest, _ := Map(tt.obs, &c)
+			if len(rest) != 1 {
+				t.Fatalf("resumed before the status: %d events, want the status alone", len(rest))
+			}
+			if diff := cmp.Diff(tt.want, rest[0].Event); diff != "" {
+				t.Errorf("status when resumed (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -183,6 +183,12 @@ type compiler struct {
 	// specs are the runner specs of the PipelineTasks, encoded into their params at the end
 	// (a fail-fast group adds its layer to its children's specs after compiling them).
 	specs map[string]*runspec.Spec
+	// variants are the PipelineTasks' Task variants.
+	variants map[string]taskVariant
+	// fused is the task that holds the build's verdict after its step (fuseVerdict), if
+	// any, and fusedSpec that verdict's spec.
+	fused     string
+	fusedSpec *runspec.Spec
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
 	creds   map[string]Credential
@@ -354,6 +360,7 @@ func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, ta
 // pipelineTask makes a PipelineTask running spec; its params are filled in by finish.
 func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *runspec.Spec, e cond) v1.PipelineTask {
 	c.specs[name] = spec
+	c.variants[name] = variant
 	params := v1.Params{{Name: runspec.ParamImage, Value: *v1.NewStructuredValues(image)}}
 	if len(variant.credentials) > 0 {
 		// The build's Secret is named after its PipelineRun.
@@ -387,24 +394,32 @@ const buildNamePlaceholder = "concourse-tekton:build-name"
 func (c *compiler) finish(tasks []v1.PipelineTask) {
 	for i := range tasks {
 		spec := c.specs[tasks[i].Name]
-		encoded, err := spec.Encode()
-		if err != nil && c.err == nil {
-			c.err = err
-		}
-		// Tekton reads $(...) in a param as a variable and rejects the ones it does not
-		// know, such as a script's $(pwd). In JSON strings, \u0028 is '(' to the runner.
-		encoded = strings.ReplaceAll(encoded, "$(", `$\u0028`)
-		// But the build's name is the run's param: the one $( Tekton is to replace. (A
-		// user's string cannot hold this unescaped quote-brace sequence.)
-		const field = `"build":{"name":"`
-		if !strings.Contains(encoded, field+buildNamePlaceholder+`"`) && c.err == nil {
-			c.err = fmt.Errorf("internal error: the spec of %s has no build name to give", tasks[i].Name)
-		}
-		encoded = strings.Replace(encoded, field+buildNamePlaceholder+`"`, field+"$(params."+runspec.ParamBuildName+`)"`, 1)
 		tasks[i].Params = append(tasks[i].Params,
 			v1.Param{Name: runspec.ParamMode, Value: *v1.NewStructuredValues(string(spec.Mode))},
-			v1.Param{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(encoded)})
+			v1.Param{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(c.encode(tasks[i].Name, spec))})
+		if tasks[i].Name == c.fused {
+			tasks[i].Params = append(tasks[i].Params,
+				v1.Param{Name: runspec.ParamVerdictSpec, Value: *v1.NewStructuredValues(c.encode(tasks[i].Name, c.fusedSpec))})
+		}
 	}
+}
+
+// encode is the spec of the task name as its param.
+func (c *compiler) encode(name string, spec *runspec.Spec) string {
+	encoded, err := spec.Encode()
+	if err != nil && c.err == nil {
+		c.err = err
+	}
+	// Tekton reads $(...) in a param as a variable and rejects the ones it does not
+	// know, such as a script's $(pwd). In JSON strings, \u0028 is '(' to the runner.
+	encoded = strings.ReplaceAll(encoded, "$(", `$\u0028`)
+	// But the build's name is the run's param: the one $( Tekton is to replace. (A
+	// user's string cannot hold this unescaped quote-brace sequence.)
+	const field = `"build":{"name":"`
+	if !strings.Contains(encoded, field+buildNamePlaceholder+`"`) && c.err == nil {
+		c.err = fmt.Errorf("internal error: the spec of %s has no build name to give", name)
+	}
+	return strings.Replace(encoded, field+buildNamePlaceholder+`"`, field+"$(params."+runspec.ParamBuildName+`)"`, 1)
 }
 
 func (c *compiler) nodeSelector(task string, tags concourse.Tags) {

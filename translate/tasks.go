@@ -45,6 +45,10 @@ type taskVariant struct {
 	// the PipelineTask's param; the Task mounts the Secret its param names, and the pod
 	// waits until it exists.
 	taskVars string
+	// verdict runs the build's verdict after the step (runspec.Verdict.Fused), in the
+	// runner's image, as root (it empties the build volume), from the spec of the param
+	// runspec.ParamVerdictSpec.
+	verdict bool
 }
 
 // paramCredentials is the step Task's param naming the build's Secret, when it reads
@@ -67,7 +71,7 @@ func (c *compiler) stepTask(v taskVariant) string {
 // key tells variants apart: two variants with the same key have the same Task.
 func (v taskVariant) key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%t %t %d %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "")
+	fmt.Fprintf(&b, "%t %t %d %t %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict)
 	if v.limits.CPU != nil {
 		fmt.Fprintf(&b, " cpu=%d", *v.limits.CPU)
 	}
@@ -209,12 +213,29 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	if v.varsResult {
 		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultVars, Type: v1.ResultsTypeString, Description: "the vars of the task file that the build's starter supplies (JSON)"})
 	}
+	labels := map[string]string{runspec.LabelManagedBy: runspec.ManagedBy}
+	if v.verdict {
+		spec.Params = append(spec.Params, v1.ParamSpec{Name: runspec.ParamVerdictSpec, Type: v1.ParamTypeString, Description: "the spec of the build's verdict (JSON), which this step, the build's last, records when the build succeeded"})
+		spec.Results = append(spec.Results,
+			v1.TaskResult{Name: runspec.ResultVerdict, Type: v1.ResultsTypeString, Description: "the build's outcome, when it succeeded and this step recorded it"},
+			v1.TaskResult{Name: runspec.ResultVerdictError, Type: v1.ResultsTypeString, Description: "why the verdict could not empty the build volume"})
+		// After the step's own, which it runs only when that succeeded.
+		spec.Steps = append(spec.Steps, v1.Step{
+			Name:            runspec.StepVerdict,
+			Image:           runnerImage,
+			Command:         []string{runspec.RunnerBinary},
+			Args:            []string{string(runspec.ModeVerdict), "--" + runspec.ParamSpec + "=$(params." + runspec.ParamVerdictSpec + ")"},
+			VolumeMounts:    []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}},
+			SecurityContext: stepSecurity(taskVariant{asRoot: true}),
+		})
+		labels[runspec.LabelVerdict] = runspec.VerdictFused
+	}
 	buf, _ := json.Marshal(spec)
 	return &v1.Task{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Task"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   "concourse-step-" + runspec.ShortHash(buf),
-			Labels: map[string]string{runspec.LabelManagedBy: runspec.ManagedBy},
+			Labels: labels,
 			Annotations: map[string]string{
 				annotationPrivileged: strconv.FormatBool(v.privileged),
 			},

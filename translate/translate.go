@@ -74,6 +74,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		taskNames:      map[string]string{},
 		acrossSubsteps: map[string][]json.RawMessage{},
 		specs:          map[string]*runspec.Spec{},
+		variants:       map[string]taskVariant{},
 		secrets:        map[string]bool{},
 		creds:          map[string]Credential{},
 		images:         map[string]string{},
@@ -88,6 +89,9 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	// (all but caches/), for the job's next build to clone.
 	finally := []v1.PipelineTask{c.pipelineTask(runspec.VerdictTask, opts.RunnerImage, taskVariant{asRoot: true}, &verdictSpec, cond{})}
 	finally[0].OnError = ""
+	if t := c.fusedVerdictTask(root.tree); t != "" {
+		c.fuseVerdict(t, verdictSpec, finally)
+	}
 	c.finish(c.tasks)
 	c.finish(finally)
 	if c.err != nil {

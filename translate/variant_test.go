@@ -23,6 +23,7 @@ func TestTaskVariantKey(t *testing.T) {
 		"publish":     func(v *taskVariant) { v.publish = true },
 		"varsResult":  func(v *taskVariant) { v.varsResult = true },
 		"taskVars":    func(v *taskVariant) { v.taskVars = "run-resolve-task" },
+		"verdict":     func(v *taskVariant) { v.verdict = true },
 	}
 	typ := reflect.TypeOf(taskVariant{})
 	for i := range typ.NumField() {

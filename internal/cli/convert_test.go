@@ -93,7 +93,9 @@ func TestConvert(t *testing.T) {
 			kinds = append(kinds, strings.TrimPrefix(line, "kind: "))
 		}
 	}
-	wantKinds := []string{"Task", "Task", "Pipeline", "Pipeline", "PipelineRun", "PipelineRun"}
+	// The Tasks of the other steps and of the verdicts, which the jobs share, and one for
+	// each job's last step, which holds the verdict (runspec.Verdict.Fused).
+	wantKinds := []string{"Task", "Task", "Task", "Task", "Pipeline", "Pipeline", "PipelineRun", "PipelineRun"}
 	if diff := cmp.Diff(wantKinds, kinds); diff != "" {
 		t.Errorf("kinds, in apply order (-want +got):\n%s", diff)
 	}

@@ -1,0 +1,155 @@
+package translate
+
+import (
+	"regexp"
+	"slices"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// The verdict (runspec.VerdictTask) is a finally task: a pod that starts once every
+// other task of the build has ended, on the critical path of every build. When the
+// build's plan ends with a task step whose own success makes the build's (lastStep) and
+// whose task runs after every other task of the build, the verdict runs in that step's pod instead, after the step
+// (runspec.Verdict.Fused): a build that succeeds starts no pod of its own to record it.
+// When the step's TaskRun did not succeed (it failed, was skipped, or never started),
+// the finally verdict runs as before: it is guarded by that TaskRun's status.
+
+// fusedVerdictTask is the task of the build's last step that is to hold its verdict,
+// or "" when none may.
+func (c *compiler) fusedVerdictTask(root runspec.Node) string {
+	if c.opts.UserNamespaces {
+		// The verdict empties the build volume as root, which a user namespace's root
+		// is not for the files of the build's other pods.
+		return ""
+	}
+	last := lastStep(root)
+	if last.Kind != runspec.KindLeaf {
+		return ""
+	}
+	name := ""
+	for _, pt := range c.tasks {
+		spec := c.specs[pt.Name]
+		if spec == nil || spec.PlanID != last.ID {
+			continue
+		}
+		if spec.Mode != runspec.ModeTask {
+			// Only a task's results are small enough to share the pod's termination
+			// messages with a fourth container: the kubelet gives each container an
+			// equal share of 12 KiB, 3 KiB with four (Tekton's init container, the
+			// install, the step, the verdict), where a get, put or check may write 3 KiB
+			// of version, versions and metadata alone (the runner's resultBudget).
+			return ""
+		}
+		if name != "" {
+			return "" // the step is more than one task
+		}
+		name = pt.Name
+	}
+	if name == "" || !c.runsLast(name) {
+		return ""
+	}
+	return name
+}
+
+// lastStep is the step of n that, when it runs, runs last and makes n's outcome its own:
+// the last step of a do, the hook of an on_success (it runs only once the step
+// succeeded), the step a timeout bounds. A put's implicit get is the hook of its
+// on_success.
+func lastStep(n runspec.Node) runspec.Node {
+	switch {
+	case n.Kind == runspec.KindDo && len(n.Steps) > 0:
+		return lastStep(n.Steps[len(n.Steps)-1])
+	case (n.Kind == runspec.KindOnSuccess && n.Hook != nil):
+		return lastStep(*n.Hook)
+	case n.Kind == runspec.KindTimeout && n.Step != nil:
+		return lastStep(*n.Step)
+	}
+	return n
+}
+
+// taskReference is a reference to another PipelineTask's results or status.
+var taskReference = regexp.MustCompile(`\$\(tasks\.([a-z0-9][-a-z0-9]*)\.`)
+
+// runsLast tells whether every other task of the build runs before the task name: its
+// runAfter, or a result it reads, leads to each of them.
+func (c *compiler) runsLast(name string) bool {
+	deps := make(map[string][]string, len(c.tasks))
+	for _, pt := range c.tasks {
+		d := slices.Clone(pt.RunAfter)
+		refs := func(s string) {
+			for _, m := range taskReference.FindAllStringSubmatch(s, -1) {
+				d = append(d, m[1])
+			}
+		}
+		for _, w := range pt.When {
+			refs(w.Input)
+			for _, v := range w.Values {
+				refs(v)
+			}
+		}
+		for _, p := range pt.Params {
+			refs(p.Value.StringVal)
+			for _, v := range p.Value.ArrayVal {
+				refs(v)
+			}
+		}
+		deps[pt.Name] = d
+	}
+	before := map[string]bool{}
+	var visit func(string)
+	visit = func(n string) {
+		for _, d := range deps[n] {
+			if !before[d] {
+				before[d] = true
+				visit(d)
+			}
+		}
+	}
+	visit(name)
+	for _, pt := range c.tasks {
+		if pt.Name != name && !before[pt.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// fuseVerdict gives the task name the verdict of spec, and guards the finally verdict
+// task (finally[0]) with the task's status.
+func (c *compiler) fuseVerdict(name string, spec runspec.Spec, finally []v1.PipelineTask) {
+	v := *spec.Verdict
+	v.Fused = true
+	spec.Verdict = &v
+	c.fusedSpec = &spec
+	c.fused = name
+	for i := range c.tasks {
+		if c.tasks[i].Name != name {
+			continue
+		}
+		variant := c.variants[name]
+		variant.verdict = true
+		old := c.tasks[i].TaskRef.Name
+		c.tasks[i].TaskRef = &v1.TaskRef{Name: c.stepTask(variant)}
+		c.dropUnused(old, finally)
+	}
+	finally[0].When = v1.WhenExpressions{{Input: "$(tasks." + name + ".status)", Operator: selection.NotIn, Values: []string{"Succeeded"}}}
+}
+
+// dropUnused forgets the Task name when no task of the build runs it.
+func (c *compiler) dropUnused(name string, finally []v1.PipelineTask) {
+	for _, pt := range slices.Concat(c.tasks, finally) {
+		if pt.TaskRef != nil && pt.TaskRef.Name == name {
+			return
+		}
+	}
+	delete(c.taskDefs, name)
+	for k, n := range c.taskNames {
+		if n == name {
+			delete(c.taskNames, k)
+		}
+	}
+}
