@@ -148,18 +148,7 @@ type jobKey struct{ team, pipeline, instance, name string }
 // ends; volumes as pvc.Volumes says; images whose TaskRun is gone.
 func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 	var d Decisions
-	verdicts := map[string]*v1.TaskRun{}
-	for i := range objs.Verdicts {
-		tr := &objs.Verdicts[i]
-		run := tr.Labels[pipeline.PipelineRunLabelKey]
-		// The one that recorded the build's outcome, when a build has two.
-		if v, ok := verdicts[run]; ok {
-			if _, recorded := pvc.VerdictOutcome(v); recorded {
-				continue
-			}
-		}
-		verdicts[run] = tr
-	}
+	verdicts := pvc.VerdictsByRun(objs.Verdicts)
 	builds := map[string]*build{}
 	deleted := map[string]bool{}
 	jobs := map[jobKey][]*build{}

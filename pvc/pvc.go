@@ -190,25 +190,31 @@ type builds struct {
 }
 
 func index(runs []v1.PipelineRun, taskRuns []v1.TaskRun) builds {
-	b := builds{runs: map[string]*v1.PipelineRun{}, verdicts: map[string]*v1.TaskRun{}}
+	b := builds{runs: map[string]*v1.PipelineRun{}, verdicts: VerdictsByRun(taskRuns)}
 	for i := range runs {
 		b.runs[ClaimName(runs[i].Name)] = &runs[i]
 	}
-	// The verdict task's TaskRun, or the build's last step's when that holds the verdict
-	// (runspec.Verdict.Fused): the one that recorded the build's outcome (they never both
-	// do: the verdict task runs when the last step did not succeed).
+	return b
+}
+
+// VerdictsByRun are the verdict TaskRuns among taskRuns, by their PipelineRun's name:
+// the verdict task's, or the build's last step's when that holds the verdict
+// (runspec.Verdict.Fused); the one that recorded the build's outcome (they never both
+// do: the verdict task runs when the last step did not succeed).
+func VerdictsByRun(taskRuns []v1.TaskRun) map[string]*v1.TaskRun {
+	verdicts := map[string]*v1.TaskRun{}
 	for i := range taskRuns {
 		tr := &taskRuns[i]
 		if _, fused := verdictResults(tr); !fused && tr.Labels[pipeline.PipelineTaskLabelKey] != runspec.VerdictTask {
 			continue
 		}
 		run := tr.Labels[pipeline.PipelineRunLabelKey]
-		if v, ok := b.verdicts[run]; ok && recorded(v) {
+		if v, ok := verdicts[run]; ok && recorded(v) {
 			continue
 		}
-		b.verdicts[run] = tr
+		verdicts[run] = tr
 	}
-	return b
+	return verdicts
 }
 
 // verdictResults is the result of a TaskRun that holds the build's outcome, and whether

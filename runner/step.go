@@ -67,7 +67,8 @@ var bodies = map[runspec.Mode]body{
 // failed (in tkn, in the PipelineRun's counts) only when the join itself broke.
 func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr io.Writer) int {
 	s := newStep(spec, opts, stdout, stderr)
-	if v := spec.Verdict; v != nil && v.Fused {
+	fused := spec.Verdict != nil && spec.Verdict.Fused
+	if fused {
 		// In the pod of the build's last step, whose results its own termination message
 		// holds: Tekton would repeat them in this step's, where they may not fit (the
 		// kubelet shares 12 KiB among the pod's containers).
@@ -76,15 +77,15 @@ func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stder
 			s.stderr.Flush()
 			return runspec.Errored.ExitCode()
 		}
-		// The build's VerdictTask records a build that did not succeed (it runs when
-		// this step's TaskRun did not succeed).
-		if o := s.computeOutcome(v.Tree); o != runspec.Succeeded {
-			s.logf("build %s: its verdict is left to the %s task", o, runspec.VerdictTask)
-			s.stderr.Flush()
-			return runspec.Failed.ExitCode()
-		}
 	}
 	outcome := s.execute(ctx)
+	if fused && outcome != runspec.Succeeded {
+		// The build's VerdictTask records a build that did not succeed (it runs when
+		// this step's TaskRun did not succeed).
+		s.logf("its verdict is left to the %s task", runspec.VerdictTask)
+		s.stderr.Flush()
+		return runspec.Failed.ExitCode()
+	}
 	broken := false
 	if err := s.record(outcome); err != nil {
 		s.fail(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -189,12 +190,12 @@ func allDone(deps []string, done map[string]bool) bool {
 	return true
 }
 
-// fusedVerdict is the TaskRun of the build's last step when that recorded the build's
-// verdict (runspec.Verdict.Fused): looked for among all the steps, since that step's
-// own events may have been delivered, and it not mapped again, before the run ended.
+// fusedVerdict is the TaskRun of the build's last step when that holds the build's
+// verdict (runspec.LabelVerdict): looked for among all the steps, since that step's own
+// events may have been delivered, and it not mapped again, before the run ended.
 func fusedVerdict(o Observation) *v1.TaskRun {
 	for _, so := range o.Steps {
-		if so != nil && so.TaskRun != nil && result(so.TaskRun, runspec.ResultVerdict) != "" {
+		if so != nil && so.TaskRun != nil && so.TaskRun.Labels[runspec.LabelVerdict] == runspec.VerdictFused {
 			return so.TaskRun
 		}
 	}
@@ -214,16 +215,13 @@ func finalStatus(run *v1.PipelineRun, verdict, fused *v1.TaskRun) (event.BuildSt
 			at = t
 		}
 	}
-	for _, v := range []struct {
-		tr     *v1.TaskRun
-		result string
-	}{{verdict, runspec.ResultOutcome}, {fused, runspec.ResultVerdict}} {
-		if v.tr == nil {
+	for _, tr := range []*v1.TaskRun{verdict, fused} {
+		if tr == nil {
 			continue
 		}
-		switch o, _ := runspec.ParseOutcome(result(v.tr, v.result)); o {
+		switch o, _ := pvc.VerdictOutcome(tr); o {
 		case runspec.Succeeded, runspec.Failed, runspec.Errored, runspec.Aborted:
-			if t := endTime(v.tr, nil); t != 0 {
+			if t := endTime(tr, nil); t != 0 {
 				at = t
 			}
 			return event.BuildStatus(o), at

@@ -408,6 +408,8 @@ func TestMapFusedVerdict(t *testing.T) {
 		delete(obs.Steps, runspec.VerdictTask)
 		if result != "" {
 			last := base.Steps["task-bye"].TaskRun.DeepCopy()
+			// Tekton gives the TaskRun its Task's labels.
+			last.Labels[runspec.LabelVerdict] = runspec.VerdictFused
 			last.Status.Results = append(last.Status.Results, v1.TaskRunResult{Name: runspec.ResultVerdict, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(result)})
 			obs = withStep(obs, "task-bye", &StepObservation{TaskRun: last, Pod: base.Steps["task-bye"].Pod, Log: base.Steps["task-bye"].Log, LogDone: true})
 		}

@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"regexp"
 	"slices"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -13,8 +12,9 @@ import (
 // The verdict (runspec.VerdictTask) is a finally task: a pod that starts once every
 // other task of the build has ended, on the critical path of every build. When the
 // build's plan ends with a task step whose own success makes the build's (lastStep) and
-// whose task runs after every other task of the build, the verdict runs in that step's pod instead, after the step
-// (runspec.Verdict.Fused): a build that succeeds starts no pod of its own to record it.
+// whose task runs after every other task of the build, the verdict runs in that step's
+// pod instead, after the step (runspec.Verdict.Fused): a build that succeeds starts no
+// pod of its own to record it.
 // When the step's TaskRun did not succeed (it failed, was skipped, or never started),
 // the finally verdict runs as before: it is guarded by that TaskRun's status.
 
@@ -71,34 +71,10 @@ func lastStep(n runspec.Node) runspec.Node {
 	return n
 }
 
-// taskReference is a reference to another PipelineTask's results or status.
-var taskReference = regexp.MustCompile(`\$\(tasks\.([a-z0-9][-a-z0-9]*)\.`)
-
 // runsLast tells whether every other task of the build runs before the task name: its
-// runAfter, or a result it reads, leads to each of them.
+// dependencies as Tekton's DAG has them (runAfter, the results it reads) lead to each.
 func (c *compiler) runsLast(name string) bool {
-	deps := make(map[string][]string, len(c.tasks))
-	for _, pt := range c.tasks {
-		d := slices.Clone(pt.RunAfter)
-		refs := func(s string) {
-			for _, m := range taskReference.FindAllStringSubmatch(s, -1) {
-				d = append(d, m[1])
-			}
-		}
-		for _, w := range pt.When {
-			refs(w.Input)
-			for _, v := range w.Values {
-				refs(v)
-			}
-		}
-		for _, p := range pt.Params {
-			refs(p.Value.StringVal)
-			for _, v := range p.Value.ArrayVal {
-				refs(v)
-			}
-		}
-		deps[pt.Name] = d
-	}
+	deps := v1.PipelineTaskList(c.tasks).Deps()
 	before := map[string]bool{}
 	var visit func(string)
 	visit = func(n string) {
