@@ -276,6 +276,12 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 			return false, false
 		}
 	}
+	if !trDone && state.Terminated != nil && spec.Mode == runspec.ModeTask && !m.after.pastHead(name) {
+		// Its process may never have run (processless): that is known from its results,
+		// which come with the TaskRun's end, and a step after it in the pod (a fused
+		// verdict) keeps the TaskRun going a while after the task's container ended.
+		return false, false
+	}
 	if !started && !trDone {
 		if o.Pod != nil && unschedulable(o.Pod) {
 			m.emit(Key{Step: name, Part: PartWait}, event.WaitingForWorker{Time: unix(o.Pod.CreationTimestamp.Time), Origin: origin})

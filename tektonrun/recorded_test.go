@@ -365,6 +365,26 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		"initialize-get", "start-get", "selected-worker", "finish-get", "error"}, got); diff != "" {
 		t.Errorf("a task stopped before its process (-want +got):\n%s", diff)
 	}
+
+	// Before its TaskRun ends (a fused verdict runs after it in the pod), a task whose
+	// container ended is not shown yet: whether its process ran comes with the results.
+	ending := errored.DeepCopy()
+	ending.Status.Results = nil
+	ending.Status.CompletionTime = nil
+	ending.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})
+	for i := range ending.Status.Steps {
+		if ending.Status.Steps[i].Name == runspec.StepRun {
+			ending.Status.Steps[i].Running = nil
+			ending.Status.Steps[i].Terminated = &corev1.ContainerStateTerminated{ExitCode: 2, ContainerID: "containerd://run"}
+		}
+	}
+	obs.Steps["task-say"] = &StepObservation{TaskRun: ending, LogDone: true}
+	events, _ = Map(obs, nil)
+	for _, e := range events {
+		if e.Key.Step == "task-say" {
+			t.Errorf("a task whose container ended before its TaskRun did is shown: %+v", e)
+		}
+	}
 }
 
 // TestRecordedCompletionRewritten: Tekton may write a TaskRun's or a PipelineRun's
