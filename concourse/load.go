@@ -304,7 +304,8 @@ func (p *Pipeline) strictKeys(n *node, path Path, known map[string]bool) Diagnos
 }
 
 // decodeValue decodes a node into out through its JSON form, reporting a decode error at
-// the position of the field it concerns.
+// the position of the field it concerns. A value the direct decoder reads exactly as the
+// JSON form would be read (fastdecode.go) is read by it instead, without the JSON.
 //
 // A boolean or a number written where a string is wanted (`task: n`, `version: {v: 1}`) is
 // read as the text it was written as, the way Concourse's YAML decoding does it.
@@ -314,6 +315,15 @@ func (p *Pipeline) strictKeys(n *node, path Path, known map[string]bool) Diagnos
 // once, each value that fails is taken out of the tree (see neutralize) and the node
 // decoded again, until it decodes, or another error comes from what was taken out.
 func (p *Pipeline) decodeValue(n *node, path Path, out any) Diagnostics {
+	reflect.ValueOf(out).Elem().SetZero()
+	if decodeDirect(n, out) {
+		return nil
+	}
+	return p.decodeJSON(n, path, out)
+}
+
+// decodeJSON is decodeValue through the JSON form, whatever the value.
+func (p *Pipeline) decodeJSON(n *node, path Path, out any) Diagnostics {
 	var diags Diagnostics
 	var taken []Path
 	for attempt := 0; ; attempt++ {

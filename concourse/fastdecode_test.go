@@ -1,0 +1,210 @@
+package concourse
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/concourse-tekton/concourse-tekton/internal/testcorpus"
+)
+
+// The direct decoder must give what the JSON path gives, whenever it gives anything.
+
+// decodeBoth decodes n both ways into new values of T. It fails the test when the direct
+// decoder decoded n to something else than the JSON path, or decoded what the JSON path
+// rejects; it reports whether the direct decoder took n.
+func decodeBoth[T any](t *testing.T, p *Pipeline, n *node, path Path) bool {
+	t.Helper()
+	direct := new(T)
+	ok := decodeDirect(n, direct)
+	viaJSON := new(T)
+	diags := p.decodeJSON(n, path, viaJSON)
+	if !ok {
+		return false
+	}
+	if len(diags) > 0 {
+		t.Errorf("%s: %s: decoded directly, but the JSON path says %v", p.File, path, diags)
+		return true
+	}
+	if !reflect.DeepEqual(direct, viaJSON) {
+		t.Errorf("%s: %s: decoded directly as\n%#v\nthrough JSON as\n%#v", p.File, path, direct, viaJSON)
+	}
+	return true
+}
+
+// listDecoders decode an element of each top-level list both ways (decodeBoth).
+var listDecoders = map[string]func(*testing.T, *Pipeline, *node, Path) bool{
+	"groups":         decodeBoth[GroupConfig],
+	"var_sources":    decodeBoth[VarSourceConfig],
+	"resources":      decodeBoth[ResourceConfig],
+	"resource_types": decodeBoth[ResourceType],
+	"prototypes":     decodeBoth[Prototype],
+	"jobs":           decodeBoth[JobConfig],
+}
+
+// decodeTree decodes every value of a pipeline's tree that decode() decodes, both ways,
+// and counts those the direct decoder took, by top-level key.
+func decodeTree(t *testing.T, p *Pipeline, took, all map[string]int) {
+	t.Helper()
+	if p.tree.kind != mapNode {
+		return
+	}
+	for _, e := range p.tree.entries {
+		decode := listDecoders[e.key]
+		for i, item := range listItems(e.value) {
+			if decode == nil {
+				break
+			}
+			all[e.key]++
+			if decode(t, p, item, Path{Key(e.key), Named(i, nameOf(item))}) {
+				took[e.key]++
+			}
+		}
+		if e.key == "display" {
+			all[e.key]++
+			if decodeBoth[*DisplayConfig](t, p, e.value, Path{Key(e.key)}) {
+				took[e.key]++
+			}
+		}
+	}
+}
+
+func TestDecodeDirectCorpus(t *testing.T) {
+	took, all := map[string]int{}, map[string]int{}
+	for _, file := range testcorpus.Pipelines(t) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, _ := parseTree(filepath.Base(file), data)
+		if tree == nil {
+			continue
+		}
+		decodeTree(t, &Pipeline{File: filepath.Base(file), tree: tree}, took, all)
+	}
+	tasks, tasksTook := 0, 0
+	for _, file := range testcorpus.Tasks(t) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tree, _ := parseTree(filepath.Base(file), data)
+		if tree == nil || tree.kind != mapNode {
+			continue
+		}
+		tasks++
+		if decodeBoth[TaskConfig](t, &Pipeline{File: filepath.Base(file), tree: tree}, tree, nil) {
+			tasksTook++
+		}
+	}
+	t.Logf("decoded directly: %v of %v; task files %d of %d", took, all, tasksTook, tasks)
+	// The direct decoder is worth having only if it takes nearly everything real: every
+	// value the corpus has that it leaves to the JSON path costs the JSON path's time.
+	for key, n := range all {
+		if took[key]*100 < n*95 {
+			t.Errorf("the direct decoder took %d of the corpus's %d %s, fewer than 95%%", took[key], n, key)
+		}
+	}
+	if tasksTook*100 < tasks*95 {
+		t.Errorf("the direct decoder took %d of the corpus's %d task files, fewer than 95%%", tasksTook, tasks)
+	}
+}
+
+// TestDecodeDirectCases holds the direct decoder to the JSON path on the cases where the
+// two could part: JSON's quirks (null, empty lists, keys that differ in case), the
+// configs' own decoders (tags, params, args, in_parallel's two forms, versions), and
+// values only the JSON path may read (text from numbers, unknown step keys).
+func TestDecodeDirectCases(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		yaml   string
+		direct bool // whether the direct decoder takes it
+	}{
+		{"plain", "jobs: [{name: j, public: true, max_in_flight: 2, plan: [{get: r, trigger: true, passed: [a]}]}]", true},
+		{"nulls", "jobs: [{name: j, old_name: ~, public: null, tags: null, plan: null, on_success: null}]", true},
+		{"empty lists", "jobs: [{name: j, serial_groups: [], tags: [], plan: []}]", true},
+		{"empty tags dropped", "jobs: [{name: j, tags: ['', a, ~], plan: [{task: t, tags: [''], file: f}]}]", true},
+		{"hooks", "jobs: [{name: j, plan: [{task: t, file: f, on_failure: {put: p, params: {a: 1}}, ensure: {do: []}}], ensure: {get: r}}]", true},
+		{"modifiers", "jobs: [{name: j, plan: [{across: [{var: v, values: [1, 2.5, x, {a: b}], max_in_flight: all}], fail_fast: true, timeout: 1h, attempts: 3, do: [{load_var: v, file: f}]}]}]", true},
+		{"in_parallel list", "jobs: [{name: j, plan: [{in_parallel: [{get: a}, {get: b}]}]}]", true},
+		{"in_parallel map", "jobs: [{name: j, plan: [{in_parallel: {steps: [{get: a}], limit: 2, fail_fast: true}}]}]", true},
+		{"in_parallel null", "jobs: [{name: j, plan: [{in_parallel: ~}]}]", true},
+		{"in_parallel empty map", "jobs: [{name: j, plan: [{in_parallel: {}}]}]", true},
+		{"task config", "jobs: [{name: j, plan: [{task: t, params: {A: 1, B: true, C: ~, D: x, E: 1.5}, config: {platform: linux, image_resource: {type: registry-image, source: {repository: r, tag: 1}}, params: {X: 010}, run: {path: p, args: [1, true, ~, 1e3, -x]}, inputs: [{name: i, optional: true}], caches: [{path: c}]}}]}]", true},
+		{"versions", "jobs: [{name: j, plan: [{get: a, version: every}, {get: b, version: {ref: x}}, {put: c, inputs: [a, ' b'], get_params: {d: [1]}}]}]", true},
+		{"resources", "resources: [{name: r, type: t, source: {a: [1, {b: ~}], c: 18446744073709551615}, check_every: 1m, version: {v: x}, tags: [a]}]\nresource_types: [{name: t, type: registry-image, source: {}, defaults: {x: 1}, privileged: true, check_every: never}]", true},
+		{"var sources and groups", "var_sources: [{name: v, type: vault, config: {url: u, n: 1}}]\ngroups: [{name: g, jobs: [a, b]}]\ndisplay: {background_image: x}", true},
+		{"prototypes", "prototypes: [{name: p, type: registry-image, source: {repository: r}}]", true},
+		{"set_pipeline", "jobs: [{name: j, plan: [{set_pipeline: p, file: f, vars: {a: 1}, var_files: [x], instance_vars: {b: [1]}}]}]", true},
+		{"run step", "jobs: [{name: j, plan: [{run: go, type: p, params: {a: 1}, privileged: true}]}]", true},
+		{"try", "jobs: [{name: j, plan: [{try: {get: r}, timeout: 5m}]}]", true},
+		{"retention", "jobs: [{name: j, build_log_retention: {builds: 3, days: 2}, build_logs_to_retain: 4, plan: []}]", true},
+		{"container limits", "jobs: [{name: j, plan: [{task: t, file: f, container_limits: {cpu: 512, memory: 1GB}}]}]", true},
+
+		{"number for a string", "jobs: [{name: 1, plan: []}]", false},
+		{"bool for a string", "resources: [{name: r, type: t, source: {}, icon: yes}]", false},
+		{"number in a version", "jobs: [{name: j, plan: [{get: a, version: {ref: 1}}]}]", false},
+		{"key in another case", "jobs: [{Name: j, plan: []}]", false},
+		{"step key in another case", "jobs: [{name: j, plan: [{get: a, Trigger: true}]}]", false},
+		{"unknown step key", "jobs: [{name: j, plan: [{get: a, nope: 1}]}]", false},
+		{"unknown task config key", "jobs: [{name: j, plan: [{task: t, config: {platform: linux, run: {path: p}, ouputs: []}}]}]", false},
+		{"no core step", "jobs: [{name: j, plan: [{timeout: 1h}]}]", false},
+		{"aggregate", "jobs: [{name: j, plan: [{aggregate: [{get: a}], timeout: 1h}]}]", true},
+		{"aggregate and in_parallel", "jobs: [{name: j, plan: [{aggregate: [{get: a}], in_parallel: [{get: b}]}]}]", false},
+		{"map for a list", "jobs: [{name: j, serial_groups: {a: b}, plan: []}]", false},
+		{"float for an int", "jobs: [{name: j, max_in_flight: 1.5, plan: []}]", false},
+		{"map param of a task", "jobs: [{name: j, plan: [{task: t, file: f, params: {A: {b: c, a: [1, 2.50, '<&>', ~, no]}, B: [x]}}]}]", true},
+		{"map arg", "jobs: [{name: j, plan: [{task: t, config: {platform: linux, run: {path: p, args: [{a: b}]}}}]}]", false},
+		{"infinity", "resources: [{name: r, type: t, source: {a: .inf}}]", false},
+		{"bad version", "jobs: [{name: j, plan: [{get: a, version: newest}]}]", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree, diags := parseTree("case.yml", []byte(tc.yaml))
+			if tree == nil {
+				t.Fatalf("parse: %v", diags)
+			}
+			took, all := map[string]int{}, map[string]int{}
+			decodeTree(t, &Pipeline{File: "case.yml", tree: tree}, took, all)
+			var n, k int
+			for key := range all {
+				n += all[key]
+				k += took[key]
+			}
+			if n == 0 {
+				t.Fatal("nothing to decode")
+			}
+			if got := k == n; got != tc.direct {
+				t.Errorf("the direct decoder took %d of %d values; want all: %v", k, n, tc.direct)
+			}
+		})
+	}
+}
+
+// FuzzDecodeDirect: whatever the YAML, a value the direct decoder takes is the value the
+// JSON path gives.
+func FuzzDecodeDirect(f *testing.F) {
+	for _, s := range []string{
+		"jobs: [{name: j, plan: [{get: r, trigger: true}]}]",
+		"jobs: [{name: j, plan: [{in_parallel: {steps: [{task: t, file: f}], limit: 1}}], on_failure: {put: p}}]",
+		"jobs: [{name: j, plan: [{across: [{var: v, values: [1]}], do: [{try: {get: r}}]}]}]",
+		"resources: [{name: r, type: t, source: {a: [1, 2.5, ~, yes]}, check_every: 10m}]",
+		"jobs: [{name: j, plan: [{task: t, params: {A: 1}, config: {platform: linux, run: {path: p, args: [1, x]}}}]}]",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 1<<14 {
+			return
+		}
+		tree, _ := parseTree("fuzz.yml", data)
+		if tree == nil {
+			return
+		}
+		p := &Pipeline{File: "fuzz.yml", tree: tree}
+		decodeTree(t, p, map[string]int{}, map[string]int{})
+		if tree.kind == mapNode {
+			decodeBoth[TaskConfig](t, p, tree, nil)
+		}
+	})
+}
