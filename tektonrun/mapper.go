@@ -35,9 +35,11 @@ type Observation struct {
 // its runner may still decide it never starts: a step of a fail-fast in_parallel (a
 // sibling that failed makes it never-ran, which Concourse never shows), and a task (its
 // inputs missing, its user unknown: Concourse only initialized it). Kubelet times are
-// whole seconds, so this is 2-3 s after its start. Other steps are shown once their runner
-// began.
-const headDelay = 3 * time.Second
+// whole seconds, so this is 7-8 s after its start: the runner decides within a second on
+// an idle node, but on a loaded one (a 2-core machine running two e2e suites side by
+// side, load average 25) its start alone, from the end of the install to its first
+// decision, took more than 3 s. Other steps are shown once their runner began.
+const headDelay = 8 * time.Second
 
 func holdFor(spec runspec.Spec) time.Duration {
 	if spec.Mode == runspec.ModeTask {

@@ -186,7 +186,7 @@ jobs:
 func TestRestartLosesNoEvent(t *testing.T) {
 	dumpOnFailure(t)
 	// Long enough to be running still when the web node is back (web.sh up relinks it).
-	const lines = 45
+	const lines = 120
 	count := func(name string) string {
 		return fmt.Sprintf(`
     - task: count-%[1]s
