@@ -330,29 +330,21 @@ func directStruct(n *node, v reflect.Value, strict bool) bool {
 // directStep decodes a step as Step.UnmarshalJSON does: its keys in stepPrecedence, each
 // modifier wrapping the step decoded after it, up to the first core step. A step the JSON
 // path would reject, or one with keys left over (kept as raw JSON), is left to the JSON
-// path.
+// path. So is a key given twice (interpolation can make one): every key is either a field
+// of a step type decoded here, which directStruct takes once, or left over.
 func directStep(n *node, step *Step) bool {
 	if n.kind != mapNode || len(n.entries) == 0 {
 		return false
 	}
-	keys := make(map[string]*node, len(n.entries))
-	for _, e := range n.entries {
-		if _, dup := keys[e.key]; dup {
-			return false
-		}
-		keys[e.key] = e.value
-	}
+	*step = Step{}
 	// rest is the step's map with the keys of the modifiers decoded so far taken out, as
 	// the JSON path re-encodes it for the next.
-	rest := &node{kind: mapNode, pos: n.pos, entries: n.entries}
-	*step = Step{}
-	if agg, ok := keys["aggregate"]; ok {
-		if _, both := keys["in_parallel"]; both {
+	rest := n
+	if agg := n.get("aggregate"); agg != nil {
+		if n.get("in_parallel") != nil {
 			return false // the aggregate is an unknown key then
 		}
 		// The in_parallel it became, as the JSON path renames it.
-		delete(keys, "aggregate")
-		keys["in_parallel"] = agg
 		renamed := make([]entry, len(n.entries))
 		for i, e := range n.entries {
 			if e.key == "aggregate" {
@@ -365,7 +357,7 @@ func directStep(n *node, step *Step) bool {
 	}
 	var prev StepWrapper
 	for _, d := range stepPrecedence {
-		if _, found := keys[d.key]; !found {
+		if rest.get(d.key) == nil {
 			continue
 		}
 		cur := d.new()
@@ -379,14 +371,6 @@ func directStep(n *node, step *Step) bool {
 			prev.Wrap(cur)
 		}
 		fields := stepFields()[reflect.TypeOf(cur)]
-		for k := range fields {
-			delete(keys, k)
-		}
-		w, isWrapper := cur.(StepWrapper)
-		if !isWrapper {
-			return len(keys) == 0
-		}
-		prev = w
 		kept := make([]entry, 0, len(rest.entries))
 		for _, e := range rest.entries {
 			if !fields[e.key] {
@@ -394,6 +378,11 @@ func directStep(n *node, step *Step) bool {
 			}
 		}
 		rest = &node{kind: mapNode, pos: n.pos, entries: kept}
+		w, isWrapper := cur.(StepWrapper)
+		if !isWrapper {
+			return len(rest.entries) == 0
+		}
+		prev = w
 	}
 	return false // no core step: the JSON path words the error
 }

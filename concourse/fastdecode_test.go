@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/internal/testcorpus"
 )
 
@@ -207,4 +208,30 @@ func FuzzDecodeDirect(f *testing.F) {
 			decodeBoth[TaskConfig](t, p, tree, nil)
 		}
 	})
+}
+
+// TestDecodeDirectDuplicateKeys: a key that interpolation makes twice (the YAML refuses
+// it written twice) is left to the JSON path, in a step and in a job.
+func TestDecodeDirectDuplicateKeys(t *testing.T) {
+	for _, doc := range []string{
+		"jobs: [{name: j, plan: [{get: a, trigger: false, ((k)): true}]}]",
+		"jobs: [{name: j, plan: [{task: t, file: f, ((t)): g}]}]",
+		"jobs: [{name: j, plan: [{aggregate: [{get: a}], ((p)): [{get: b}]}]}]",
+		"jobs: [{name: j, ((n)): k, plan: []}]",
+	} {
+		tree, diags := parseTree("dup.yml", []byte(doc))
+		if tree == nil {
+			t.Fatalf("%s: %v", doc, diags)
+		}
+		p := &Pipeline{File: "dup.yml", tree: tree}
+		static := vars.StaticVariables{"k": "trigger", "t": "task", "p": "aggregate", "n": "name"}
+		if d := p.interpolate(tree, nil, static); len(d) > 0 {
+			t.Fatalf("%s: %v", doc, d)
+		}
+		took, all := map[string]int{}, map[string]int{}
+		decodeTree(t, p, took, all)
+		if took["jobs"] != 0 {
+			t.Errorf("%s: the direct decoder took a job with a key given twice", doc)
+		}
+	}
 }
