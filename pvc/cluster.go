@@ -26,10 +26,12 @@ import (
 
 // How long Prepare watches a new clone of a storage class that binds volumes at once
 // (a driver that cannot clone says so in a ProvisioningFailed event, and the claim would
-// stay pending for ever), and how long it waits for a failed clone to be deleted.
+// stay pending for ever), and how long it waits for a claim of the build's name to be
+// deleted (a failed clone, or the volume of a deleted run of the same name, which goes
+// once its pods have: slow on a busy node).
 var (
 	cloneWait  = 5 * time.Second
-	deleteWait = 30 * time.Second
+	deleteWait = 2 * time.Minute
 	pollEvery  = 250 * time.Millisecond
 )
 
@@ -189,27 +191,43 @@ func list(ctx context.Context, kube kubernetes.Interface, tekton versioned.Inter
 	return claims.Items, runs.Items, append(taskRuns.Items, fused.Items...), nil
 }
 
-// createOrGet creates the claim, or takes the one of the same build made before.
+// createOrGet creates the claim, or takes the one of the same build made before. A claim
+// of its name that is being deleted (the volume of a run deleted just before, whose
+// build's name is used again) is waited for, up to deleteWait, and the claim created once
+// it is gone: it is never taken, as its volume is on its way out.
 func createOrGet(ctx context.Context, claims typedcorev1.PersistentVolumeClaimInterface, claim *corev1.PersistentVolumeClaim) (*corev1.PersistentVolumeClaim, error) {
-	created, err := claims.Create(ctx, claim, metav1.CreateOptions{})
-	if err == nil {
-		return created, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating build volume %s: %w", claim.Name, err)
-	}
-	got, err := claims.Get(ctx, claim.Name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("getting build volume %s: %w", claim.Name, err)
-	}
-	want, _ := jobOf(claim.ObjectMeta)
-	if j, ok := isBuildVolume(got); !ok || j != want || got.Labels[runspec.LabelBuild] != claim.Labels[runspec.LabelBuild] {
-		if got.DeletionTimestamp != nil {
-			return nil, fmt.Errorf("build volume %s is being deleted: try again once it is gone", claim.Name)
+	var out *corev1.PersistentVolumeClaim
+	var dying types.UID
+	err := wait.PollUntilContextTimeout(ctx, pollEvery, deleteWait, true, func(ctx context.Context) (bool, error) {
+		created, err := claims.Create(ctx, claim, metav1.CreateOptions{})
+		if err == nil {
+			out = created
+			return true, nil
 		}
-		return nil, fmt.Errorf("PVC %s exists and is not this build's volume: delete it, or give the build another name", claim.Name)
+		if !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("creating build volume %s: %w", claim.Name, err)
+		}
+		got, err := claims.Get(ctx, claim.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil // gone in between: create it again
+		} else if err != nil {
+			return false, fmt.Errorf("getting build volume %s: %w", claim.Name, err)
+		}
+		if got.DeletionTimestamp != nil {
+			dying = got.UID
+			return false, nil
+		}
+		want, _ := jobOf(claim.ObjectMeta)
+		if j, ok := isBuildVolume(got); !ok || j != want || got.Labels[runspec.LabelBuild] != claim.Labels[runspec.LabelBuild] {
+			return false, fmt.Errorf("PVC %s exists and is not this build's volume: delete it, or give the build another name", claim.Name)
+		}
+		out = got
+		return true, nil
+	})
+	if err != nil && dying != "" && wait.Interrupted(err) && ctx.Err() == nil {
+		return nil, fmt.Errorf("build volume %s was still being deleted after %s: try again once it is gone", claim.Name, deleteWait)
 	}
-	return got, nil
+	return out, err
 }
 
 // awaitClone watches a new clone for a while: it returns why its provisioning failed,

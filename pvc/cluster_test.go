@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // Storage classes of the fake cluster: fast has a CSI driver and binds at once, slow
@@ -157,6 +159,54 @@ func TestPrepareWillNotTakeAnotherClaim(t *testing.T) {
 	_, _, err := Prepare(context.Background(), kube, tekton, "ci", translated(t, "unit", "2", ""))
 	if err == nil || !strings.Contains(err.Error(), "PVC app-unit-2-build exists and is not this build's volume") {
 		t.Errorf("Prepare over another PVC: %v", err)
+	}
+}
+
+// TestPrepareWaitsForAClaimBeingDeleted: the volume of a deleted run of the same name
+// (a pipeline destroyed and set again numbers its builds from 1 again) goes once its
+// pods have. Prepare neither takes it nor fails: it waits, and makes the build its own.
+func TestPrepareWaitsForAClaimBeingDeleted(t *testing.T) {
+	quickly(t)
+	for _, sameBuild := range []bool{false, true} {
+		t.Run(fmt.Sprintf("labelled as this build: %t", sameBuild), func(t *testing.T) {
+			claims, runs, taskRuns := world([]build{{job: "unit", n: "1", outcome: "succeeded"}})
+			dying := claims[0].DeepCopy()
+			if !sameBuild {
+				dying.Labels[runspec.LabelJob] = "gone"
+			}
+			dying.UID, dying.Finalizers = "dying", []string{"kubernetes.io/pvc-protection"}
+			dying.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+			kube, tekton := fakeCluster(t, []corev1.PersistentVolumeClaim{*dying}, runs, taskRuns, storageClasses("fast")...)
+			reads := 0
+			kube.PrependReactor("get", "persistentvolumeclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
+				if reads++; reads == 3 {
+					// Its pods are gone: the claim goes.
+					if err := kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), "ci", dying.Name); err != nil {
+						return true, nil, err
+					}
+				}
+				return false, nil, nil
+			})
+			name, _, err := Prepare(context.Background(), kube, tekton, "ci", translated(t, "unit", "1", "fast"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := getClaim(t, kube, name); c.UID == "dying" || c.DeletionTimestamp != nil || c.Spec.DataSource != nil {
+				t.Errorf("the build volume is the one being deleted, or cloned from it: %s, %v", c.UID, c.Spec.DataSource)
+			}
+			if reads < 3 {
+				t.Errorf("the claim was read %d times: Prepare did not wait for it to go", reads)
+			}
+		})
+	}
+
+	// One that does not go in time: the error says so.
+	claims, runs, taskRuns := world([]build{{job: "unit", n: "1", outcome: "succeeded"}})
+	claims[0].Finalizers, claims[0].DeletionTimestamp = []string{"example.com/hold"}, &metav1.Time{Time: time.Unix(100, 0)}
+	kube, tekton := fakeCluster(t, claims, runs, taskRuns, storageClasses("fast")...)
+	_, _, err := Prepare(context.Background(), kube, tekton, "ci", translated(t, "unit", "1", "fast"))
+	if err == nil || !strings.Contains(err.Error(), "build volume app-unit-1-build was still being deleted after 1s: try again once it is gone") {
+		t.Errorf("Prepare over a claim that is never deleted: %v", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	ctvars "github.com/concourse-tekton/concourse-tekton/concourse/vars"
+	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
@@ -199,22 +201,57 @@ func (r *backendRuns) ownerGone(id int) (bool, error) {
 }
 
 // replace deletes the run of a build the ATC no longer has, with its TaskRuns, pods and
-// volume, and waits until it is gone, so that its name can be used again.
+// volume, and waits until the run is gone, so that its name can be used again. The
+// volume, which Kubernetes deletes only after the run, is deleted at once: a volume left
+// of the old run would otherwise be there, its deletion not yet begun, when the new run's
+// is made, and be taken for it (a volume being deleted is waited for when the new run is
+// submitted).
 func (r *backendRuns) replace(ctx context.Context, b *tektonrun.Build) error {
 	runs := r.tekton.TektonV1().PipelineRuns(b.Namespace)
+	old, err := runs.Get(ctx, b.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading PipelineRun %s/%s of a build the ATC no longer has: %w", b.Namespace, b.Name, err)
+	}
 	policy := metav1.DeletePropagationForeground
-	if err := runs.Delete(ctx, b.Name, metav1.DeleteOptions{PropagationPolicy: &policy}); err != nil && !apierrors.IsNotFound(err) {
+	uid := old.UID
+	err = runs.Delete(ctx, b.Name, metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("deleting PipelineRun %s/%s of a build the ATC no longer has: %w", b.Namespace, b.Name, err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, r.gone, true, func(ctx context.Context) (bool, error) {
-		_, err := runs.Get(ctx, b.Name, metav1.GetOptions{})
+	if err := r.deleteVolume(ctx, b, uid); err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, r.gone, true, func(ctx context.Context) (bool, error) {
+		pr, err := runs.Get(ctx, b.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
-		return false, err
+		return err == nil && pr.UID != uid, err
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for PipelineRun %s/%s of a build the ATC no longer has to be deleted: %w", b.Namespace, b.Name, err)
+	}
+	return nil
+}
+
+// deleteVolume deletes the build volume of the run whose UID is owner, if it has one.
+func (r *backendRuns) deleteVolume(ctx context.Context, b *tektonrun.Build, owner types.UID) error {
+	claims := r.backend.Client().Target().Kube.CoreV1().PersistentVolumeClaims(b.Namespace)
+	name := pvc.ClaimName(b.Name)
+	c, err := claims.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("reading build volume %s/%s of a build the ATC no longer has: %w", b.Namespace, name, err)
+	}
+	if c.DeletionTimestamp != nil || !slices.ContainsFunc(c.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == owner }) {
+		return nil
+	}
+	err = claims.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &c.UID}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("deleting build volume %s/%s of a build the ATC no longer has: %w", b.Namespace, name, err)
 	}
 	return nil
 }

@@ -76,6 +76,13 @@ func TestStartReplacesTheRunOfABuildThatIsGone(t *testing.T) {
 		t.Errorf("the run of build 7, which the ATC has, taken by build 9: %v; want it refused", err)
 	}
 
+	// Build 7's volume, marked to be told from the new run's.
+	claims := kube.CoreV1().PersistentVolumeClaims("ci")
+	mark := []byte(`{"metadata":{"annotations":{"test.example.com/of":"build-7"}}}`)
+	if _, err := claims.Patch(ctx, "app-unit-1-build", types.MergePatchType, mark, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	delete(builds, 7)
 	run, err := runs.Start(ctx, plan, BuildRef{Meta: meta, ID: 9})
 	if err != nil {
@@ -90,6 +97,15 @@ func TestStartReplacesTheRunOfABuildThatIsGone(t *testing.T) {
 	}
 	if got := pr.Annotations[AnnotationBuildID]; got != "9" {
 		t.Errorf("the run is build %s's, want 9's", got)
+	}
+	// The new run has a volume of its own: build 7's went with its run, not left to be
+	// taken for build 9's.
+	c, err := claims.Get(ctx, "app-unit-1-build", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Annotations["test.example.com/of"] != "" {
+		t.Error("build 9's run took build 7's volume")
 	}
 }
 
