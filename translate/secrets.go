@@ -2,12 +2,15 @@ package translate
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"maps"
 	"path"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -46,14 +49,10 @@ type Credential struct {
 }
 
 // refsOf lists the references to credentials in a step's spec: its ((vars)) but the local
-// ones, in the order of the spec's JSON.
+// ones, from each string of the spec's JSON, in no particular order.
 func refsOf(spec runspec.Spec) []vars.Reference {
-	buf, err := json.Marshal(spec)
-	if err != nil || !bytes.Contains(buf, []byte("((")) {
-		return nil
-	}
 	var refs []vars.Reference
-	stringsWith(buf, "((", func(s string) {
+	jsonStringsWith(reflect.ValueOf(&spec).Elem(), "((", func(s string) {
 		for _, n := range vars.Names(s) {
 			if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
 				refs = append(refs, ref)
@@ -61,6 +60,148 @@ func refsOf(spec runspec.Spec) []vars.Reference {
 		}
 	})
 	return refs
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+	// scanTypes caches how jsonStringsWith walks each type (*scanType).
+	scanTypes sync.Map
+)
+
+// How a type encodes itself, if it does: a method of its own, or of its pointer.
+const (
+	encodesNot = iota
+	encodesJSON
+	encodesText
+)
+
+// scanType is how jsonStringsWith walks values of one type, as encoding/json would
+// encode them.
+type scanType struct {
+	// encodes and byAddress: the value's own encoding (MarshalJSON or MarshalText),
+	// byAddress when that is its pointer's method, called when the value can be addressed.
+	encodes   int
+	byAddress bool
+	// stringless: no value of the type holds a string (numbers, booleans, bytes).
+	stringless bool
+	// fields are a struct's fields encoding/json writes: exported or embedded, not "-".
+	fields []scanField
+}
+
+type scanField struct {
+	index int
+	// quoted: a string field with the string option, written as its JSON in a string.
+	quoted bool
+}
+
+func scanTypeOf(t reflect.Type) *scanType {
+	if st, ok := scanTypes.Load(t); ok {
+		return st.(*scanType)
+	}
+	st := &scanType{}
+	switch {
+	case t.Implements(jsonMarshaler):
+		st.encodes = encodesJSON
+	case t.Implements(textMarshaler):
+		st.encodes = encodesText
+	case t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(jsonMarshaler):
+		st.encodes, st.byAddress = encodesJSON, true
+	case t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textMarshaler):
+		st.encodes, st.byAddress = encodesText, true
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		st.stringless = st.encodes == encodesNot && !st.byAddress
+	case reflect.Slice, reflect.Array:
+		// []byte is base64: no parentheses.
+		st.stringless = st.encodes == encodesNot && t.Elem().Kind() == reflect.Uint8 && scanTypeOf(t.Elem()).stringless
+	case reflect.Struct:
+		for i := range t.NumField() {
+			field := t.Field(i)
+			tag := field.Tag.Get("json")
+			if (!field.IsExported() && !field.Anonymous) || tag == "-" {
+				continue
+			}
+			quoted := field.Type.Kind() == reflect.String && slices.Contains(strings.Split(tag, ",")[1:], "string")
+			st.fields = append(st.fields, scanField{index: i, quoted: quoted})
+		}
+	}
+	actual, _ := scanTypes.LoadOrStore(t, st)
+	return actual.(*scanType)
+}
+
+// jsonStringsWith calls f with each string that holds sub among those encoding/json would
+// write of v, object keys included, without encoding v: it walks v as the encoder does
+// (exported and embedded fields but those tagged "-", map keys and values, elements),
+// and encodes only the values that encode themselves (json.Marshaler, whose output it
+// scans with stringsWith, and encoding.TextMarshaler). sub must be of bytes that
+// encoding/json never escapes, as "((" is.
+func jsonStringsWith(v reflect.Value, sub string, f func(string)) {
+	if !v.IsValid() {
+		return
+	}
+	st := scanTypeOf(v.Type())
+	if st.stringless {
+		return
+	}
+	if st.encodes != encodesNot && (!st.byAddress || v.CanAddr()) {
+		if st.byAddress {
+			v = v.Addr()
+		}
+		if k := v.Kind(); (k == reflect.Pointer || k == reflect.Interface) && v.IsNil() {
+			return // null
+		}
+		if !v.CanInterface() {
+			return // behind an unexported field: encoding/json does not reach it either
+		}
+		if st.encodes == encodesJSON {
+			if buf, err := v.Interface().(json.Marshaler).MarshalJSON(); err == nil && bytes.Contains(buf, []byte(sub)) {
+				stringsWith(buf, sub, f)
+			}
+		} else if text, err := v.Interface().(encoding.TextMarshaler).MarshalText(); err == nil && bytes.Contains(text, []byte(sub)) {
+			f(string(text))
+		}
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if s := v.String(); strings.Contains(s, sub) {
+			f(s)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			jsonStringsWith(v.Elem(), sub, f)
+		}
+	case reflect.Struct:
+		for _, field := range st.fields {
+			fv := v.Field(field.index)
+			if !field.quoted {
+				jsonStringsWith(fv, sub, f)
+			} else if s := fv.String(); strings.Contains(s, sub) {
+				quoted, _ := json.Marshal(s)
+				f(string(quoted))
+			}
+		}
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if k := it.Key(); k.Kind() == reflect.String {
+				// Keys of a string type are written as they are, whatever their methods.
+				if strings.Contains(k.String(), sub) {
+					f(k.String())
+				}
+			} else {
+				jsonStringsWith(k, sub, f)
+			}
+			jsonStringsWith(it.Value(), sub, f)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			jsonStringsWith(v.Index(i), sub, f)
+		}
+	}
 }
 
 // stringsWith calls f with each string of the JSON document doc, object keys included,
