@@ -258,3 +258,66 @@ func TestFusedVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestInlineVerdict: the only step of a build (a check build's check) records the
+// build's verdict in its own container once it succeeded (--verdict-spec): the verdict's
+// results beside the step's, none of its lines in the step's log, which is the build's
+// output. A step that did not succeed leaves the verdict to the VerdictTask.
+func TestInlineVerdict(t *testing.T) {
+	check := func(w *world, script string) run {
+		w.t.Helper()
+		w.script("check", script)
+		spec := w.spec(runspec.ModeCheck, "c", "repo")
+		spec.Check = &runspec.Check{Type: "git", Source: map[string]any{"uri": "x"}}
+		verdict := w.spec(runspec.ModeVerdict, "verdict", "")
+		verdict.Build, verdict.Paths.Results = spec.Build, spec.Paths.Results
+		verdict.Verdict = &runspec.Verdict{Tree: runspec.Node{ID: "c", Kind: runspec.KindLeaf}, Fused: true}
+		encoded, err := verdict.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := w.startArgs(append(w.args(spec), "--verdict-spec="+encoded), nil)
+		r.results = spec.Paths.Results
+		return r.wait(t)
+	}
+
+	w := newWorld(t)
+	r := check(w, `echo '[{"v":"1"},{"v":"2"}]'`)
+	if r.exit != 0 || r.failure != "" {
+		t.Fatalf("exit %d, error %q; want 0\nstderr:\n%s", r.exit, r.failure, r.stderr)
+	}
+	got := map[string]string{}
+	for _, name := range files(t, w.resultsDir("c")) {
+		got[name] = w.result("c", name)
+	}
+	want := map[string]string{"outcome": "succeeded", "version": `{"v":"2"}`, "versions": `[{"v":"1"},{"v":"2"}]`, "verdict": "succeeded"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results of the check and its verdict (-want +got):\n%s", diff)
+	}
+	if strings.Contains(r.stdout+r.stderr, "build succeeded") {
+		t.Errorf("the verdict's line is in the step's log:\n%s%s", r.stdout, r.stderr)
+	}
+	// The job's volume emptied for its next build, as the verdict does.
+	if left := files(t, w.volume); len(left) > 0 {
+		t.Errorf("the volume after the verdict holds %q, want nothing", left)
+	}
+
+	w = newWorld(t)
+	r = check(w, `echo 'no such repository' >&2; exit 1`)
+	if r.exit == 0 || w.result("c", "verdict") != "" || w.result("c", "outcome") != "failed" {
+		t.Errorf("a check that failed: exit %d, outcome %q, verdict %q; want non-zero, failed, no verdict", r.exit, w.result("c", "outcome"), w.result("c", "verdict"))
+	}
+
+	// A verdict spec that is not one a step records is refused before anything runs.
+	spec := w.spec(runspec.ModeCheck, "c2", "repo")
+	spec.Check = &runspec.Check{Type: "git"}
+	unfused := verdictSpec(w)
+	encoded, err := unfused.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = w.startArgs(append(w.args(spec), "--verdict-spec="+encoded), nil).wait(t)
+	if r.exit == 0 || !strings.Contains(r.stderr, "--verdict-spec: the verdict's spec is not one a step records") {
+		t.Errorf("an unfused verdict spec: exit %d\nstderr:\n%s", r.exit, r.stderr)
+	}
+}

@@ -35,7 +35,9 @@
 //     across step that its resolver found combinations for. A fused verdict
 //     (runspec.Verdict.Fused), a step after the build's last step in its pod, records a
 //     build that succeeded under results of its own (`verdict`, `verdict-error`) and
-//     leaves any other to the verdict task.
+//     leaves any other to the verdict task. The build's only step, a get, put or check,
+//     records it in its own container once it succeeded (--verdict-spec), logging
+//     nothing of it: a check build runs one pod.
 //   - abort (through kubectl exec in any pod of the build) and install (the first step of
 //     every TaskRun copies the runner where the step's own image can run it).
 //

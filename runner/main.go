@@ -48,6 +48,10 @@ type options struct {
 	poll        time.Duration
 	clock       Clock
 	publishing  publishing
+	// verdict, when set, is the build's verdict (runspec.Verdict.Fused), which the step's
+	// runner records once the step succeeded, in the step's own container: the build's
+	// only step (a check build's).
+	verdict *runspec.Spec
 }
 
 // exit codes that are not outcomes: the command line itself was wrong.
@@ -71,6 +75,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet("concourse-runner "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	specJSON := fs.String(runspec.ParamSpec, "", "the step's runspec.Spec as JSON")
+	verdictJSON := fs.String(runspec.ParamVerdictSpec, "", "the build's verdict, which this step records once it succeeded (runspec.Spec as JSON)")
 	volume := fs.String("volume", runspec.DefaultVolume, "abort, receive, send: where the build volume is mounted")
 	timeout := fs.Duration("timeout", time.Hour, "hold: how long to wait at most")
 	dir := fs.String("dir", "", "receive: the artifact's directory, relative to the build volume; intercept: where the command starts, in place of the step's working directory")
@@ -149,6 +154,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if spec.Mode != mode {
 		fmt.Fprintf(stderr, "error: the command line says %s but the spec says %s\n", mode, spec.Mode)
 		return runspec.Errored.ExitCode()
+	}
+	if *verdictJSON != "" {
+		v, err := runspec.Decode(*verdictJSON)
+		if err == nil && (v.Verdict == nil || !v.Verdict.Fused) {
+			err = errors.New("the verdict's spec is not one a step records (runspec.Verdict.Fused)")
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "error: --%s: %v\n", runspec.ParamVerdictSpec, err)
+			return runspec.Errored.ExitCode()
+		}
+		opts.verdict = &v
 	}
 	return runStep(ctx, spec, opts, stdout, stderr)
 }

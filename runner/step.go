@@ -65,10 +65,26 @@ var bodies = map[runspec.Mode]body{
 // (runspec.Outcome.ExitCode), but for a join that recorded its outcome, which exits 0:
 // a join only computes an outcome, which its result carries, and its TaskRun shows as
 // failed (in tkn, in the PipelineRun's counts) only when the join itself broke.
+//
+// With opts.verdict, once the step succeeded, the runner records the build's verdict too,
+// in the same container: its results beside the step's (runspec.ResultVerdict and
+// runspec.ResultVerdictError), its lines in no log (the step's is the build's output).
+// When the step did not succeed, the build's VerdictTask records the build, as it does
+// when the verdict is a step of its own.
 func runStep(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr io.Writer) int {
+	code := runOne(ctx, spec, opts, stdout, stderr, false)
+	if opts.verdict == nil || code != 0 {
+		return code
+	}
+	return runOne(ctx, *opts.verdict, opts, io.Discard, io.Discard, true)
+}
+
+// runOne runs one step; inline says it is a verdict run in the container of the step
+// before it (whose results stay).
+func runOne(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr io.Writer, inline bool) int {
 	s := newStep(spec, opts, stdout, stderr)
 	fused := spec.Verdict != nil && spec.Verdict.Fused
-	if fused {
+	if fused && !inline {
 		// In the pod of the build's last step, whose results its own termination message
 		// holds: Tekton would repeat them in this step's, where they may not fit (the
 		// kubelet shares 12 KiB among the pod's containers).

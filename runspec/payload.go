@@ -182,7 +182,10 @@ type Verdict struct {
 	// a step that runs only once every other step of the build has ended, and whose own
 	// success makes the build's. When the build succeeded, it records the verdict there
 	// (ResultVerdict, ResultVerdictError) and the build's VerdictTask is skipped; when not,
-	// it does nothing and exits 1, and the VerdictTask records it.
+	// it does nothing and exits 1, and the VerdictTask records it. The build's only step,
+	// a get, put or check, runs it in its own container instead, after the step, given
+	// by the runner's flag --verdict-spec (ParamVerdictSpec): the same results, no
+	// fourth container.
 	Fused bool `json:"fused,omitempty"`
 }
 

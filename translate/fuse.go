@@ -17,42 +17,55 @@ import (
 // pod of its own to record it.
 // When the step's TaskRun did not succeed (it failed, was skipped, or never started),
 // the finally verdict runs as before: it is guarded by that TaskRun's status.
+//
+// A get, put or check holds the verdict only when it is the build's only step (a check
+// build, which the ATC starts for every check, or a job of one get or put): its own
+// runner records the verdict in the step's container once the step succeeded (inline),
+// so the termination messages stay three containers', and a build of one check runs one
+// pod. Nothing of this build but the step wrote the volume, so the step's own user may
+// empty it; a file it may not delete (one an earlier failed build's verdict preserved
+// as root) makes the verdict's error say so, and the job's next build starts from an
+// empty volume, as after any verdict that could not clean.
 
 // fusedVerdictTask is the task of the build's last step that is to hold its verdict,
-// or "" when none may.
-func (c *compiler) fusedVerdictTask(root runspec.Node) string {
+// or "" when none may, and whether it records it in its own container (inline).
+func (c *compiler) fusedVerdictTask(root runspec.Node) (string, bool) {
 	if c.opts.UserNamespaces {
 		// The verdict empties the build volume as root, which a user namespace's root
 		// is not for the files of the build's other pods.
-		return ""
+		return "", false
 	}
 	last := lastStep(root)
 	if last.Kind != runspec.KindLeaf {
-		return ""
+		return "", false
 	}
-	name := ""
+	name, inline := "", false
 	for _, pt := range c.tasks {
 		spec := c.specs[pt.Name]
 		if spec == nil || spec.PlanID != last.ID {
 			continue
 		}
-		if spec.Mode != runspec.ModeTask {
+		switch {
+		case spec.Mode == runspec.ModeTask:
+		case (spec.Mode == runspec.ModeGet || spec.Mode == runspec.ModePut || spec.Mode == runspec.ModeCheck) && len(c.tasks) == 1:
+			inline = true
+		default:
 			// Only a task's results are small enough to share the pod's termination
 			// messages with a fourth container: the kubelet gives each container an
 			// equal share of 12 KiB, 3 KiB with four (Tekton's init container, the
 			// install, the step, the verdict), where a get, put or check may write 3 KiB
 			// of version, versions and metadata alone (the runner's resultBudget).
-			return ""
+			return "", false
 		}
 		if name != "" {
-			return "" // the step is more than one task
+			return "", false // the step is more than one task
 		}
 		name = pt.Name
 	}
 	if name == "" || !c.runsLast(name) {
-		return ""
+		return "", false
 	}
-	return name
+	return name, inline
 }
 
 // lastStep is the step of n that, when it runs, runs last and makes n's outcome its own:
@@ -96,7 +109,7 @@ func (c *compiler) runsLast(name string) bool {
 
 // fuseVerdict gives the task name the verdict of spec, and guards the finally verdict
 // task (finally[0]) with the task's status.
-func (c *compiler) fuseVerdict(name string, spec runspec.Spec, finally []v1.PipelineTask) {
+func (c *compiler) fuseVerdict(name string, inline bool, spec runspec.Spec, finally []v1.PipelineTask) {
 	v := *spec.Verdict
 	v.Fused = true
 	spec.Verdict = &v
@@ -107,7 +120,7 @@ func (c *compiler) fuseVerdict(name string, spec runspec.Spec, finally []v1.Pipe
 			continue
 		}
 		variant := c.variants[name]
-		variant.verdict = true
+		variant.verdict, variant.verdictInline = true, inline
 		old := c.tasks[i].TaskRef.Name
 		c.tasks[i].TaskRef = &v1.TaskRef{Name: c.stepTask(variant)}
 		c.dropUnused(old, finally)

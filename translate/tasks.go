@@ -49,6 +49,10 @@ type taskVariant struct {
 	// runner's image, as root (it empties the build volume), from the spec of the param
 	// runspec.ParamVerdictSpec.
 	verdict bool
+	// verdictInline, with verdict, has the step's own runner record the verdict once the
+	// step succeeded, in the step's container (--verdict-spec), where a step of its own
+	// would be a fourth container: a get, put or check that is the build's only step.
+	verdictInline bool
 }
 
 // paramCredentials is the step Task's param naming the build's Secret, when it reads
@@ -71,7 +75,7 @@ func (c *compiler) stepTask(v taskVariant) string {
 // key tells variants apart: two variants with the same key have the same Task.
 func (v taskVariant) key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%t %t %d %t %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict)
+	fmt.Fprintf(&b, "%t %t %d %t %t %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict, v.verdictInline)
 	if v.limits.CPU != nil {
 		fmt.Fprintf(&b, " cpu=%d", *v.limits.CPU)
 	}
@@ -219,15 +223,20 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		spec.Results = append(spec.Results,
 			v1.TaskResult{Name: runspec.ResultVerdict, Type: v1.ResultsTypeString, Description: "the build's outcome, when it succeeded and this step recorded it"},
 			v1.TaskResult{Name: runspec.ResultVerdictError, Type: v1.ResultsTypeString, Description: "why the verdict could not empty the build volume"})
-		// After the step's own, which it runs only when that succeeded.
-		spec.Steps = append(spec.Steps, v1.Step{
-			Name:            runspec.StepVerdict,
-			Image:           runnerImage,
-			Command:         []string{runspec.RunnerBinary},
-			Args:            []string{string(runspec.ModeVerdict), "--" + runspec.ParamSpec + "=$(params." + runspec.ParamVerdictSpec + ")"},
-			VolumeMounts:    []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}},
-			SecurityContext: stepSecurity(taskVariant{asRoot: true}),
-		})
+		if v.verdictInline {
+			// Recorded by the step's own runner, once the step succeeded.
+			spec.Steps[1].Args = append(spec.Steps[1].Args, "--"+runspec.ParamVerdictSpec+"=$(params."+runspec.ParamVerdictSpec+")")
+		} else {
+			// After the step's own, which it runs only when that succeeded.
+			spec.Steps = append(spec.Steps, v1.Step{
+				Name:            runspec.StepVerdict,
+				Image:           runnerImage,
+				Command:         []string{runspec.RunnerBinary},
+				Args:            []string{string(runspec.ModeVerdict), "--" + runspec.ParamSpec + "=$(params." + runspec.ParamVerdictSpec + ")"},
+				VolumeMounts:    []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}},
+				SecurityContext: stepSecurity(taskVariant{asRoot: true}),
+			})
+		}
 		labels[runspec.LabelVerdict] = runspec.VerdictFused
 	}
 	buf, _ := json.Marshal(spec)

@@ -89,8 +89,8 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	// (all but caches/), for the job's next build to clone.
 	finally := []v1.PipelineTask{c.pipelineTask(runspec.VerdictTask, opts.RunnerImage, taskVariant{asRoot: true}, &verdictSpec, cond{})}
 	finally[0].OnError = ""
-	if t := c.fusedVerdictTask(root.tree); t != "" {
-		c.fuseVerdict(t, verdictSpec, finally)
+	if t, inline := c.fusedVerdictTask(root.tree); t != "" {
+		c.fuseVerdict(t, inline, verdictSpec, finally)
 	}
 	c.finish(c.tasks)
 	c.finish(finally)

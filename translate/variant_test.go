@@ -13,17 +13,18 @@ import (
 func TestTaskVariantKey(t *testing.T) {
 	cpu, mem := concourse.CPULimit(512), concourse.MemoryLimit(1<<30)
 	set := map[string]func(*taskVariant){
-		"privileged":  func(v *taskVariant) { v.privileged = true },
-		"asRoot":      func(v *taskVariant) { v.asRoot = true },
-		"runAs":       func(v *taskVariant) { v.runAs = 1000 },
-		"limits":      func(v *taskVariant) { v.limits.CPU = &cpu },
-		"secrets":     func(v *taskVariant) { v.secrets = []secretMount{{secret: "s", path: "/p"}} },
-		"credentials": func(v *taskVariant) { v.credentials = []string{"k"} },
-		"count":       func(v *taskVariant) { v.count = true },
-		"publish":     func(v *taskVariant) { v.publish = true },
-		"varsResult":  func(v *taskVariant) { v.varsResult = true },
-		"taskVars":    func(v *taskVariant) { v.taskVars = "run-resolve-task" },
-		"verdict":     func(v *taskVariant) { v.verdict = true },
+		"privileged":    func(v *taskVariant) { v.privileged = true },
+		"asRoot":        func(v *taskVariant) { v.asRoot = true },
+		"runAs":         func(v *taskVariant) { v.runAs = 1000 },
+		"limits":        func(v *taskVariant) { v.limits.CPU = &cpu },
+		"secrets":       func(v *taskVariant) { v.secrets = []secretMount{{secret: "s", path: "/p"}} },
+		"credentials":   func(v *taskVariant) { v.credentials = []string{"k"} },
+		"count":         func(v *taskVariant) { v.count = true },
+		"publish":       func(v *taskVariant) { v.publish = true },
+		"varsResult":    func(v *taskVariant) { v.varsResult = true },
+		"taskVars":      func(v *taskVariant) { v.taskVars = "run-resolve-task" },
+		"verdict":       func(v *taskVariant) { v.verdict = true },
+		"verdictInline": func(v *taskVariant) { v.verdict, v.verdictInline = true, true },
 	}
 	typ := reflect.TypeOf(taskVariant{})
 	for i := range typ.NumField() {
