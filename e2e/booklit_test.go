@@ -37,7 +37,7 @@ func TestBooklit(t *testing.T) {
 	t.Parallel()
 	importStandInImage(t)
 	ns := namespace(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	for name, value := range booklitSecrets {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, StringData: map[string]string{"value": value}}

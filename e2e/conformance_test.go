@@ -341,6 +341,16 @@ var conformanceScenarios = []scenario{
 		notWant: []string{"after the get"},
 	},
 	{
+		name: "gets/only-get", file: "resources.yml", job: "only-get", wantExit: 0,
+		want:  []string{"fetching version: v4"},
+		check: taskRunsAre("get-pinned"),
+	},
+	{
+		name: "gets/only-get-fails", file: "resources.yml", job: "only-get-fails", wantExit: 1,
+		want:  []string{"error: intentionally failing to get: on purpose"},
+		check: taskRunsAre("get-pinned", runspec.VerdictTask),
+	},
+	{
 		name: "put-fails", file: "resources.yml", job: "put-fails", wantExit: 1,
 		want:    []string{"error: intentionally failing to put: on purpose"},
 		notWant: []string{"after the put"},
@@ -604,6 +614,21 @@ func verdictOf(t *testing.T, ns, pr string) string {
 		}
 	}
 	return ""
+}
+
+// taskRunsAre checks that the build ran these pipeline tasks, and no other: a pod each.
+func taskRunsAre(want ...string) func(t *testing.T, ns, pr string) {
+	return func(t *testing.T, ns, pr string) {
+		t.Helper()
+		var got []string
+		for _, tr := range taskRunsOf(t, ns, pr) {
+			got = append(got, tr.Labels["tekton.dev/pipelineTask"])
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+			t.Errorf("the build's TaskRuns are of %q, want %q", got, want)
+		}
+	}
 }
 
 // checkJoinsSucceeded checks that no join of the build shows as failed on the cluster

@@ -46,7 +46,7 @@ func TestImagesFromArtifacts(t *testing.T) {
 	}
 	importOCIWriterImage(t)
 	ns := namespace(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	git := "git://" + serveImageRepos(t, ns)
 	file := filepath.Join(t.TempDir(), "images.yml")

@@ -288,14 +288,24 @@ func (c *Client) checkedVersions(ctx context.Context, run string) ([]concourse.V
 	if err != nil {
 		return nil, err
 	}
-	// The verdict's plan ID is the build's plan's.
+	// The verdict's plan ID is the build's plan's: the verdict task's, or, when the build's
+	// only step recorded the verdict itself (runspec.LabelVerdict), that of the verdict
+	// spec it was given.
 	root := ""
 	specs := make([]runspec.Spec, len(trs.Items))
 	for i := range trs.Items {
-		if s, ok := decodeSpec(&trs.Items[i]); ok {
+		tr := &trs.Items[i]
+		if s, ok := decodeSpec(tr); ok {
 			specs[i] = s
 			if s.Mode == runspec.ModeVerdict {
 				root = s.PlanID
+			}
+		}
+		if tr.Labels[runspec.LabelVerdict] == runspec.VerdictFused {
+			for _, p := range tr.Spec.Params {
+				if v, err := runspec.Decode(p.Value.StringVal); p.Name == runspec.ParamVerdictSpec && err == nil {
+					root = v.PlanID
+				}
 			}
 		}
 	}

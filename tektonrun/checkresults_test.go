@@ -93,3 +93,41 @@ func TestCheckedVersions(t *testing.T) {
 		t.Errorf("checkedVersions (-want +got):\n%s", diff)
 	}
 }
+
+// TestCheckedVersionsFused: a check build whose check recorded the verdict itself has no
+// verdict TaskRun; the versions are those of the check its verdict spec names.
+func TestCheckedVersionsFused(t *testing.T) {
+	c := newMemCluster("ci")
+	check := runspec.Spec{Mode: runspec.ModeCheck, PlanID: "1", Name: "thing", Check: &runspec.Check{Type: "git"}}
+	verdict := runspec.Spec{Mode: runspec.ModeVerdict, PlanID: "1", Name: runspec.VerdictTask,
+		Verdict: &runspec.Verdict{Tree: runspec.Node{ID: "1", Kind: runspec.KindLeaf}, Fused: true}}
+	checkJSON, err := check.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	verdictJSON, err := verdict.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &v1.TaskRun{
+		ObjectMeta: metav1.ObjectMeta{Name: "check-1-check-thing", Namespace: "ci",
+			Labels: map[string]string{labelPipelineRun: "check-1", runspec.LabelVerdict: runspec.VerdictFused}},
+		Spec: v1.TaskRunSpec{Params: v1.Params{
+			{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(checkJSON)},
+			{Name: runspec.ParamVerdictSpec, Value: *v1.NewStructuredValues(verdictJSON)},
+		}},
+	}
+	for k, v := range map[string]string{runspec.ResultOutcome: "succeeded", runspec.ResultVerdict: "succeeded", runspec.ResultVersion: `{"ref":"b"}`, runspec.ResultVersions: `[{"ref":"a"},{"ref":"b"}]`} {
+		tr.Status.Results = append(tr.Status.Results, v1.TaskRunResult{Name: k, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(v)})
+	}
+	if err := c.put(tr); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.client().checkedVersions(context.Background(), "check-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]concourse.Version{{"ref": "a"}, {"ref": "b"}}, got); diff != "" {
+		t.Errorf("checkedVersions (-want +got):\n%s", diff)
+	}
+}

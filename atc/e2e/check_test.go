@@ -116,6 +116,25 @@ jobs:
 	})
 	if err != nil {
 		t.Errorf("check runs of thing: %v (%v); want the latest check's alone", left, err)
+	} else {
+		// One pod: the check records the build's verdict in its own container.
+		trs, err := web.tekton.TektonV1().TaskRuns(web.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + left[0]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		verdict := ""
+		for _, tr := range trs.Items {
+			names = append(names, tr.Name)
+			for _, r := range tr.Status.Results {
+				if r.Name == "verdict" {
+					verdict = r.Value.StringVal
+				}
+			}
+		}
+		if len(names) != 1 || verdict != "succeeded" {
+			t.Errorf("TaskRuns of the check's run %s: %v, its verdict %q; want the check's alone, which recorded succeeded", left[0], names, verdict)
+		}
 	}
 
 	waitBuild("use", "2", "got second")

@@ -119,7 +119,7 @@ run_tests() {
 	log "running the e2e tests against $E2E_KUBECONFIG"
 	# Four tests at a time (go test's default is one per core): they mostly wait for pods,
 	# and on 2 cores four finish a third sooner than two. E2E_PARALLEL changes it.
-	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 50m -parallel "${E2E_PARALLEL:-4}" -skip "$alone" ./e2e/...) || rc=$?
+	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 65m -parallel "${E2E_PARALLEL:-4}" -skip "$alone" ./e2e/...) || rc=$?
 	if [ -n "$ATC_TESTS_PID" ]; then
 		wait "$ATC_TESTS_PID" || rc=$?
 		ATC_TESTS_PID=
