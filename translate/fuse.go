@@ -19,13 +19,13 @@ import (
 // the finally verdict runs as before: it is guarded by that TaskRun's status.
 //
 // A get, put or check holds the verdict only when it is the build's only step (a check
-// build, which the ATC starts for every check, or a job of one get or put): its own
-// runner records the verdict in the step's container once the step succeeded (inline),
-// so the termination messages stay three containers', and a build of one check runs one
-// pod. Nothing of this build but the step wrote the volume, so the step's own user may
-// empty it; a file it may not delete (one an earlier failed build's verdict preserved
-// as root) makes the verdict's error say so, and the job's next build starts from an
-// empty volume, as after any verdict that could not clean.
+// build, which the ATC starts for every check, or a job of one get, or of one put
+// without its get): its own runner records the verdict in the step's container once the
+// step succeeded (inline), so the termination messages stay three containers', and a
+// build of one check runs one pod. Nothing of this build but the step wrote the volume,
+// so the step's own user may empty it; a file it may not delete (one an earlier failed
+// build's verdict preserved as root) makes the verdict's error say so, and the job's
+// next build starts from an empty volume, as after any verdict that could not clean.
 
 // fusedVerdictTask is the task of the build's last step that is to hold its verdict,
 // or "" when none may, and whether it records it in its own container (inline).
