@@ -255,22 +255,13 @@ func awaitClone(ctx context.Context, kube kubernetes.Interface, claim *corev1.Pe
 	return failure
 }
 
-// replace deletes a claim and, once it is gone, creates another of the same name.
+// replace deletes a claim and, once it is gone (createOrGet waits for a claim being
+// deleted), creates another of the same name.
 func replace(ctx context.Context, claims typedcorev1.PersistentVolumeClaimInterface, old, claim *corev1.PersistentVolumeClaim) error {
 	uid := old.UID
 	err := claims.Delete(ctx, old.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting the failed clone %s: %w", old.Name, err)
-	}
-	err = wait.PollUntilContextTimeout(ctx, pollEvery, deleteWait, true, func(ctx context.Context) (bool, error) {
-		c, err := claims.Get(ctx, old.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return err == nil && c.UID != uid, err
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for the failed clone %s to be deleted: %w", old.Name, err)
 	}
 	_, err = createOrGet(ctx, claims, claim)
 	return err

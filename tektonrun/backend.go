@@ -302,10 +302,8 @@ func (c *Client) checkedVersions(ctx context.Context, run string) ([]concourse.V
 			}
 		}
 		if tr.Labels[runspec.LabelVerdict] == runspec.VerdictFused {
-			for _, p := range tr.Spec.Params {
-				if v, err := runspec.Decode(p.Value.StringVal); p.Name == runspec.ParamVerdictSpec && err == nil {
-					root = v.PlanID
-				}
+			if v, err := runspec.Decode(paramValue(tr.Spec.Params, runspec.ParamVerdictSpec)); err == nil {
+				root = v.PlanID
 			}
 		}
 	}

@@ -170,8 +170,13 @@ func containerOf(tr *v1.TaskRun, pod *corev1.Pod, attempts map[string]int) (Cont
 
 // specParam is the runner spec a TaskRun's params carry, as JSON.
 func specParam(params v1.Params) string {
+	return paramValue(params, runspec.ParamSpec)
+}
+
+// paramValue is the string value of the param name, "" when there is none.
+func paramValue(params v1.Params, name string) string {
 	for _, p := range params {
-		if p.Name == runspec.ParamSpec {
+		if p.Name == name {
 			return p.Value.StringVal
 		}
 	}
