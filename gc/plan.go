@@ -45,6 +45,13 @@ type Objects struct {
 	Images map[string]string
 	// Repository is that repository, HOST[:PORT][/PATH]/NAMESPACE, for the report.
 	Repository string
+	// CacheTags are the tags of the namespace's store of shared resource caches
+	// (runspec.ResourceCacheRepository), listed before CacheIndexes; nil when the target
+	// has no registry. CacheRepository is the store, for the report.
+	CacheTags       map[string]CacheTag
+	CacheRepository string
+	// CacheIndexes are the teams' indexes of the store (runspec.LabelResourceCacheIndex).
+	CacheIndexes []corev1.ConfigMap
 }
 
 // Rules are how long what a build leaves behind stays, beside its retention.
@@ -66,11 +73,18 @@ type Rules struct {
 	// starter keeps as long as it wants them, and deletes: the ATC's check runs, which
 	// are their checks' containers while it wants them.
 	KeepPodsOf string
+	// ResourceCacheTTL is how long a shared resource cache stays once no build used it
+	// (zero: as long as its team's index has it).
+	ResourceCacheTTL time.Duration
 }
 
 // DefaultRules are Concourse's defaults: no retention unless a job sets one, pods of a
-// job's latest failed build kept 120h, a one-off build's 5m.
-var DefaultRules = Rules{FailedGrace: 120 * time.Hour, OneOffGrace: 5 * time.Minute}
+// job's latest failed build kept 120h, a one-off build's 5m; and shared resource caches
+// kept 72h after their last use.
+var DefaultRules = Rules{FailedGrace: 120 * time.Hour, OneOffGrace: 5 * time.Minute, ResourceCacheTTL: DefaultResourceCacheTTL}
+
+// DefaultResourceCacheTTL is how long a shared resource cache stays unused, by default.
+const DefaultResourceCacheTTL = 72 * time.Hour
 
 // The kinds of what Plan decides on.
 const (
@@ -145,7 +159,8 @@ type jobKey struct{ team, pipeline, instance, name string }
 // the newest one's build_log_retention and the defaults, but for the build whose volume
 // the job's next build clones its caches from. The pods of a kept build that ended go as
 // Concourse's containers do (Rules); intercept and transfer pods go once their session
-// ends; volumes as pvc.Volumes says; images whose TaskRun is gone.
+// ends; volumes as pvc.Volumes says; images whose TaskRun is gone; shared resource
+// caches unused for Rules.ResourceCacheTTL (resourceCaches).
 func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 	var d Decisions
 	verdicts := pvc.VerdictsByRun(objs.Verdicts)
@@ -287,6 +302,8 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 	}
 
 	gone, kept := images(objs, deleted)
+	d.Delete, d.Keep = append(d.Delete, gone...), append(d.Keep, kept...)
+	gone, kept = resourceCaches(objs, rules, now)
 	d.Delete, d.Keep = append(d.Delete, gone...), append(d.Keep, kept...)
 	sortItems(d.Delete)
 	sortItems(d.Keep)
@@ -444,7 +461,7 @@ func sessionEnded(p *corev1.Pod, now time.Time) bool {
 
 // sortItems orders items by kind (runs, pods, volumes, images), then name.
 func sortItems(items []Item) {
-	rank := map[string]int{KindPipelineRun: 0, KindPod: 1, KindVolume: 2, KindSecret: 3, KindImage: 4}
+	rank := map[string]int{KindPipelineRun: 0, KindPod: 1, KindVolume: 2, KindSecret: 3, KindImage: 4, KindCacheEntry: 5, KindCacheImage: 6}
 	slices.SortFunc(items, func(a, b Item) int {
 		return cmp.Or(cmp.Compare(rank[a.Kind], rank[b.Kind]), strings.Compare(a.Name, b.Name))
 	})

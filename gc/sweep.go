@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/concourse-tekton/concourse-tekton/internal/pages"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
@@ -81,8 +82,43 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 		o.ArchiveTimeout = 2 * time.Minute
 	}
 	report := Report{Target: t.Name, DryRun: o.DryRun, Deleted: []Item{}, Kept: []Item{}}
-	var registry *imageRepository
+	var registry, caches *imageRepository
 	var objs Objects
+	if o.ImageRegistry != "" {
+		// The store's tags before its indexes, for the same reason.
+		r, err := newImageRepository(ctx, o.ImageRegistry, t.Namespace+"/"+runspec.ResourceCacheRepository)
+		if err != nil {
+			return report, err
+		}
+		caches = r
+		tags, err := r.tags(ctx)
+		if err != nil {
+			return report, err
+		}
+		objs.CacheTags, objs.CacheRepository = make(map[string]CacheTag, len(tags)), r.repo.String()
+		for tag, digest := range tags {
+			objs.CacheTags[tag] = CacheTag{Digest: digest}
+		}
+	}
+	if err := listIndexes(ctx, t, o.PageSize, &objs); err != nil {
+		return report, err
+	}
+	if caches != nil {
+		// When the tags no entry names were pushed: within the grace period, their
+		// entries may be on their way.
+		named := IndexedTags(objs.CacheIndexes)
+		for tag, ct := range objs.CacheTags {
+			if named[tag] == ct.Digest {
+				continue
+			}
+			pushed, err := caches.pushed(ctx, ct.Digest)
+			if err != nil {
+				return report, err
+			}
+			ct.Pushed = pushed
+			objs.CacheTags[tag] = ct
+		}
+	}
 	if o.ImageRegistry != "" {
 		// Tags first: a tag listed before the TaskRuns whose TaskRun is not among them
 		// is one whose TaskRun has gone, not one that is yet to come.
@@ -152,6 +188,10 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 				err = registry.delete(ctx, item.Digest)
 				deletedDigests[item.Digest] = err == nil
 			}
+		case KindCacheEntry:
+			err = removeIndexEntry(ctx, t, item, o.ResourceCacheTTL, now())
+		case KindCacheImage:
+			err = caches.delete(ctx, item.Digest)
 		}
 		switch {
 		case err == nil, apierrors.IsNotFound(err):
@@ -298,6 +338,43 @@ func mustExist(key string) string {
 	return r.String()
 }
 
+// listIndexes lists the teams' indexes of shared resource caches.
+func listIndexes(ctx context.Context, t *tektonrun.Target, pageSize int64, objs *Objects) error {
+	return pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "ConfigMaps", func(opts metav1.ListOptions) (string, error) {
+		opts.LabelSelector = runspec.LabelManagedBy + "=" + runspec.ManagedBy + "," + runspec.LabelResourceCacheIndex + "=true"
+		l, err := t.Kube.CoreV1().ConfigMaps(t.Namespace).List(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		objs.CacheIndexes = append(objs.CacheIndexes, l.Items...)
+		return l.Continue, nil
+	})
+}
+
+// removeIndexEntry deletes an entry (item.Name: index/entry) from its index, unless a
+// build used it since it was listed.
+func removeIndexEntry(ctx context.Context, t *tektonrun.Target, item Item, ttl time.Duration, now time.Time) error {
+	index, name, _ := strings.Cut(item.Name, "/")
+	cms := t.Kube.CoreV1().ConfigMaps(t.Namespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, index, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		raw, ok := cm.Data[name]
+		if !ok {
+			return nil
+		}
+		var e runspec.IndexEntry
+		if json.Unmarshal([]byte(raw), &e) == nil && e.Manifest == item.Digest && ttl > 0 && now.Sub(e.Used) <= ttl {
+			return nil // used meanwhile
+		}
+		delete(cm.Data, name)
+		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+		return err
+	})
+}
+
 // imageRepository is the namespace's repository in the image registry.
 type imageRepository struct {
 	repo name.Repository
@@ -336,6 +413,26 @@ func (r *imageRepository) tags(ctx context.Context) (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// pushed is when the manifest of digest says it was made (its annotation
+// org.opencontainers.image.created); zero when it does not say, or is gone.
+func (r *imageRepository) pushed(ctx context.Context, digest string) (time.Time, error) {
+	desc, err := remote.Get(r.repo.Digest(digest), append(r.opts, remote.WithContext(ctx))...)
+	if isNotFound(err) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading %s@%s: %w", r.repo, digest, err)
+	}
+	var m struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if json.Unmarshal(desc.Manifest, &m) != nil {
+		return time.Time{}, nil
+	}
+	t, _ := time.Parse(time.RFC3339, m.Annotations["org.opencontainers.image.created"])
+	return t, nil
 }
 
 // delete deletes the manifest of digest, and so every tag of it.

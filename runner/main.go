@@ -48,6 +48,10 @@ type options struct {
 	poll        time.Duration
 	clock       Clock
 	publishing  publishing
+	// resourceCacheIndex is the team's index of shared resource caches, mounted (see
+	// sharedStore): with the registry and namespace of publishing, a job's get shares
+	// what it fetches with the team's other jobs.
+	resourceCacheIndex string
 	// verdict, when set, is the build's verdict (runspec.Verdict.Fused), which the step's
 	// runner records once the step succeeded, in the step's own container: the build's
 	// only step (a check build's).
@@ -92,11 +96,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	})
 	opts := options{clock: systemClock{}}
 	fs.StringVar(&opts.image, "image", "", "the step's image (a get's resource cache is of it)")
-	fs.StringVar(&opts.publishing.registry, "image-registry", "", "publish: the build's image registry, HOST[:PORT][/PATH]")
-	fs.StringVar(&opts.publishing.namespace, "image-namespace", "", "publish: the build's namespace, the repository's last element")
+	fs.StringVar(&opts.publishing.registry, "image-registry", "", "publish, and a get's shared resource caches: the build's image registry, HOST[:PORT][/PATH]")
+	fs.StringVar(&opts.publishing.namespace, "image-namespace", "", "publish, and a get's shared resource caches: the build's namespace, the repository's element")
 	fs.StringVar(&opts.publishing.tag, "image-tag", "", "publish: the tag to push the image under")
 	fs.StringVar(&opts.publishing.tool, "x-image-tool", runspec.ImageTool, "hidden: the image tool, for tests")
 	fs.StringVar(&opts.publishing.auth, "x-registry-auth", runspec.RegistryAuthDir, "hidden: the registry's Docker config directory, for tests")
+	fs.StringVar(&opts.resourceCacheIndex, "x-resource-cache-index", runspec.ResourceCacheIndexDir, "hidden: the team's index of shared resource caches, for tests")
 	fs.StringVar(&opts.publishing.scratch, "x-scratch", "/scratch", "hidden: an empty directory of the step's own, for tests")
 	fs.StringVar(&opts.tmpBuild, "x-tmp-build", defaultTmpBuild, "hidden: Concourse's /tmp/build, for tests")
 	fs.StringVar(&opts.resourceDir, "x-resource-dir", defaultResourceDir, "hidden: Concourse's /opt/resource, for tests")

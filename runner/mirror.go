@@ -83,7 +83,11 @@ func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 	}
 	cache, cacheable := s.resourceCache(mirrorType, source, params, version)
 	if cacheable {
-		if _, found := cache.lookup(); found {
+		_, found := cache.lookup()
+		if !found {
+			_, found = s.findShared(ctx, cache)
+		}
+		if found {
 			if err := cache.use(s.spec.Build.Name); err != nil {
 				return err
 			}
@@ -117,8 +121,11 @@ func (s *step) fetchMirror(ctx context.Context, f runspec.ImageFetch) error {
 	if cacheable {
 		if err := cache.save(dir, state.Result{Version: version}, s.spec.PlanID+"%image"); err != nil {
 			s.logf("the resource cache of the image was not saved: %v", err)
-		} else if err := cache.use(s.spec.Build.Name); err != nil {
-			return err
+		} else {
+			s.share(ctx, cache)
+			if err := cache.use(s.spec.Build.Name); err != nil {
+				return err
+			}
 		}
 	}
 	return setImageEnv(dir)

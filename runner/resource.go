@@ -314,7 +314,12 @@ func runGet(ctx context.Context, s *step) (bool, error) {
 	}
 	cache, cacheable := s.resourceCache(g.Type, source, params, version)
 	if cacheable {
-		if r, found := cache.lookup(); found {
+		r, found := cache.lookup()
+		if !found {
+			// Fetched by another job of the team.
+			r, found = s.findShared(ctx, cache)
+		}
+		if found {
 			fmt.Fprint(s.stderr, foundCache)
 			return true, s.fetched(g, source, cache.data(), r, &cache)
 		}
@@ -343,6 +348,7 @@ func runGet(ctx context.Context, s *step) (bool, error) {
 		// copies than without it.
 		err := cache.save(dir, r, s.spec.PlanID)
 		if err == nil {
+			s.share(ctx, cache)
 			return true, s.fetched(g, source, cache.data(), r, &cache)
 		}
 		s.logf("the resource cache of %s was not saved: %v", s.spec.Name, err)

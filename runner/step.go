@@ -42,6 +42,9 @@ type step struct {
 	// "timeout exceeded" or a message). It is a result, not a log line, so that logs stay
 	// the process's own output.
 	failure string
+	// shared are the shared resource caches the step found or saved (its result
+	// runspec.ResultResourceCache).
+	shared []runspec.ResourceCacheRecord
 }
 
 // body is a leaf mode: Concourse's (ok, err) of a step. Join and verdict compute an

@@ -75,7 +75,8 @@ func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func
 
 // follow is Follow; with creds, the build's credentials were supplied (WithCredentials),
 // and the follower makes the vars Secrets of its tasks whose config is a file as their
-// resolve steps list the vars (see taskVarsSupplier).
+// resolve steps list the vars (see taskVarsSupplier). It writes the team's index of
+// shared resource caches from what the build's steps found or saved (cacheIndexer).
 func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func(Event) error, creds vars.Variables) (event.BuildStatus, error) {
 	w, err := c.watcher()
 	if err != nil {
@@ -93,6 +94,7 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 	var archiveChecked, archiveRechecked bool
 	var secrets *redact.Secrets
 	var taskVars *taskVarsSupplier
+	indexer := newCacheIndexer(c)
 	for {
 		pr, trs, pods, err := w.observe(ns, run)
 		switch {
@@ -119,6 +121,7 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 					return "", err
 				}
 			}
+			indexer.record(ctx, pr, trs)
 			if isDone(pr.Status.GetCondition(apis.ConditionSucceeded)) && endedSince.IsZero() {
 				endedSince = time.Now()
 			}

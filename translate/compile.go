@@ -199,6 +199,9 @@ type compiler struct {
 	images map[string]string
 	// publishes counts the publish steps: the Pipeline then takes the image registry.
 	publishes int
+	// shares counts the steps that share resource caches (sharesCaches): the Pipeline
+	// then takes the image registry too.
+	shares int
 	// origins map the IDs the compiler makes (an across substep's renumbered nodes, a get's
 	// check) to the ID of the node of the input plan they come from, for errors.
 	origins map[concourse.PlanID]concourse.PlanID
@@ -343,6 +346,7 @@ func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, ta
 	} else {
 		variant.secrets = c.secretsOf(spec)
 	}
+	variant.sharedCaches = c.sharesCaches(spec)
 	c.tasks = append(c.tasks, c.pipelineTask(name, image, variant, &spec, e))
 	c.nodeSelector(name, tags)
 	if variant.runAs != 0 {
@@ -357,6 +361,16 @@ func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, ta
 	return &handle{tree: runspec.Node{ID: spec.PlanID, Kind: runspec.KindLeaf}, name: strings.TrimPrefix(name, kind+"-"), entry: e, tasks: []string{name}, leaf: name, step: name}
 }
 
+// sharesCaches tells whether a step shares its resource caches with the team's other
+// jobs: a job build's get, or a step whose image is the mock resource fetching itself,
+// when the build has an image registry (Options.ImageRegistry).
+func (c *compiler) sharesCaches(spec runspec.Spec) bool {
+	if c.opts.ImageRegistry == "" || c.opts.OneOff || c.opts.Job == "" {
+		return false
+	}
+	return spec.Mode == runspec.ModeGet || (spec.MirroredImage != nil && len(spec.MirroredImage.Fetches) > 0)
+}
+
 // pipelineTask makes a PipelineTask running spec; its params are filled in by finish.
 func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *runspec.Spec, e cond) v1.PipelineTask {
 	c.specs[name] = spec
@@ -369,10 +383,14 @@ func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *r
 	if variant.taskVars != "" {
 		params = append(params, v1.Param{Name: runspec.ParamTaskVars, Value: *v1.NewStructuredValues(variant.taskVars)})
 	}
-	if variant.publish {
+	if variant.publish || variant.sharedCaches {
 		for _, p := range []string{runspec.ParamImageRegistry, runspec.ParamImageRegistrySecret} {
 			params = append(params, v1.Param{Name: p, Value: *v1.NewStructuredValues("$(params." + p + ")")})
 		}
+	}
+	if variant.sharedCaches {
+		c.shares++
+		params = append(params, v1.Param{Name: runspec.ParamResourceCacheIndex, Value: *v1.NewStructuredValues(runspec.ResourceCacheIndex(c.opts.Team))})
 	}
 	return v1.PipelineTask{
 		Name:       name,

@@ -65,6 +65,9 @@ type Options struct {
 	// and the build's pods reach it. It is the PipelineRun's param; a Pipeline that needs
 	// it declares it, and a build without one errors such a task.
 	ImageRegistry string
+	// With ImageRegistry, a job build's gets (and the fetches of images that are the mock
+	// resource fetching itself) share their resource caches with the team's other jobs
+	// through the namespace's store in that registry (see runspec's ResourceCacheIndex).
 	// ImageRegistrySecret names the Secret (kubernetes.io/dockerconfigjson) of the
 	// registry's credentials for pushing; default runspec.DefaultImageRegistrySecret,
 	// used if it exists. Pulls use the service account's imagePullSecrets, as any pod's.

@@ -38,6 +38,11 @@ type taskVariant struct {
 	// publish takes the build's image registry and mounts its Docker config: a publish
 	// step's Task.
 	publish bool
+	// sharedCaches shares the step's resource caches with the team's other jobs: the
+	// Task takes the build's image registry (and mounts its Docker config) and mounts
+	// the team's index of the store (runspec.ResourceCacheIndex), its param; its runner
+	// reports what it found or saved there (runspec.ResultResourceCache).
+	sharedCaches bool
 	// varsResult declares the result `vars`: the resolve step of a task file, with
 	// supplied credentials, lists the vars the file needs.
 	varsResult bool
@@ -75,7 +80,7 @@ func (c *compiler) stepTask(v taskVariant) string {
 // key tells variants apart: two variants with the same key have the same Task.
 func (v taskVariant) key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%t %t %d %t %t %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict, v.verdictInline)
+	fmt.Fprintf(&b, "%t %t %d %t %t %t %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict, v.verdictInline, v.sharedCaches)
 	if v.limits.CPU != nil {
 		fmt.Fprintf(&b, " cpu=%d", *v.limits.CPU)
 	}
@@ -139,7 +144,7 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		mounts = append(mounts, corev1.VolumeMount{Name: "task-vars", MountPath: runspec.DefaultTaskVars, ReadOnly: true})
 	}
 	var publishArgs []string
-	if v.publish {
+	if v.publish || v.sharedCaches {
 		params = append(params,
 			v1.ParamSpec{Name: runspec.ParamImageRegistry, Type: v1.ParamTypeString, Description: "the build's image registry, HOST[:PORT][/PATH]; empty when it has none"},
 			v1.ParamSpec{Name: runspec.ParamImageRegistrySecret, Type: v1.ParamTypeString, Description: "the registry's Docker config Secret (optional)"})
@@ -149,9 +154,20 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 			Items: []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}},
 		}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "registry-auth", MountPath: runspec.RegistryAuthDir, ReadOnly: true})
+		publishArgs = []string{"--image-registry=$(params." + runspec.ParamImageRegistry + ")", "--image-namespace=$(context.taskRun.namespace)"}
+	}
+	if v.publish {
 		// The repository is the build's namespace, the tag the publishing TaskRun's name.
-		publishArgs = []string{"--image-registry=$(params." + runspec.ParamImageRegistry + ")",
-			"--image-namespace=$(context.taskRun.namespace)", "--image-tag=$(context.taskRun.name)"}
+		publishArgs = append(publishArgs, "--image-tag=$(context.taskRun.name)")
+	}
+	if v.sharedCaches {
+		params = append(params, v1.ParamSpec{Name: runspec.ParamResourceCacheIndex, Type: v1.ParamTypeString, Description: "the ConfigMap indexing the team's shared resource caches"})
+		// Optional: no index yet is an empty one.
+		optional := true
+		volumes = append(volumes, corev1.Volume{Name: "resource-cache-index", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "$(params." + runspec.ParamResourceCacheIndex + ")"}, Optional: &optional,
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "resource-cache-index", MountPath: runspec.ResourceCacheIndexDir, ReadOnly: true})
 	}
 	run := v1.Step{
 		Name:    runspec.StepRun,
@@ -210,6 +226,9 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 			},
 			run,
 		},
+	}
+	if v.sharedCaches {
+		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultResourceCache, Type: v1.ResultsTypeString, Description: "the shared resource caches the step found or saved, for the team's index (JSON)"})
 	}
 	if v.count {
 		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultCount, Type: v1.ResultsTypeString, Description: "how many combinations of values an across step has"})

@@ -144,7 +144,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	pipeline.Spec.Params = v1.ParamSpecs{{Name: runspec.ParamBuildName, Type: v1.ParamTypeString,
 		Description: "the build's name (BUILD_NAME): each run gives its own"}}
 	runParams := v1.Params{{Name: runspec.ParamBuildName, Value: *v1.NewStructuredValues(opts.Build)}}
-	if c.publishes > 0 {
+	if c.publishes > 0 || c.shares > 0 {
 		// The registry is the target's, not the pipeline's: each run gives it.
 		pipeline.Spec.Params = append(pipeline.Spec.Params, v1.ParamSpecs{
 			{Name: runspec.ParamImageRegistry, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(""),

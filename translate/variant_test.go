@@ -25,6 +25,7 @@ func TestTaskVariantKey(t *testing.T) {
 		"taskVars":      func(v *taskVariant) { v.taskVars = "run-resolve-task" },
 		"verdict":       func(v *taskVariant) { v.verdict = true },
 		"verdictInline": func(v *taskVariant) { v.verdict, v.verdictInline = true, true },
+		"sharedCaches":  func(v *taskVariant) { v.sharedCaches = true },
 	}
 	typ := reflect.TypeOf(taskVariant{})
 	for i := range typ.NumField() {

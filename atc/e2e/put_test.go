@@ -3,11 +3,16 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // TestPutFeedsPassed: the version a put creates is saved as its build's output and as a
@@ -85,4 +90,47 @@ jobs:
 	flyOK(t, 5*time.Minute, "check-resource", "-r", "cache/thing", "-f", "version:cached-v2")
 	out = flyOK(t, 5*time.Minute, "trigger-job", "-j", "cache/fetch", "-w")
 	inOrder(t, out, "fetching version: cached-v2", "have cached-v2: some data", "succeeded")
+}
+
+// TestSharedResourceCache: a get of one job finds the version another job of the team
+// fetched, as Concourse's worker serves any build its resource caches: the first job's
+// get pushes what it fetched to the namespace's store (the cluster's registry) and the
+// build's follower indexes it in the team's ConfigMap; the second job's get, on a volume
+// of its own, finds it there (no "fetching", Concourse's INFO line) with the same files.
+func TestSharedResourceCache(t *testing.T) {
+	dumpOnFailure(t)
+	t.Parallel()
+	setPipeline(t, "shared", fmt.Sprintf(`
+resources:
+- name: thing
+  type: mock
+  check_every: 1h
+  source: {initial_version: shared-v1, create_files: {data.txt: shared data}}
+jobs:
+- name: first
+  plan:
+  - get: thing
+- name: second
+  plan:
+  - get: thing
+  - task: show
+    config:
+      platform: linux
+      image_resource: %s
+      inputs: [{name: thing}]
+      run: {path: sh, args: [-c, 'echo have $(cat thing/version): $(cat thing/data.txt)']}
+`, busybox()))
+	flyOK(t, 5*time.Minute, "check-resource", "-r", "shared/thing")
+	out := flyOK(t, 5*time.Minute, "trigger-job", "-j", "shared/first", "-w")
+	inOrder(t, out, "fetching version: shared-v1", "succeeded")
+
+	cm, err := web.kube.CoreV1().ConfigMaps(web.ns).Get(context.Background(), runspec.ResourceCacheIndex("main"), metav1.GetOptions{})
+	if err != nil || len(cm.Data) == 0 {
+		t.Fatalf("the team's index of resource caches: %v, %v; want the first job's fetch in it", cm, err)
+	}
+	out = flyOK(t, 5*time.Minute, "trigger-job", "-j", "shared/second", "-w")
+	inOrder(t, out, "INFO: found existing resource cache", "have shared-v1: shared data", "succeeded")
+	if strings.Contains(out, "fetching") {
+		t.Errorf("the second job fetched the version again:\n%s", out)
+	}
 }

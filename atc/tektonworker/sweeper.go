@@ -22,7 +22,8 @@ const DefaultSweepInterval = 10 * time.Minute
 // Concourse's containers, but a check build's, which are its check's container while the
 // ATC wants it (the worker's reporter deletes the run then).
 func ATCRules(failedGrace, oneOffGrace time.Duration) gc.Rules {
-	return gc.Rules{Defaults: gc.Defaults{MaxBuilds: 1}, FailedGrace: failedGrace, OneOffGrace: oneOffGrace, OneOffsEnd: true, KeepPodsOf: tektonengine.AnnotationCheck}
+	return gc.Rules{Defaults: gc.Defaults{MaxBuilds: 1}, FailedGrace: failedGrace, OneOffGrace: oneOffGrace, OneOffsEnd: true, KeepPodsOf: tektonengine.AnnotationCheck,
+		ResourceCacheTTL: gc.DefaultResourceCacheTTL}
 }
 
 // Sweeper sweeps a target (gc.Sweep) at an interval while the web node runs, as

@@ -22,7 +22,9 @@ func newGC(s *streams) *cobra.Command {
 beyond its build_log_retention (or the defaults below), with their TaskRuns, pods and
 volumes; the pods of builds that ended (their events archived first, so that "events"
 still prints their logs); build volumes no build needs; intercept and transfer pods whose
-session ended; and, with --image-registry, the images that deleted builds pushed. Never a
+session ended; the shared resource caches no build used for --resource-cache-retention;
+and, with --image-registry, the images that deleted builds pushed and the resource caches
+no team's index names. Never a
 running build, nor the volume a job's next build takes its caches from, nor, until
 --failed-grace-period ends, the pods of a job's latest build when it failed (to intercept).
 
@@ -45,7 +47,8 @@ is 1 when a deletion failed.`,
 	fl.DurationVar(&opts.FailedGrace, "failed-grace-period", opts.FailedGrace, "how long the pods of a job's latest build, when it failed, stay to be intercepted (0: until the job's next build ends)")
 	fl.DurationVar(&opts.OneOffGrace, "one-off-grace-period", opts.OneOffGrace, "how long the pods of a one-off build stay after it ended")
 	fl.BoolVar(&opts.OneOffsEnd, "delete-one-off-builds", false, "delete one-off builds (execute) once they ended for --one-off-grace-period (at least 10m); by default they are kept, as Concourse keeps their logs")
-	fl.StringVar(&opts.ImageRegistry, "image-registry", "", "the registry (HOST[:PORT][/PATH]) the builds push image artifacts to: delete the images of deleted builds there (the registry must allow deletes)")
+	fl.StringVar(&opts.ImageRegistry, "image-registry", "", "the registry (HOST[:PORT][/PATH]) the builds push image artifacts and resource caches to: delete there the images of deleted builds and the caches no index names (the registry must allow deletes)")
+	fl.DurationVar(&opts.ResourceCacheTTL, "resource-cache-retention", opts.ResourceCacheTTL, "how long a resource cache shared by a team's jobs stays once no build used it (0: for ever)")
 	return cmd
 }
 
@@ -63,8 +66,8 @@ func (s *streams) gc(ctx context.Context, o tektonrun.TargetOptions, opts gc.Opt
 			return fmt.Errorf("invalid %s %d: it is a number of builds or days, 0 or more", f.name, f.n)
 		}
 	}
-	if opts.FailedGrace < 0 || opts.OneOffGrace < 0 {
-		return fmt.Errorf("invalid grace period: it is a duration, 0 or more")
+	if opts.FailedGrace < 0 || opts.OneOffGrace < 0 || opts.ResourceCacheTTL < 0 {
+		return fmt.Errorf("invalid grace or retention period: it is a duration, 0 or more")
 	}
 	t, err := s.target(o)
 	if err != nil {
