@@ -30,12 +30,19 @@ import (
 //     type never reads; and the team's index is mounted by its own builds only.
 //   - gc deletes the entries unused for the retention period, and the store's tags that
 //     no index names once they are older than the grace period.
+//
+// The steps that share run the user's resource types: they never see the credentials the
+// build pushes its images with (ParamImageRegistrySecret). A registry that wants
+// credentials for the store takes those of the Secret ParamResourceCacheSecret names
+// (default DefaultResourceCacheSecret, optional), best scoped to the store's repository.
 const (
-	ResultResourceCache     = "resource-cache"
-	ParamResourceCacheIndex = "resource-cache-index"
-	ResourceCacheIndexDir   = "/concourse-resource-caches"
-	ResourceCacheRepository = "resource-caches"
-	LabelResourceCacheIndex = LabelPrefix + "resource-cache-index"
+	ResultResourceCache        = "resource-cache"
+	ParamResourceCacheIndex    = "resource-cache-index"
+	ParamResourceCacheSecret   = "resource-cache-secret"
+	DefaultResourceCacheSecret = "concourse-resource-cache-registry"
+	ResourceCacheIndexDir      = "/concourse-resource-caches"
+	ResourceCacheRepository    = "resource-caches"
+	LabelResourceCacheIndex    = LabelPrefix + "resource-cache-index"
 )
 
 // ResourceCacheIndex is the name of a team's index of resource caches.

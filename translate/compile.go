@@ -383,8 +383,8 @@ func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *r
 	if variant.taskVars != "" {
 		params = append(params, v1.Param{Name: runspec.ParamTaskVars, Value: *v1.NewStructuredValues(variant.taskVars)})
 	}
-	if variant.publish || variant.sharedCaches {
-		for _, p := range []string{runspec.ParamImageRegistry, runspec.ParamImageRegistrySecret} {
+	if secret := variant.registrySecret(); secret != "" {
+		for _, p := range []string{runspec.ParamImageRegistry, secret} {
 			params = append(params, v1.Param{Name: p, Value: *v1.NewStructuredValues("$(params." + p + ")")})
 		}
 	}

@@ -1,6 +1,8 @@
 package translate_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"testing"
@@ -179,4 +181,95 @@ func allowed(results []policy.CheckResult) bool {
 		}
 	}
 	return true
+}
+
+// TestSharedCacheSecrets: with a registry, a job's get shares its resource caches and
+// the task that runs an artifact is published; the get's pod, which runs the resource
+// type's code, mounts the store's Secret (resource-cache-secret) and never the one the
+// build pushes its images with (image-registry-secret), which only the publish step's
+// mounts. The team's index is the get's param; a one-off build shares nothing.
+func TestSharedCacheSecrets(t *testing.T) {
+	const pipeline = `
+resources:
+- name: repo
+  type: git
+  source: {uri: https://example.com/repo.git}
+jobs:
+- name: test
+  plan:
+  - get: repo
+  - task: build
+    config:
+      platform: linux
+      rootfs_uri: docker:///busybox
+      outputs: [{name: img}]
+      run: {path: "true"}
+  - task: use
+    image: img
+    config: {platform: linux, run: {path: "true"}}
+`
+	_, r, err := translateJob(t, pipeline, translate.Options{ImageRegistry: "registry.example.com", Team: "blue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, r)
+	defs := map[string]*v1.Task{}
+	for _, task := range r.Tasks {
+		defs[task.Name] = task
+	}
+	secretsOf := func(task *v1.Task) (names []string) {
+		for _, v := range task.Spec.Volumes {
+			if v.Secret != nil {
+				names = append(names, v.Secret.SecretName)
+			}
+		}
+		return names
+	}
+	seen := map[string]bool{}
+	for _, pt := range r.Pipeline.Spec.Tasks {
+		task := defs[pt.TaskRef.Name]
+		var index string
+		for _, p := range pt.Params {
+			if p.Name == "resource-cache-index" {
+				index = p.Value.StringVal
+			}
+		}
+		switch {
+		case pt.Name == "get-repo":
+			seen["get"] = true
+			if got := secretsOf(task); !slices.Equal(got, []string{"$(params.resource-cache-secret)"}) {
+				t.Errorf("the get mounts the Secrets %v, want the store's alone", got)
+			}
+			if index != "concourse-resource-caches-"+shortHash("blue") {
+				t.Errorf("the get's index: %q", index)
+			}
+		case slices.Contains(secretsOf(task), "$(params.image-registry-secret)"):
+			seen["publish"] = true
+			if index != "" || slices.Contains(secretsOf(task), "$(params.resource-cache-secret)") {
+				t.Errorf("%s mounts the image registry's credentials and shares caches", pt.Name)
+			}
+		case index != "":
+			t.Errorf("%s shares resource caches: %v", pt.Name, pt.Params)
+		}
+	}
+	if !seen["get"] || !seen["publish"] {
+		t.Errorf("steps seen: %v; want the get and a publish step", seen)
+	}
+
+	_, r, err = translateJob(t, pipeline, translate.Options{ImageRegistry: "registry.example.com", OneOff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pt := range append(r.PipelineRun.Spec.PipelineSpec.Tasks, r.PipelineRun.Spec.PipelineSpec.Finally...) {
+		for _, p := range pt.Params {
+			if p.Name == "resource-cache-index" {
+				t.Errorf("a one-off build's %s shares resource caches", pt.Name)
+			}
+		}
+	}
+}
+
+func shortHash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:5])
 }

@@ -60,6 +60,20 @@ type taskVariant struct {
 	verdictInline bool
 }
 
+// registrySecret is the param naming the Secret of the registry's credentials that the
+// step mounts, if it talks to the build's registry: a publish step pushes the build's
+// images with ParamImageRegistrySecret's; a step sharing resource caches, which runs a
+// resource type's code, has only those of the store (ParamResourceCacheSecret).
+func (v taskVariant) registrySecret() string {
+	switch {
+	case v.publish:
+		return runspec.ParamImageRegistrySecret
+	case v.sharedCaches:
+		return runspec.ParamResourceCacheSecret
+	}
+	return ""
+}
+
 // paramCredentials is the step Task's param naming the build's Secret, when it reads
 // supplied credentials.
 const paramCredentials = "credentials"
@@ -144,13 +158,13 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		mounts = append(mounts, corev1.VolumeMount{Name: "task-vars", MountPath: runspec.DefaultTaskVars, ReadOnly: true})
 	}
 	var publishArgs []string
-	if v.publish || v.sharedCaches {
+	if registrySecret := v.registrySecret(); registrySecret != "" {
 		params = append(params,
 			v1.ParamSpec{Name: runspec.ParamImageRegistry, Type: v1.ParamTypeString, Description: "the build's image registry, HOST[:PORT][/PATH]; empty when it has none"},
-			v1.ParamSpec{Name: runspec.ParamImageRegistrySecret, Type: v1.ParamTypeString, Description: "the registry's Docker config Secret (optional)"})
+			v1.ParamSpec{Name: registrySecret, Type: v1.ParamTypeString, Description: "the registry's Docker config Secret (optional)"})
 		optional := true
 		volumes = append(volumes, corev1.Volume{Name: "registry-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: "$(params." + runspec.ParamImageRegistrySecret + ")", Optional: &optional,
+			SecretName: "$(params." + registrySecret + ")", Optional: &optional,
 			Items: []corev1.KeyToPath{{Key: corev1.DockerConfigJsonKey, Path: "config.json"}},
 		}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: "registry-auth", MountPath: runspec.RegistryAuthDir, ReadOnly: true})

@@ -146,18 +146,22 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	runParams := v1.Params{{Name: runspec.ParamBuildName, Value: *v1.NewStructuredValues(opts.Build)}}
 	if c.publishes > 0 || c.shares > 0 {
 		// The registry is the target's, not the pipeline's: each run gives it.
-		pipeline.Spec.Params = append(pipeline.Spec.Params, v1.ParamSpecs{
-			{Name: runspec.ParamImageRegistry, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(""),
-				Description: "the image registry (HOST[:PORT][/PATH]) that tasks running an artifact as their image pull it from; the cluster must pull from it"},
-			{Name: runspec.ParamImageRegistrySecret, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(runspec.DefaultImageRegistrySecret),
-				Description: "the Secret (kubernetes.io/dockerconfigjson) with the registry's credentials, if it needs any"},
-		}...)
+		pipeline.Spec.Params = append(pipeline.Spec.Params, v1.ParamSpec{Name: runspec.ParamImageRegistry, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(""),
+			Description: "the image registry (HOST[:PORT][/PATH]) that tasks running an artifact as their image pull it from; the cluster must pull from it"})
 		if opts.ImageRegistry != "" {
 			runParams = append(runParams, v1.Param{Name: runspec.ParamImageRegistry, Value: *v1.NewStructuredValues(opts.ImageRegistry)})
 		}
+	}
+	if c.publishes > 0 {
+		pipeline.Spec.Params = append(pipeline.Spec.Params, v1.ParamSpec{Name: runspec.ParamImageRegistrySecret, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(runspec.DefaultImageRegistrySecret),
+			Description: "the Secret (kubernetes.io/dockerconfigjson) with the registry's credentials, if it needs any"})
 		if opts.ImageRegistrySecret != "" {
 			runParams = append(runParams, v1.Param{Name: runspec.ParamImageRegistrySecret, Value: *v1.NewStructuredValues(opts.ImageRegistrySecret)})
 		}
+	}
+	if c.shares > 0 {
+		pipeline.Spec.Params = append(pipeline.Spec.Params, v1.ParamSpec{Name: runspec.ParamResourceCacheSecret, Type: v1.ParamTypeString, Default: v1.NewStructuredValues(runspec.DefaultResourceCacheSecret),
+			Description: "the Secret (kubernetes.io/dockerconfigjson) with the credentials of the store of shared resource caches, if the registry wants any: the steps that share run resource types' code"})
 	}
 
 	runLabels := withEntry(labels, runspec.LabelBuild, runspec.LabelValue(opts.Build))
