@@ -1,8 +1,6 @@
 package translate_test
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
 
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -240,7 +239,7 @@ jobs:
 			if got := secretsOf(task); !slices.Equal(got, []string{"$(params.resource-cache-secret)"}) {
 				t.Errorf("the get mounts the Secrets %v, want the store's alone", got)
 			}
-			if index != "concourse-resource-caches-"+shortHash("blue") {
+			if index != runspec.ResourceCacheIndex("blue") {
 				t.Errorf("the get's index: %q", index)
 			}
 		case slices.Contains(secretsOf(task), "$(params.image-registry-secret)"):
@@ -267,9 +266,4 @@ jobs:
 			}
 		}
 	}
-}
-
-func shortHash(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:5])
 }
