@@ -165,6 +165,18 @@ func (s *step) interpolateMap(m map[string]any) (map[string]any, error) {
 // everything.
 const resultBudget = 3072
 
+// resultRoom is resultBudget less what the step's shared resource caches take of the
+// termination message (their result, reportShared, with its entry's key and type), so
+// that all of them fit as before.
+func (s *step) resultRoom() int {
+	if len(s.shared) == 0 {
+		return resultBudget
+	}
+	raw, _ := json.Marshal(s.shared) // records always encode
+	const entry = len(`{"key":"resource-cache","value":,"type":1},`)
+	return resultBudget - resultSize(raw) - entry
+}
+
 // resultSize is how many bytes a result's value takes in the termination message, where
 // Tekton writes it as a JSON string.
 func resultSize(value []byte) int {
@@ -179,7 +191,7 @@ func (s *step) publish(r state.Result) error {
 	if err := s.state.WriteResult(s.spec.PlanID, r); err != nil {
 		return err
 	}
-	version, metadata, err := resultsWithin(r, resultBudget)
+	version, metadata, err := resultsWithin(r, s.resultRoom())
 	if err != nil {
 		return err
 	}
@@ -221,12 +233,13 @@ func (s *step) publishCheck(versions []map[string]string) error {
 	if err := s.state.WriteResult(s.spec.PlanID, state.Result{Version: latest}); err != nil {
 		return err
 	}
-	version, list, kept, err := checkResultsWithin(versions, resultBudget)
+	room := s.resultRoom()
+	version, list, kept, err := checkResultsWithin(versions, room)
 	if err != nil {
 		return err
 	}
 	if left := len(versions) - kept; left > 0 {
-		s.logf("the check found %d versions: only the newest %d fit in the step's results (%d bytes, in Tekton's 4 KiB termination message), the %d before them are not saved", len(versions), kept, resultBudget, left)
+		s.logf("the check found %d versions: only the newest %d fit in the step's results (%d bytes, in Tekton's 4 KiB termination message), the %d before them are not saved", len(versions), kept, room, left)
 	}
 	return errors.Join(s.writeResult(runspec.ResultVersion, version), s.writeResult(runspec.ResultVersions, list))
 }

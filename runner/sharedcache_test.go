@@ -3,6 +3,7 @@ package runner_test
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"net/http"
@@ -193,4 +194,51 @@ echo '{"version":{"ref":"abc"},"metadata":[{"name":"author","value":"me"}]}'`)
 			t.Errorf("with credentials: fetched %s times, stderr %q; want 2 and the cache found", fetches(), r.stderr)
 		}
 	})
+}
+
+// TestSharedResourceCacheResultRoom: the shared caches' result takes its room from the
+// version and metadata's budget, so that a get's results fit Tekton's termination
+// message as before: with much metadata, fewer fields are kept than without sharing.
+func TestSharedResourceCacheResultRoom(t *testing.T) {
+	var fields []string
+	for i := range 60 {
+		fields = append(fields, fmt.Sprintf(`{"name":"field-%02d","value":"%s"}`, i, strings.Repeat("x", 60)))
+	}
+	out := `{"version":{"ref":"abc"},"metadata":[` + strings.Join(fields, ",") + `]}`
+	reg := newSharedRegistry(t, "")
+	index, noAuth := t.TempDir(), filepath.Join(t.TempDir(), "none")
+	metadataKept := map[bool]int{}
+	for _, shared := range []bool{false, true} {
+		w := newWorld(t)
+		w.recordingScript("in", "echo '"+out+"'")
+		spec := w.spec(runspec.ModeGet, "1", "repo")
+		spec.Build.Name = "7"
+		spec.Get = &runspec.Get{Type: "git", Source: map[string]any{"uri": "https://example.com/repo"}, Version: map[string]string{"ref": "abc"}}
+		args := w.args(spec)
+		if shared {
+			args = w.sharedArgs(spec, reg, index, noAuth)
+		}
+		w.checkRun(w.startArgs(args, nil).wait(t), "1", runspec.Succeeded)
+		var kept []map[string]string
+		if err := json.Unmarshal([]byte(w.result("1", "metadata")), &kept); err != nil {
+			t.Fatal(err)
+		}
+		metadataKept[shared] = len(kept)
+		size := 0
+		for _, r := range []string{"version", "metadata", runspec.ResultResourceCache} {
+			if v := w.result("1", r); v != "" {
+				enc, _ := json.Marshal(v)
+				size += len(enc)
+			}
+		}
+		if shared {
+			size += len(`{"key":"resource-cache","value":,"type":1},`)
+		}
+		if size > 3072 {
+			t.Errorf("shared %t: the results take %d bytes, more than the budget's 3072", shared, size)
+		}
+	}
+	if metadataKept[true] >= metadataKept[false] || metadataKept[true] == 0 {
+		t.Errorf("metadata fields kept: %d unshared, %d shared; want fewer, not none, when shared", metadataKept[false], metadataKept[true])
+	}
 }
