@@ -55,9 +55,9 @@ func indexEntries(indexes []corev1.ConfigMap) []cacheEntry {
 	return out
 }
 
-// IndexedTags are the store's tags that an index entry names with its digest: Sweep
+// indexedTags are the store's tags that an index entry names with its digest: Sweep
 // reads when the others were pushed.
-func IndexedTags(indexes []corev1.ConfigMap) map[string]string {
+func indexedTags(indexes []corev1.ConfigMap) map[string]string {
 	out := map[string]string{}
 	for _, e := range indexEntries(indexes) {
 		out[e.name] = e.entry.Manifest

@@ -106,7 +106,7 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 	if caches != nil {
 		// When the tags no entry names were pushed: within the grace period, their
 		// entries may be on their way.
-		named := IndexedTags(objs.CacheIndexes)
+		named := indexedTags(objs.CacheIndexes)
 		for tag, ct := range objs.CacheTags {
 			if named[tag] == ct.Digest {
 				continue

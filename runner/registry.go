@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"net"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 )
 
 // registryClient speaks the OCI distribution API to one repository, with the standard
@@ -31,7 +29,6 @@ type registryClient struct {
 	user string // from the Docker config; empty: anonymous
 	pass string
 
-	mu            sync.Mutex
 	authorization string // the header that the last challenge asked for
 }
 
@@ -115,11 +112,7 @@ func (c *registryClient) do(ctx context.Context, mk func() (*http.Request, error
 			return nil, err
 		}
 		req = req.WithContext(ctx)
-		c.mu.Lock()
-		if c.authorization != "" {
-			req.Header.Set("Authorization", c.authorization)
-		}
-		c.mu.Unlock()
+		c.authorize(req)
 		resp, err := c.http.Do(req)
 		if err != nil {
 			return nil, err
@@ -133,9 +126,14 @@ func (c *registryClient) do(ctx context.Context, mk func() (*http.Request, error
 		if err != nil {
 			return nil, err
 		}
-		c.mu.Lock()
 		c.authorization = authz
-		c.mu.Unlock()
+	}
+}
+
+// authorize gives req the credentials the registry asked for last, if it asked.
+func (c *registryClient) authorize(req *http.Request) {
+	if c.authorization != "" {
+		req.Header.Set("Authorization", c.authorization)
 	}
 }
 
@@ -297,11 +295,7 @@ func (c *registryClient) pushBlob(ctx context.Context, write func(io.Writer) err
 		return "", 0, err
 	}
 	req.Header.Set("Content-Type", "application/octet-stream")
-	c.mu.Lock()
-	if c.authorization != "" {
-		req.Header.Set("Authorization", c.authorization)
-	}
-	c.mu.Unlock()
+	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		pr.CloseWithError(err)
@@ -391,7 +385,7 @@ func (c *registryClient) blob(ctx context.Context, digest string, read func(io.R
 		return statusError("getting a blob", resp)
 	}
 	defer drain(resp)
-	var h hash.Hash = sha256.New()
+	h := sha256.New()
 	tee := io.TeeReader(resp.Body, h)
 	if err := read(tee); err != nil {
 		return err

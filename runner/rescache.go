@@ -73,10 +73,25 @@ func (c resourceCache) lookup() (state.Result, bool) {
 	return r, true
 }
 
-// save makes the content of dir and r the cache, whole or not at all (it is made beside
-// it, then renamed); when another get of the build made it first, that one stays.
+// save makes the content of dir and r the cache, whole or not at all (install).
 func (c resourceCache) save(dir string, r state.Result, planID string) error {
-	next := c.dir + ".next-" + runspec.Escape(planID)
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return c.install(".next-"+runspec.Escape(planID), func(next string) error {
+		if _, err := cowcopy.Tree(dir, filepath.Join(next, "data"), cowcopy.Options{}); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(next, "result.json"), raw, 0o644)
+	})
+}
+
+// install makes the cache whole or not at all: fill writes it in a directory beside it
+// (its name and suffix), which is then renamed; when another step of the build made it
+// first, that one stays.
+func (c resourceCache) install(suffix string, fill func(next string) error) error {
+	next := c.dir + suffix
 	if err := state.MkdirShared(filepath.Dir(c.dir)); err != nil {
 		return err
 	}
@@ -88,14 +103,7 @@ func (c resourceCache) save(dir string, r state.Result, planID string) error {
 	if err := state.MkdirShared(next); err != nil {
 		return err
 	}
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	if _, err := cowcopy.Tree(dir, filepath.Join(next, "data"), cowcopy.Options{}); err != nil {
-		return errors.Join(err, os.RemoveAll(next))
-	}
-	if err := os.WriteFile(filepath.Join(next, "result.json"), raw, 0o644); err != nil {
+	if err := fill(next); err != nil {
 		return errors.Join(err, os.RemoveAll(next))
 	}
 	if err := os.Rename(next, c.dir); err != nil {

@@ -109,27 +109,9 @@ func (st *sharedStore) pull(ctx context.Context, digest string, c resourceCache)
 	if len(m.Layers) != 1 || m.Layers[0].MediaType != cacheLayerType {
 		return errors.New("the manifest is not of a resource cache")
 	}
-	next := c.dir + ".pull"
-	if err := state.MkdirShared(filepath.Dir(c.dir)); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(next); err != nil {
-		return err
-	}
-	if err := state.MkdirShared(next); err != nil {
-		return err
-	}
-	if err := st.client.blob(ctx, m.Layers[0].Digest, func(r io.Reader) error { return tarstream.Extract(r, next) }); err != nil {
-		return errors.Join(err, os.RemoveAll(next))
-	}
-	if err := os.Rename(next, c.dir); err != nil {
-		if _, ok := c.lookup(); ok {
-			// Another step of the build made it first.
-			return os.RemoveAll(next)
-		}
-		return errors.Join(err, os.RemoveAll(next))
-	}
-	return nil
+	return c.install(".pull", func(next string) error {
+		return st.client.blob(ctx, m.Layers[0].Digest, func(r io.Reader) error { return tarstream.Extract(r, next) })
+	})
 }
 
 // share pushes the cache c, just saved, to the store, and reports it for the team's
