@@ -163,6 +163,44 @@ func TestFailFast(t *testing.T) {
 	if _, err := os.Stat(w.startedFile("c")); err == nil {
 		t.Error("a step that had not started when its group fired ran")
 	}
+	if !got.announced || late.announced || late.stdout != "" {
+		t.Errorf("announced its start: the started step %v, the step that never ran %v (stdout %q)", got.announced, late.announced, late.stdout)
+	}
+}
+
+// TestStartAnnounced: a step that may end without having started (one of a fail-fast
+// group, a task) writes runspec.StartMark when it starts, before any output of its own;
+// one that cannot does not, nor one that never started.
+func TestStartAnnounced(t *testing.T) {
+	w := newWorld(t)
+	w.recordingScript("in", `echo '{"version":{"ref":"abc"}}'`)
+	layer := func(child string) runspec.Layer {
+		return runspec.Layer{Kind: runspec.LayerFailFast, ID: "p", Child: &runspec.Node{ID: child, Kind: runspec.KindLeaf}}
+	}
+	get := func(planID string, layers ...runspec.Layer) runspec.Spec {
+		spec := w.spec(runspec.ModeGet, planID, "repo-"+planID)
+		// Versions of their own: no step finds another's cache.
+		spec.Get = &runspec.Get{Type: "git", Version: map[string]string{"ref": planID}}
+		spec.Context = layers
+		return spec
+	}
+	alone := w.run(get("a"))
+	w.checkRun(alone, "a", runspec.Succeeded)
+	member := w.run(get("b", layer("b")))
+	w.checkRun(member, "b", runspec.Succeeded)
+	if alone.announced || !member.announced || member.stdout != "" || member.stderr != "in is working\n" {
+		t.Errorf("announced: alone %v, in a fail-fast group %v (stdout %q, stderr %q)", alone.announced, member.announced, member.stdout, member.stderr)
+	}
+	failing := w.taskSpec("c", "c", shConfig("exit 1", nil))
+	failing.Context = []runspec.Layer{layer("c")}
+	if r := w.run(failing); !r.announced {
+		t.Error("a task that ran did not announce its start")
+	}
+	late := w.run(get("d", layer("d")))
+	w.checkRun(late, "d", runspec.NeverRan)
+	if late.announced || late.stdout != "" {
+		t.Errorf("a step that never ran announced its start (stdout %q)", late.stdout)
+	}
 }
 
 func TestFailFastWaitsForTheChildsHooks(t *testing.T) {

@@ -91,8 +91,11 @@ func (w *world) result(planID, name string) string {
 
 // run is one finished runner process.
 type run struct {
-	exit           int
+	exit int
+	// stdout is what the step wrote on stdout after its start mark (runspec.StartMark),
+	// if it wrote one: announced.
 	stdout, stderr string
+	announced      bool
 	// failure is the step's error result: why it did not finish.
 	failure string
 	took    time.Duration
@@ -184,6 +187,7 @@ func (r *running) wait(t *testing.T) run {
 		t.Fatalf("the runner did not end in 30s; stdout %q stderr %q", r.stdout.String(), r.stderr.String())
 	}
 	out := run{exit: r.cmd.ProcessState.ExitCode(), stdout: r.stdout.String(), stderr: r.stderr.String(), took: time.Since(r.start)}
+	out.stdout, out.announced = strings.CutPrefix(out.stdout, runspec.StartMark)
 	if r.results != "" {
 		data, _ := os.ReadFile(filepath.Join(r.results, "error"))
 		out.failure = string(data)

@@ -48,8 +48,8 @@ echo '{"version":{"ref":"abc"},"metadata":[{"name":"author","value":"me"}]}'`)
 	spec.Get = &runspec.Get{Type: "git", Source: map[string]any{"uri": "((uri))", "n": json.Number("12345678901234567890")}, Params: map[string]any{"depth": json.Number("1")}, Version: map[string]string{"ref": "abc"}}
 	r := w.run(spec)
 	w.checkRun(r, "1", runspec.Succeeded)
-	if r.stdout != "" {
-		t.Errorf("the script's stdout reached the log: %q", r.stdout)
+	if r.stdout != "" || r.announced {
+		t.Errorf("the script's stdout or a start mark reached the log: %q (a mark: %v)", r.stdout, r.announced)
 	}
 	if r.stderr != "in is working\n" {
 		t.Errorf("stderr = %q", r.stderr)

@@ -211,6 +211,10 @@ func (s *step) execute(ctx context.Context) runspec.Outcome {
 	if g.watchAbort || len(g.groups) > 0 {
 		go s.watch(ctx, cancel, g)
 	}
+	if s.spec.Mode != runspec.ModeTask {
+		// A task announces its start once its process started (runTask).
+		s.announceStart()
+	}
 	ok, err := false, s.mirroredImageEnv(ctx, s.spec.MirroredImage)
 	if err == nil {
 		ok, err = bodies[s.spec.Mode](ctx, s)
@@ -259,6 +263,16 @@ func (s *step) writeEnd() error {
 		return fmt.Errorf("recording the end of the step: %w", err)
 	}
 	return nil
+}
+
+// announceStart tells the backend that the step started, if it is one that may end
+// without having started (runspec.AnnouncesStart). A write that fails is not the step's
+// failure: its stdout is gone, and its output with it.
+func (s *step) announceStart() {
+	if runspec.AnnouncesStart(s.spec) {
+		_, _ = io.WriteString(s.stdout, runspec.StartMark)
+		_ = s.stdout.Flush()
+	}
 }
 
 // exited remembers the exit status of the step's process.

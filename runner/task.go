@@ -224,6 +224,7 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 		TTY:        true,
 		Credential: cred,
 		Grace:      s.opts.grace,
+		Started:    s.announceStart,
 	})
 	if err != nil {
 		return false, err

@@ -92,6 +92,9 @@ func TestTaskProcess(t *testing.T) {
 			spec.Task.Params = tt.params
 			r := w.start(spec, withoutEnv("TMPDIR", "BUILD_", "ATC_")).wait(t)
 			w.checkRun(r, "1", tt.want)
+			if started := tt.want != runspec.Errored; r.announced != started {
+				t.Errorf("announced its start: %v, want %v (before its process's output: stdout %q)", r.announced, started, r.stdout)
+			}
 			stdout := strings.ReplaceAll(r.stdout, w.tmpBuild, "TMPBUILD")
 			if tt.wantStdout != "" || tt.want == runspec.Succeeded {
 				if diff := cmp.Diff(tt.wantStdout, stdout); diff != "" {
@@ -233,6 +236,10 @@ func TestTaskMissingInputsError(t *testing.T) {
 	w.checkRun(r, "5", runspec.Errored)
 	if r.failure != "missing inputs: built-a, b" {
 		t.Errorf("error = %q, want %q", r.failure, "missing inputs: built-a, b")
+	}
+	// Its process never started: a backend must not show it started.
+	if r.announced || r.stdout != "" {
+		t.Errorf("a task whose inputs are missing announced its start (stdout %q)", r.stdout)
 	}
 }
 

@@ -66,6 +66,14 @@
 // and shows it to no one: an ATC sets the pipeline (Concourse's team rules, diff, save),
 // the CLI says "setting pipeline: NAME".
 //
+// # A step's start
+//
+// A task whose inputs are missing and a step of a fail-fast group that fired end without
+// having started, which Concourse shows as initialized only, or not at all. Their runner
+// says when they do start, with one line on stdout (StartMark, an OSC escape sequence)
+// before any of their output, so that a backend shows them started from that line and
+// not from the time their container has run (AnnouncesStart says which steps write it).
+//
 // # Build volume layout
 //
 // One volume per build, mounted at Paths.Volume (default /concourse) in every pod.

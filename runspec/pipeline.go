@@ -96,3 +96,31 @@ func ParsePipelineFrame(line string) (PipelineToSet, error) {
 	}
 	return p, nil
 }
+
+// A step that may still end without having started (a task whose inputs are missing or
+// whose user is unknown, which Concourse only initializes; a step of a fail-fast group
+// that fired, which Concourse never shows) announces its start: right before its process
+// (a task's) or its body (any other step) begins, the runner writes StartMark on stdout, as
+// the first line of its own, so that a backend shows the step started when it started and
+// no sooner, however long the runner took to decide on a loaded node. Like a frame, the
+// line is an OSC escape sequence, which terminals do not display; a backend does not show
+// it as output.
+const StartMark = "\x1b]concourse-tekton;started\x07\n"
+
+// AnnouncesStart tells whether the runner of spec writes StartMark when the step starts.
+func AnnouncesStart(spec Spec) bool {
+	if spec.Mode == ModeTask {
+		return true
+	}
+	for _, l := range spec.Context {
+		if l.Kind == LayerFailFast {
+			return true
+		}
+	}
+	return false
+}
+
+// IsStartMark tells whether a log line (with or without its newline) is StartMark.
+func IsStartMark(line string) bool {
+	return strings.TrimSuffix(line, "\n") == strings.TrimSuffix(StartMark, "\n")
+}

@@ -137,7 +137,7 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 				}
 			}
 			obs := Observation{Run: pr, Steps: make(map[string]*StepObservation, len(trs)),
-				Settled: !endedSince.IsZero() && time.Since(endedSince) > notFoundGrace, Now: time.Now()}
+				Settled: !endedSince.IsZero() && time.Since(endedSince) > notFoundGrace}
 			for _, tr := range trs {
 				name := tr.Labels[labelPipelineTask]
 				pod := pods[tr.Status.PodName]
@@ -178,7 +178,8 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 			return "", ctx.Err()
 		case <-wake:
 		case <-time.After(time.Second):
-			// Time alone moves a step on (headDelay); every change wakes the loop.
+			// Time alone settles a run whose TaskRuns are gone (notFoundGrace); every change
+			// wakes the loop.
 		}
 	}
 }

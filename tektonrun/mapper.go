@@ -27,30 +27,6 @@ type Observation struct {
 	// Settled says the run ended a while ago: a TaskRun it names that is not there was
 	// deleted (pruned), not delayed by the watch.
 	Settled bool
-	// Now is when the observation was made (zero: the objects are all there is to know).
-	Now time.Time
-}
-
-// headDelay is how long a step must have run, quiet, before it is shown as started when
-// its runner may still decide it never starts: a step of a fail-fast in_parallel (a
-// sibling that failed makes it never-ran, which Concourse never shows), and a task (its
-// inputs missing, its user unknown: Concourse only initialized it). Kubelet times are
-// whole seconds, so this is 7-8 s after its start: the runner decides within a second on
-// an idle node, but on a loaded one (a 2-core machine running two e2e suites side by
-// side, load average 25) its start alone, from the end of the install to its first
-// decision, took more than 3 s. Other steps are shown once their runner began.
-const headDelay = 8 * time.Second
-
-func holdFor(spec runspec.Spec) time.Duration {
-	if spec.Mode == runspec.ModeTask {
-		return headDelay
-	}
-	for _, l := range spec.Context {
-		if l.Kind == runspec.LayerFailFast {
-			return headDelay
-		}
-	}
-	return 0
 }
 
 // StepObservation is one PipelineTask of a build.
@@ -265,18 +241,19 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	// A task that errored with no exit status never ran its process: Concourse stops it
 	// between initializing and selecting a worker (missing inputs, an unknown user).
 	processless := trDone && spec.Mode == runspec.ModeTask && outcome == runspec.Errored && result(tr, runspec.ResultExitStatus) == ""
-	if !trDone && started && len(o.Log) == 0 && state.Running != nil {
-		if m.siblingFailed(name, spec) {
-			// Its fail-fast group may have fired before its runner began: the runner
-			// then ends it never-ran, however long that takes, and it is not shown.
-			return false, false
-		}
+	announces := runspec.AnnouncesStart(spec)
+	mark := startMark(announces, o.Log)
+	if !trDone && started && len(o.Log) == 0 {
 		// Tekton starts every step's container at once and each waits for the one before:
 		// the runner began when the runner's install ended.
-		begun, ok := installed(tr, o.Pod)
-		if !ok || m.obs.Now.IsZero() || m.obs.Now.Sub(begun) < holdFor(spec) {
+		if !installed(tr, o.Pod) {
 			return false, false
 		}
+	}
+	if !trDone && started && announces && mark < 0 {
+		// Its runner may still end it without starting it (missing inputs, a fail-fast
+		// group that fired): it is shown once the runner says it started.
+		return false, false
 	}
 	if !trDone && state.Terminated != nil && spec.Mode == runspec.ModeTask && !m.after.pastHead(name) {
 		// Its process may never have run (processless): that is known from its results,
@@ -307,9 +284,17 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		source = event.OriginSourceStdout
 	}
 	logOrigin := event.Origin{ID: origin.ID, Source: source}
-	for i := m.after.next(name, PartLog); i < len(o.Log); i++ {
+	// The runner's start mark is not output: the step's log events are its other lines.
+	for n := m.after.next(name, PartLog); ; n++ {
+		i := n
+		if mark >= 0 && n >= mark {
+			i++
+		}
+		if i >= len(o.Log) {
+			break
+		}
 		l := o.Log[i]
-		k := Key{Step: name, Part: PartLog, N: i}
+		k := Key{Step: name, Part: PartLog, N: n}
 		if spec.Mode == runspec.ModeSetPipeline && runspec.IsPipelineFrame(l.Text) {
 			if !trDone || !o.LogDone {
 				// Whether it is the step's pipeline shows once the step has ended.
@@ -327,42 +312,6 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	}
 	m.end(name, spec, origin, tr, o.Pod, outcome)
 	return true, false
-}
-
-// siblingFailed tells whether a step of another child of one of the step's fail-fast
-// groups ended failed or errored, which may have fired the group (a failure inside a try
-// or a do's hook may not have: the step is then shown once it writes or ends).
-func (m *mapper) siblingFailed(name string, spec runspec.Spec) bool {
-	var groups map[string]string // fail-fast group → the step's child in it
-	for _, l := range spec.Context {
-		if l.Kind == runspec.LayerFailFast && l.Child != nil {
-			if groups == nil {
-				groups = map[string]string{}
-			}
-			groups[l.ID] = l.Child.ID
-		}
-	}
-	if groups == nil {
-		return false
-	}
-	for other, o := range m.obs.Steps {
-		if other == name || o == nil || o.TaskRun == nil {
-			continue
-		}
-		if out, _ := runspec.ParseOutcome(result(o.TaskRun, runspec.ResultOutcome)); out != runspec.Failed && out != runspec.Errored {
-			continue
-		}
-		sib, ok := decodeSpec(o.TaskRun)
-		if !ok {
-			continue
-		}
-		for _, l := range sib.Context {
-			if child, in := groups[l.ID]; in && l.Kind == runspec.LayerFailFast && l.Child != nil && l.Child.ID != child {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // internal tells the modes of steps Concourse has no step for: a resolve step reads its
@@ -768,27 +717,39 @@ func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
 	return corev1.ContainerState{}
 }
 
-// startTime is when the step began: the TaskRun's start, which never changes (a
-// container's start differs between its running and terminated states in Tekton's
-// status, and a mapping must not depend on which one a process saw).
 // installContainer is the container of the step before the runner's.
 const installContainer = "step-" + runspec.StepInstall
 
-// installed tells when the step's runner was installed, if it was: its step can begin.
-func installed(tr *v1.TaskRun, pod *corev1.Pod) (time.Time, bool) {
+// installed tells whether the step's runner was installed: its step can begin.
+func installed(tr *v1.TaskRun, pod *corev1.Pod) bool {
 	for _, s := range tr.Status.Steps {
 		if (s.Name == runspec.StepInstall || s.Container == installContainer) && s.Terminated != nil {
-			return s.Terminated.FinishedAt.Time, true
+			return true
 		}
 	}
 	if pod != nil {
 		for _, s := range pod.Status.ContainerStatuses {
 			if s.Name == installContainer && s.State.Terminated != nil {
-				return s.State.Terminated.FinishedAt.Time, true
+				return true
 			}
 		}
 	}
-	return time.Time{}, false
+	return false
+}
+
+// startMark is the index of the line of log in which the runner announced the step's
+// start (runspec.StartMark), or -1: the first such line, written before any of the
+// step's own output, and only by a runner that announces it.
+func startMark(announces bool, log []LogLine) int {
+	if !announces {
+		return -1
+	}
+	for i, l := range log {
+		if runspec.IsStartMark(l.Text) {
+			return i
+		}
+	}
+	return -1
 }
 
 // ran tells whether a container started: Tekton marks the steps of a pod that failed
@@ -797,6 +758,9 @@ func ran(s corev1.ContainerState) bool {
 	return s.Running != nil || s.Terminated != nil && s.Terminated.ContainerID != ""
 }
 
+// startTime is when the step began: the TaskRun's start, which never changes (a
+// container's start differs between its running and terminated states in Tekton's
+// status, and a mapping must not depend on which one a process saw).
 func startTime(tr *v1.TaskRun) int64 {
 	if tr.Status.StartTime != nil {
 		return tr.Status.StartTime.Unix()

@@ -250,8 +250,9 @@ func TestCursorText(t *testing.T) {
 }
 
 // TestHeadWaitsForTheRunner: a step is shown started once its runner began (its install
-// step ended); a quiet step of a fail-fast in_parallel only after headDelay more, since its
-// runner may decide it never runs (which Concourse never shows); output shows it at once.
+// step ended); a task, or a step of a fail-fast in_parallel, only once its runner says it
+// started (runspec.StartMark), since its runner may still decide it never runs (missing
+// inputs; a fired group), which Concourse never shows, however long that takes.
 func TestHeadWaitsForTheRunner(t *testing.T) {
 	obs := recorded(t, "testdata/failed-with-ensure")
 	so := obs.Steps["task-say"]
@@ -269,77 +270,83 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 				ContainerID: "containerd://x", StartedAt: started, FinishedAt: started}}
 		}
 	}
+	ended := tr.DeepCopy()
+	for i := range ended.Status.Steps {
+		if ended.Status.Steps[i].Name != runspec.StepInstall {
+			ended.Status.Steps[i].ContainerState = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ContainerID: "containerd://y", StartedAt: started, FinishedAt: started}}
+		}
+	}
 	failFast := tr.DeepCopy()
 	spec, _ := decodeSpec(failFast)
 	spec.Context = append(spec.Context, runspec.Layer{Kind: runspec.LayerFailFast, ID: "p", Child: &runspec.Node{ID: "1", Kind: runspec.KindLeaf}})
 	setSpec(t, failFast, spec)
-	// A step of the group's other child, which failed: the group may have fired.
-	failedSibling := obs.Steps["get-thing"].TaskRun.DeepCopy()
-	sibSpec, _ := decodeSpec(failedSibling)
-	sibSpec.Context = append(sibSpec.Context, runspec.Layer{Kind: runspec.LayerFailFast, ID: "p", Child: &runspec.Node{ID: "0", Kind: runspec.KindLeaf}})
-	setSpec(t, failedSibling, sibSpec)
-	failedSibling.Status.Results = []v1.TaskRunResult{{Name: runspec.ResultOutcome, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(string(runspec.Failed))}}
+	// The same step as a get: no fail-fast group, nothing to announce.
+	get := tr.DeepCopy()
+	getSpec, _ := decodeSpec(get)
+	getSpec.Mode, getSpec.Task, getSpec.Get = runspec.ModeGet, nil, &runspec.Get{Type: "mock"}
+	setSpec(t, get, getSpec)
+	getInstalling := installing.DeepCopy()
+	setSpec(t, getInstalling, getSpec)
 	obs.Steps = map[string]*StepObservation{"check-thing": obs.Steps["check-thing"], "get-thing": obs.Steps["get-thing"], "task-say": {}}
 	obs.Run = obs.Run.DeepCopy()
 	obs.Run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})
 	// A task shown started: initialize-task, its image's check and get (ten events, as
 	// its image_resource is a registry image), selected-worker, start-task.
 	const shown = 13
-	heads := func(tr *v1.TaskRun, after time.Duration, log []LogLine) int {
-		obs.Now = started.Add(after)
+	heads := func(tr *v1.TaskRun, log []LogLine) (head int, logs []string) {
 		obs.Steps["task-say"] = &StepObservation{TaskRun: tr, Log: log}
 		events, _ := Map(obs, nil)
-		n := 0
 		for _, e := range events {
-			if e.Key.Step == "task-say" && e.Key.Part == PartHead {
-				n++
+			switch {
+			case e.Key.Step != "task-say":
+			case e.Key.Part == PartHead:
+				head++
+			case e.Key.Part == PartLog:
+				// Numbered without the mark: a cursor takes them in order.
+				if e.Key.N != len(logs) {
+					t.Errorf("log event %s after %d others", e.Key, len(logs))
+				}
+				logs = append(logs, e.Event.(event.Log).Payload)
 			}
 		}
-		return n
+		return head, logs
 	}
-	line := []LogLine{{Time: started.Time, Text: "hi\n"}}
+	at := started.Time
+	mark := []LogLine{{Time: at, Text: runspec.StartMark}}
+	markThenLine := []LogLine{{Time: at, Text: runspec.StartMark}, {Time: at, Text: "hi\n"}, {Time: at, Text: runspec.StartMark}}
+	runnerLineThenMark := []LogLine{{Time: at, Text: "INFO: a note\n"}, {Time: at, Text: runspec.StartMark}, {Time: at, Text: "hi\n"}}
+	line := []LogLine{{Time: at, Text: "hi\n"}}
 	for _, tt := range []struct {
-		name  string
-		tr    *v1.TaskRun
-		after time.Duration
-		log   []LogLine
-		want  int
+		name     string
+		tr       *v1.TaskRun
+		log      []LogLine
+		want     int
+		wantLogs []string
 	}{
-		{"installing", installing, time.Minute, nil, 0},
+		{"installing", installing, nil, 0, nil},
 		// A task may stop before its process (missing inputs): it is shown running once
-		// it wrote, or was quiet a while.
-		{"task, runner began", tr, 0, nil, 0},
-		{"task, wrote", tr, 0, line, shown},
-		{"task, quiet a while", tr, headDelay, nil, shown},
-		{"fail-fast, quiet", failFast, headDelay / 2, nil, 0},
-		{"fail-fast, wrote", failFast, headDelay / 2, line, shown},
-		{"fail-fast, quiet a while", failFast, headDelay, nil, shown},
+		// its runner says so, however long it is quiet, and whatever it wrote before.
+		{"task, runner began", tr, nil, 0, nil},
+		{"task, runner wrote", tr, line, 0, nil},
+		{"task, container ended, not the TaskRun", ended, nil, 0, nil},
+		{"task, started", tr, mark, shown, nil},
+		// The runner's mark is not output; the process's own line of the same text is.
+		{"task, started and wrote", tr, markThenLine, shown, []string{"hi\n", runspec.StartMark}},
+		{"task, the runner wrote, then started", tr, runnerLineThenMark, shown, []string{"INFO: a note\n", "hi\n"}},
+		{"fail-fast, quiet", failFast, nil, 0, nil},
+		{"fail-fast, started", failFast, mark, shown, nil},
+		// A get of no fail-fast group is shown once its runner began, and its mark-like
+		// line is output like any other.
+		{"get, installing", getInstalling, nil, 0, nil},
+		{"get, runner began", get, nil, 3, nil},
+		{"get, wrote a mark", get, mark, 3, []string{runspec.StartMark}},
 	} {
-		if n := heads(tt.tr, tt.after, tt.log); n != tt.want {
-			t.Errorf("%s: %d head events, want %d", tt.name, n, tt.want)
+		n, logs := heads(tt.tr, tt.log)
+		if n != tt.want || !slices.Equal(logs, tt.wantLogs) {
+			t.Errorf("%s: %d head events and logs %q, want %d and %q", tt.name, n, logs, tt.want, tt.wantLogs)
 		}
 	}
-	// Beside a failed sibling, a quiet step is not shown however long it runs: its
-	// runner may end it never-ran. Once it writes, it has started.
-	obs.Steps["sibling"] = &StepObservation{TaskRun: failedSibling}
-	for _, tt := range []struct {
-		name string
-		log  []LogLine
-		want int
-	}{{"quiet", nil, 0}, {"wrote", line, shown}} {
-		if n := heads(failFast, time.Hour, tt.log); n != tt.want {
-			t.Errorf("fail-fast, a sibling failed, %s an hour: %d head events, want %d", tt.name, n, tt.want)
-		}
-	}
-	// Of the same child (a hook after a failed step), it does not hold the step.
-	sameChild := failedSibling.DeepCopy()
-	sibSpec.Context[len(sibSpec.Context)-1].Child = &runspec.Node{ID: "1", Kind: runspec.KindLeaf}
-	setSpec(t, sameChild, sibSpec)
-	obs.Steps["sibling"] = &StepObservation{TaskRun: sameChild}
-	if n := heads(failFast, headDelay, nil); n != shown {
-		t.Errorf("fail-fast, a step of its own child failed, quiet a while: %d head events, want %d", n, shown)
-	}
-	delete(obs.Steps, "sibling")
 
 	// A task that errored with no exit status never ran its process: initialized, and its
 	// image fetched, as Concourse's task step stops before selecting a worker.
@@ -348,7 +355,6 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		{Name: runspec.ResultOutcome, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues(string(runspec.Errored))},
 		{Name: runspec.ResultError, Type: v1.ResultsTypeString, Value: *v1.NewStructuredValues("missing inputs: data")},
 	}
-	obs.Now = started.Add(time.Minute)
 	obs.Steps["task-say"] = &StepObservation{TaskRun: errored, LogDone: true}
 	events, _ := Map(obs, nil)
 	var got []string

@@ -40,6 +40,9 @@ type Cmd struct {
 	Credential *syscall.Credential
 	// Grace is the time between SIGTERM and SIGKILL; zero means DefaultGrace.
 	Grace time.Duration
+	// Started, when set, is called once the process started, before any of its output is
+	// relayed; never for a process that could not be started.
+	Started func()
 }
 
 // Result is how the process ended.
@@ -67,11 +70,14 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	// it has them.
 	var readers, writers []*os.File
 	var copiers sync.WaitGroup
+	// The copiers relay nothing before the process started and Started was called.
+	relaying := make(chan struct{})
 	relayFrom := func(r *os.File, dst io.Writer) {
 		readers = append(readers, r)
 		copiers.Add(1)
 		go func() {
 			defer copiers.Done()
+			<-relaying
 			// A write error (our own stdout gone) must not block the child: keep draining.
 			// A terminal's end reads EIO once the child's side is closed: that is its EOF.
 			if _, err := io.Copy(dst, r); err != nil {
@@ -95,6 +101,7 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	}
 	fail := func(err error) (Result, error) {
 		closeAll()
+		close(relaying)
 		copiers.Wait()
 		return Result{}, err
 	}
@@ -128,6 +135,10 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	for _, w := range writers {
 		w.Close()
 	}
+	if c.Started != nil {
+		c.Started()
+	}
+	close(relaying)
 
 	pgid := cmd.Process.Pid
 	done := make(chan error, 1)

@@ -69,9 +69,35 @@ func TestRunExitAndStreams(t *testing.T) {
 }
 
 func TestRunNotFound(t *testing.T) {
-	_, err := Run(context.Background(), Cmd{Path: filepath.Join(t.TempDir(), "nope")})
+	called := false
+	_, err := Run(context.Background(), Cmd{Path: filepath.Join(t.TempDir(), "nope"), Started: func() { called = true }})
 	if err == nil || !IsNotFound(err) {
 		t.Errorf("err = %v, want not found", err)
+	}
+	if called {
+		t.Error("Started was called for a process that never started")
+	}
+}
+
+// TestStartedBeforeOutput: Started's writes come before anything the process writes, on
+// a terminal or on pipes, however fast the process is.
+func TestStartedBeforeOutput(t *testing.T) {
+	for _, tty := range []bool{false, true} {
+		for range 20 {
+			var out syncBuffer
+			c := sh("echo one; echo two >&2")
+			c.Stdout, c.Stderr, c.MergeStderr, c.TTY = &out, &out, true, tty
+			c.Started = func() {
+				time.Sleep(time.Millisecond)
+				out.Write([]byte("started\n"))
+			}
+			if res, err := Run(context.Background(), c); err != nil || res.ExitStatus != 0 {
+				t.Fatalf("res %+v err %v", res, err)
+			}
+			if got := out.String(); got != "started\none\ntwo\n" {
+				t.Fatalf("tty %v: out = %q, want Started's line first", tty, got)
+			}
+		}
 	}
 }
 
