@@ -23,7 +23,7 @@ type PipelineToSet struct {
 	// Config is the child pipeline's document once its static vars (the step's vars,
 	// var_files and instance_vars) are applied, as JSON, its top-level keys those
 	// Concourse keeps: what Concourse's set_pipeline step gives atc.UnmarshalConfig.
-	Config json.RawMessage `json:"config"`
+	Config json.RawMessage `json:"config,omitempty"`
 	// Warnings are the runner's validation warnings, each a line without its newline. An
 	// ATC shows its own validator's instead.
 	Warnings []string `json:"warnings,omitempty"`

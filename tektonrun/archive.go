@@ -253,7 +253,7 @@ func decodePart(data []byte) ([]Event, error) {
 		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
 			return nil, err
 		}
-		e, err := event.Parse(a.Event)
+		e, err := parseArchived(a.Event)
 		if err != nil {
 			return nil, err
 		}
@@ -263,6 +263,22 @@ func decodePart(data []byte) ([]Event, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// parseArchived reads an archived event: one of Concourse's, or a set_pipeline step's
+// PipelineToSet, which is none of them.
+func parseArchived(env event.Envelope) (event.Event, error) {
+	if env.Event != EventTypePipelineToSet {
+		return event.Parse(env)
+	}
+	var p PipelineToSet
+	if env.Data == nil || !p.Version().IsCompatibleWith(env.Version) {
+		return nil, fmt.Errorf("an archived %s event of version %s, which this backend does not read", env.Event, env.Version)
+	}
+	if err := json.Unmarshal(*env.Data, &p); err != nil {
+		return nil, fmt.Errorf("decoding an archived %s event: %w", env.Event, err)
+	}
+	return p, nil
 }
 
 // replay emits the archived events after does not cover, and returns the build's status.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // loadRecorded puts a recorded build into the cluster: its run, TaskRuns and pods, and
@@ -163,5 +165,34 @@ func TestArchiveParts(t *testing.T) {
 	}
 	if got[39].Event.(event.Log).Payload != events[39].Event.(event.Log).Payload {
 		t.Errorf("the last event's payload differs")
+	}
+}
+
+// TestArchiveKeepsThePipelineToSet: a set_pipeline step's pipeline, no event of
+// Concourse's, comes back from the archive as it was followed, so that a build replayed
+// once its pods are gone says what it set.
+func TestArchiveKeepsThePipelineToSet(t *testing.T) {
+	events := []Event{
+		{Key: Key{Step: "set-pipeline-child", Part: PartLog, N: 0}, Event: PipelineToSet{
+			Origin: event.Origin{ID: "3"}, Time: 1700000000,
+			PipelineToSet: runspec.PipelineToSet{Team: "other", Pipeline: "child", InstanceVars: map[string]any{"branch": "main"},
+				Config: json.RawMessage(`{"jobs":[{"name":"j","plan":[{"task":"t"}]}]}`), Warnings: []string{"a warning"}}}},
+		{Key: Key{Step: "set-pipeline-broken", Part: PartLog, N: 0}, Event: PipelineToSet{Origin: event.Origin{ID: "4"}, Time: 1700000001, Error: "a frame of version \"2\""}},
+		{Key: Key{Step: "set-pipeline-child", Part: PartEnd, N: 0, Last: true}, Event: event.Finish{Origin: event.Origin{ID: "3"}, Time: 1700000002, Succeeded: true}},
+	}
+	parts, err := encodeArchive(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	for _, p := range parts {
+		decoded, err := decodePart(p)
+		if err != nil {
+			t.Fatalf("decoding the archive: %v", err)
+		}
+		got = append(got, decoded...)
+	}
+	if diff := cmp.Diff(events, got); diff != "" {
+		t.Errorf("replayed (-want +got):\n%s", diff)
 	}
 }
