@@ -52,8 +52,10 @@ type scenario struct {
 	abortAtStart bool
 	// check, when set, looks further at the finished build on the cluster.
 	check func(t *testing.T, ns, pipelineRun string)
-	// timeout is how long the build may take, when not the default 8 minutes (a build of
-	// many steps one after another, on a busy cluster).
+	// timeout is how long the build may take, when not the default 15 minutes (a build of
+	// many steps one after another, on a busy cluster). Timeouts catch builds that hang:
+	// on a 2-core machine running both e2e suites at once (load average 30), a pod takes
+	// up to a minute, and hooks/succeeded, its pods one after another, took more than 9.
 	timeout time.Duration
 }
 
@@ -413,7 +415,7 @@ func runArgs(ns, file, job string, vars ...string) []string {
 
 func runScenario(t *testing.T, sc scenario) {
 	ns := namespace(t)
-	timeout := 8 * time.Minute
+	timeout := 15 * time.Minute
 	if sc.timeout > 0 {
 		timeout = sc.timeout
 	}

@@ -217,16 +217,19 @@ func waitRun[T any](t *testing.T, what string, timeout time.Duration, get func(c
 	return run
 }
 
+// waitTaskRun and waitPipelineRun wait for a run to end. Their limits catch runs that
+// hang: on a loaded 2-core machine (both e2e suites at once, load average 30) each pod
+// of a run takes up to a minute.
 func waitTaskRun(t *testing.T, ns, name string) *pipelinev1.TaskRun {
 	t.Helper()
-	return waitRun(t, "TaskRun "+name, 3*time.Minute, func(ctx context.Context) (*pipelinev1.TaskRun, error) {
+	return waitRun(t, "TaskRun "+name, 6*time.Minute, func(ctx context.Context) (*pipelinev1.TaskRun, error) {
 		return testCluster.tekton.TektonV1().TaskRuns(ns).Get(ctx, name, metav1.GetOptions{})
 	}, func(tr *pipelinev1.TaskRun) *apis.Condition { return tr.Status.GetCondition(apis.ConditionSucceeded) })
 }
 
 func waitPipelineRun(t *testing.T, ns, name string) *pipelinev1.PipelineRun {
 	t.Helper()
-	return waitRun(t, "PipelineRun "+name, 4*time.Minute, func(ctx context.Context) (*pipelinev1.PipelineRun, error) {
+	return waitRun(t, "PipelineRun "+name, 10*time.Minute, func(ctx context.Context) (*pipelinev1.PipelineRun, error) {
 		return testCluster.tekton.TektonV1().PipelineRuns(ns).Get(ctx, name, metav1.GetOptions{})
 	}, func(pr *pipelinev1.PipelineRun) *apis.Condition {
 		return pr.Status.GetCondition(apis.ConditionSucceeded)
