@@ -17,7 +17,9 @@
 //     request on stdin, stdout kept as the result (never logged), stderr logged, the
 //     BUILD_* environment, Concourse's null-version and JSON errors. Results: version and
 //     metadata (Tekton results, and state/results/<plan> for version_from), and for a
-//     check every version it printed, the newest that fit in Tekton's results (versions).
+//     check every version it printed, the newest that fit in Tekton's results (versions)
+//     and, when they did not all fit, all of them in one frame on stdout, the step's last
+//     line (runspec.CheckedVersions).
 //     A get registers its artifact and its metadata as the local var named after the step.
 //   - load_var, set_pipeline, resolve: read `artifact/path` files; load_var sets a local
 //     var (redacted unless reveal); set_pipeline validates the child pipeline and hands

@@ -238,10 +238,22 @@ func (s *step) publishCheck(versions []map[string]string) error {
 	if err != nil {
 		return err
 	}
-	if left := len(versions) - kept; left > 0 {
-		s.logf("the check found %d versions: only the newest %d fit in the step's results (%d bytes, in Tekton's 4 KiB termination message), the %d before them are not saved", len(versions), kept, room, left)
+	if err := errors.Join(s.writeResult(runspec.ResultVersion, version), s.writeResult(runspec.ResultVersions, list)); err != nil {
+		return err
 	}
-	return errors.Join(s.writeResult(runspec.ResultVersion, version), s.writeResult(runspec.ResultVersions, list))
+	if kept == len(versions) {
+		return nil
+	}
+	// More than the results carry (room bytes, in Tekton's 4 KiB termination message):
+	// all of them in the log's last line, which the backend reads.
+	frame, err := runspec.CheckedVersions(versions).Frame()
+	if err != nil {
+		return err
+	}
+	if _, err := s.stdout.Write(frame); err != nil {
+		return fmt.Errorf("writing the check's versions: %w", err)
+	}
+	return s.stdout.Flush()
 }
 
 // checkResultsWithin encodes a check's versions, oldest first, as its version result (the

@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -176,12 +175,13 @@ func TestCheckPublishesEveryVersion(t *testing.T) {
 	if got := w.result("c", runspec.ResultVersion); got != `{"v":"3"}` {
 		t.Errorf("version = %s, want the last", got)
 	}
-	if strings.Contains(r.stderr, "not saved") {
-		t.Errorf("stderr = %q, want nothing left out", r.stderr)
+	if r.stdout != "" || r.stderr != "" {
+		t.Errorf("stdout %q, stderr %q: want nothing, every version in the results", r.stdout, r.stderr)
 	}
 
-	// More than Tekton's results carry: the newest, and a line of the log says so.
-	w.script("check", `i=0; printf '['; while [ $i -lt 1000 ]; do printf '{"v":"%04d"},' $i; i=$((i+1)); done; echo '{"v":"last"}]'`)
+	// More than Tekton's results carry: the newest in the results, every one in the
+	// frame that is the log's last line.
+	w.script("check", `echo checking >&2; i=0; printf '['; while [ $i -lt 1000 ]; do printf '{"v":"%04d"},' $i; i=$((i+1)); done; echo '{"v":"last"}]'`)
 	check.PlanID, check.Paths.Results = "c2", w.resultsDir("c2")
 	r = w.run(check)
 	w.checkRun(r, "c2", runspec.Succeeded)
@@ -192,11 +192,18 @@ func TestCheckPublishesEveryVersion(t *testing.T) {
 	if n := len(got); n < 2 || n > 1000 || got[n-1]["v"] != "last" || got[n-2]["v"] != "0999" {
 		t.Errorf("versions = %v, want the newest ones, ending with 0999 and last", got)
 	}
-	if want := fmt.Sprintf("the check found 1001 versions: only the newest %d fit", len(got)); !strings.Contains(r.stderr, want) {
-		t.Errorf("stderr = %q, want it to say %q", r.stderr, want)
-	}
 	if w.result("c2", runspec.ResultVersion) != `{"v":"last"}` {
 		t.Errorf("version = %s, want the last", w.result("c2", runspec.ResultVersion))
+	}
+	if r.stderr != "checking\n" || strings.Count(r.stdout, "\n") != 1 {
+		t.Fatalf("stderr %q, stdout %.80q...: want the script's line, and the frame alone", r.stderr, r.stdout)
+	}
+	all, err := runspec.ParseVersionsFrame(r.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(all); n != 1001 || all[0]["v"] != "0000" || all[n-1]["v"] != "last" {
+		t.Errorf("the frame has %d versions (%v ... %v), want all 1001, oldest first", n, all[0], all[n-1])
 	}
 }
 

@@ -47,8 +47,8 @@
 // Other results written to Paths.Results: `version` and `metadata` (get, put, check),
 // `versions` (check: the versions the check script printed, oldest first, as a JSON list;
 // when they do not all fit in the 4 KiB of a pod's termination message that Tekton
-// passes results in, the newest that fit, always the last, and the step's log says how
-// many were left out; `version` is the last of them), `image` and `config` (resolve; with SuppliedCredentials also `vars`, the ((vars)) of the
+// passes results in, the newest that fit, always the last, and all of them in a frame,
+// the last line of the step's log (CheckedVersions); `version` is the last of them), `image` and `config` (resolve; with SuppliedCredentials also `vars`, the ((vars)) of the
 // task file its starter supplies in the task's vars Secret, TaskVarsSecret),
 // `count` (across: how many combinations of values it found),
 // `exit-status` (the process of a task, get or put, once it exited) and `error` (why the
@@ -61,7 +61,7 @@
 //
 // A set_pipeline step cannot set a pipeline from its pod: the runner reads and validates
 // the child pipeline and hands it to the backend in its log, as one line on stdout that is
-// an OSC escape sequence (PipelineToSet.Frame), its only output when it succeeds. A
+// an OSC escape sequence (PipelineToSet.Frame; see frame.go), its only output when it succeeds. A
 // backend honours that line only as the last line of a set_pipeline step that succeeded,
 // and shows it to no one: an ATC sets the pipeline (Concourse's team rules, diff, save),
 // the CLI says "setting pipeline: NAME".

@@ -54,3 +54,41 @@ func frameOf(t *testing.T, p PipelineToSet) string {
 	}
 	return string(f)
 }
+
+func TestVersionsFrame(t *testing.T) {
+	v := CheckedVersions{{"ref": "a"}, {"ref": "b", "path": "x;y\x07"}}
+	frame, err := v.Frame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := string(frame)
+	if !strings.HasSuffix(line, "\x07\n") || strings.Count(line, "\n") != 1 || strings.Count(line, "\x07") != 1 || !IsVersionsFrame(line) || IsPipelineFrame(line) {
+		t.Fatalf("frame %q: want one OSC line, a versions frame alone", line)
+	}
+	got, err := ParseVersionsFrame(strings.TrimSuffix(line, "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(v, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+	pipeline := frameOf(t, PipelineToSet{Pipeline: "p", Config: json.RawMessage(`{}`)})
+	for _, tt := range []struct{ name, line, wantErr string }{
+		{"a set-pipeline frame", pipeline, "not a check-versions frame"},
+		{"cut short", line[:len(line)-3], "cut short"},
+		{"other version", strings.Replace(line, ";check-versions;1;", ";check-versions;2;", 1), `version "2"`},
+		{"none", string(must(CheckedVersions{}.Frame())), "no versions"},
+		{"a null one", string(must(CheckedVersions{{"ref": "a"}, nil}.Frame())), "a null one"},
+	} {
+		if _, err := ParseVersionsFrame(tt.line); err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%s: error %v, want one with %q", tt.name, err, tt.wantErr)
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -207,7 +207,7 @@ func (b *Backend) Attach(run string) *Build {
 // build ends, and returns its final status. A caller that keeps the cursor (or the keys
 // of the events it saved) resumes in any process without gap or duplicate.
 func (b *Build) Events(ctx context.Context, after Cursor, emit func(Event) error) (event.BuildStatus, error) {
-	return b.client.follow(ctx, b.Name, after, emit, b.creds)
+	return b.client.follow(ctx, b.Name, after, withoutInternal(emit), b.creds)
 }
 
 // Abort aborts the build: running steps are interrupted, on_abort and ensure hooks run,
@@ -226,8 +226,9 @@ type StepResult struct {
 	Version  concourse.Version
 	Metadata concourse.Metadata
 	// Versions are the versions a check found, oldest first, its Version the last: every
-	// one its script printed, or the newest of them when they did not all fit in Tekton's
-	// results (runspec.ResultVersions; the step's log then says how many are left out).
+	// one its script printed (those its results carry, or, when there were more, those of
+	// the frame its runner wrote: runspec.CheckedVersions). Only the newest that fit in
+	// the results when the step's log is gone before it is read (a pruned pod).
 	Versions []concourse.Version
 	// Error is the step's error event ("interrupted", "timeout exceeded", a message).
 	Error string
@@ -239,8 +240,11 @@ type StepResult struct {
 func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 	var res StepResult
 	var logs [2]strings.Builder
-	status, err := b.Events(ctx, Cursor{}, func(e Event) error {
+	frames := map[concourse.PlanID]runspec.CheckedVersions{}
+	status, err := b.client.follow(ctx, b.Name, Cursor{}, func(e Event) error {
 		switch ev := e.Event.(type) {
+		case versionsFound:
+			frames[ev.Origin.ID] = ev.Versions
 		case event.Log:
 			if ev.Origin.Source == event.OriginSourceStdout {
 				logs[0].WriteString(ev.Payload)
@@ -261,7 +265,7 @@ func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 			res.ExitStatus, res.Version, res.Metadata = int(ev.ExitStatus), ev.CreatedVersion, ev.CreatedMetadata
 		}
 		return nil
-	})
+	}, b.creds)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +274,7 @@ func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 	// A check's versions are no event's: they are its TaskRun's results. They are the
 	// build's result even when an image's get, fetching the type's image, finished with
 	// a version of its own.
-	versions, err := b.client.checkedVersions(ctx, b.Name)
+	versions, err := b.client.checkedVersions(ctx, b.Name, frames)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +287,7 @@ func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 // checkedVersions are the versions the check step that is the build's plan found,
 // oldest first (none: it found none, or the build is no check's). The checks of the
 // images it fetched (their type's, ID <id>/image-check) and of gets are not the build's.
-func (c *Client) checkedVersions(ctx context.Context, run string) ([]concourse.Version, error) {
+func (c *Client) checkedVersions(ctx context.Context, run string, frames map[concourse.PlanID]runspec.CheckedVersions) ([]concourse.Version, error) {
 	trs, err := c.taskRunsOf(ctx, run)
 	if err != nil {
 		return nil, err
@@ -310,7 +314,7 @@ func (c *Client) checkedVersions(ctx context.Context, run string) ([]concourse.V
 	for i := range trs.Items {
 		if s := specs[i]; s.Mode == runspec.ModeCheck && s.PlanID == root {
 			tr := &trs.Items[i]
-			return checkResults(result(tr, runspec.ResultVersions), result(tr, runspec.ResultVersion)), nil
+			return everyVersion(checkResults(result(tr, runspec.ResultVersions), result(tr, runspec.ResultVersion)), frames[concourse.PlanID(s.PlanID)]), nil
 		}
 	}
 	return nil, nil

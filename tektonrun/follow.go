@@ -70,7 +70,7 @@ var notFoundGrace = 10 * time.Second
 // objects from the watch's caches and the logs through the API: a dropped watch, a broken
 // log stream or an apiserver restart costs time, not events. emit's error stops Follow.
 func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func(Event) error) (event.BuildStatus, error) {
-	return c.follow(ctx, run, after, emit, nil)
+	return c.follow(ctx, run, after, withoutInternal(emit), nil)
 }
 
 // follow is Follow; with creds, the build's credentials were supplied (WithCredentials),

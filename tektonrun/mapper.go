@@ -295,14 +295,19 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		}
 		l := o.Log[i]
 		k := Key{Step: name, Part: PartLog, N: n}
-		if spec.Mode == runspec.ModeSetPipeline && runspec.IsPipelineFrame(l.Text) {
+		if f, ok := frames[spec.Mode]; ok && f.is(l.Text) {
 			if !trDone || !o.LogDone {
-				// Whether it is the step's pipeline shows once the step has ended.
+				// Whether it is the step's frame shows once the step has ended.
 				return false, false
 			}
-			if p, ok := pipelineToSet(outcome, o.Log, i, origin); ok {
-				m.emit(k, p)
-				continue
+			// Only the runner writes after the step's process or script ended, and a
+			// step that succeeded wrote nothing after its frame: a frame-like line
+			// anywhere else (an error message quoting a file, a script's output) is text.
+			if outcome == runspec.Succeeded && i == len(o.Log)-1 {
+				if e, ok := f.read(l, origin); ok {
+					m.emit(k, e)
+					continue
+				}
 			}
 		}
 		m.emit(k, event.Log{Time: unix(l.Time), Origin: logOrigin, Payload: l.Text})
@@ -312,6 +317,20 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	}
 	m.end(name, spec, origin, tr, o.Pod, outcome)
 	return true, false
+}
+
+// frame reads the frame a step's runner writes as the last line of its log, to hand the
+// backend what its results cannot carry (see runspec's frame.go).
+type frame struct {
+	is   func(line string) bool
+	read func(l LogLine, origin event.Origin) (event.Event, bool)
+}
+
+// frames are the frames of the modes that write one: a set_pipeline step's pipeline, and
+// a check's versions when they are more than its results carry.
+var frames = map[runspec.Mode]frame{
+	runspec.ModeSetPipeline: {is: runspec.IsPipelineFrame, read: pipelineToSet},
+	runspec.ModeCheck:       {is: runspec.IsVersionsFrame, read: checkVersionsFrame},
 }
 
 // internal tells the modes of steps Concourse has no step for: a resolve step reads its

@@ -52,16 +52,9 @@ func (p PipelineToSet) Logs() []event.Log {
 	return append(logs, event.Log{Time: p.Time, Origin: stdout, Payload: "setting pipeline: " + p.Pipeline + "\n"})
 }
 
-// pipelineToSet reads line i of a set_pipeline step's log, a frame, as the step's
-// pipeline when the mapper honours it: the last line of a step that succeeded. Only the runner writes
-// there (no process of the user's runs in the step), and a step that succeeded wrote
-// nothing after its frame; a frame-like line anywhere else (an error message quoting the
-// file, a task's output) is only text.
-func pipelineToSet(outcome runspec.Outcome, log []LogLine, i int, origin event.Origin) (PipelineToSet, bool) {
-	l := log[i]
-	if outcome != runspec.Succeeded || i != len(log)-1 {
-		return PipelineToSet{}, false
-	}
+// pipelineToSet reads a set_pipeline step's frame as the step's pipeline; a frame that
+// cannot be read (a runner of another release) is a PipelineToSet that says why.
+func pipelineToSet(l LogLine, origin event.Origin) (event.Event, bool) {
 	p, err := runspec.ParsePipelineFrame(l.Text)
 	out := PipelineToSet{Origin: event.Origin{ID: origin.ID}, Time: unix(l.Time), PipelineToSet: p}
 	if err != nil {

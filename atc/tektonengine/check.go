@@ -49,9 +49,9 @@ type CheckConfig struct {
 // the same delegate (engine.NewCheckDelegate) finds the resource config's scope, points
 // the resource at it, decides whether to run and takes the checking lock, records the
 // start and end of the check; the versions found are saved, in order, with the scope's
-// SaveVersions. The run gives every version the check script printed, unless there are
-// more than Tekton's results carry: then the newest of them (see runspec.ResultVersions),
-// and the check's log says so.
+// SaveVersions. The run gives every version the check script printed (from its results,
+// or, when they are more than Tekton's results carry, from the frame its runner wrote in
+// its log: see runspec.CheckedVersions).
 //
 // A check of a resource of a custom type fetches the type's image first, as Concourse's
 // FetchImage does (fetchTypeImage): the type's check runs, and the resource config is

@@ -10,8 +10,7 @@ import (
 // CheckedVersion gives only the latest. The runs of NewRuns are.
 type versionsRun interface {
 	// CheckedVersions are the versions the check of the run found, oldest first (none:
-	// it found none), once the run has ended: every one its script printed, or the
-	// newest of them when they did not all fit in Tekton's results.
+	// it found none), once the run has ended: every one its script printed.
 	CheckedVersions(ctx context.Context) ([]map[string]string, error)
 }
 
