@@ -117,7 +117,7 @@ func ParseVersionsFrame(line string) (CheckedVersions, error) {
 // no sooner, however long the runner took to decide on a loaded node. Like a frame, the
 // line is an OSC escape sequence, which terminals do not display; a backend does not show
 // it as output.
-const StartMark = "\x1b]concourse-tekton;started\x07\n"
+const StartMark = framePrefix + "started" + frameEnd + "\n"
 
 // AnnouncesStart tells whether the runner of spec writes StartMark when the step starts.
 func AnnouncesStart(spec Spec) bool {
