@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -169,10 +170,14 @@ func gitServer(t *testing.T, n int) (addr string, refs []string) {
 				{Name: "GIT_COMMITTER_NAME", Value: "e2e"}, {Name: "GIT_COMMITTER_EMAIL", Value: "e2e@e2e.invalid"},
 				{Name: "HOME", Value: "/tmp"},
 			},
+			// The commits in one git process (fast-import), not three each: on a loaded
+			// machine hundreds of git processes took minutes.
 			Command: []string{"sh", "-c", fmt.Sprintf(`set -e
-git init -q -b main /tmp/work && cd /tmp/work
-i=0; while [ $i -lt %d ]; do echo $i > n; git add n; git commit -q -m "commit $i"; i=$((i+1)); done
-mkdir /repos && git clone -q --bare /tmp/work /repos/repo.git
+git init -q --bare -b main /repos/repo.git && cd /repos/repo.git
+i=0; while [ $i -lt %d ]; do
+  printf 'commit refs/heads/main\ncommitter e2e <e2e@e2e.invalid> %%d +0000\ndata <<EOT\ncommit %%d\nEOT\nM 644 inline n\ndata <<EOT\n%%d\nEOT\n\n' $((1700000000+i)) $i $i
+  i=$((i+1))
+done | git fast-import --quiet
 git rev-list --reverse main
 exec git daemon --reuseaddr --export-all --base-path=/repos /repos`, n)},
 			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(9418)}}, PeriodSeconds: 1},
@@ -187,19 +192,22 @@ exec git daemon --reuseaddr --export-all --base-path=/repos /repos`, n)},
 		}
 	})
 	var ip string
-	eventually(t, "the git server to be ready", 3*time.Minute, func(ctx context.Context) (bool, error) {
+	last := &corev1.Pod{}
+	if err := pollErr(ctx, 5*time.Minute, func(ctx context.Context) (bool, error) {
 		p, err := web.kube.CoreV1().Pods(web.ns).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, client(err)
 		}
-		ip = p.Status.PodIP
+		last, ip = p, p.Status.PodIP
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodReady {
 				return c.Status == corev1.ConditionTrue && ip != "", nil
 			}
 		}
 		return false, nil
-	})
+	}); err != nil {
+		t.Fatalf("waiting for the git server to be ready: %v\nits status: %s", err, podStatus(last))
+	}
 	// The log may lag behind the daemon, and holds its complaints about the readiness
 	// probe's connections: the commits are its lines of 40 hex digits.
 	eventually(t, "the git server to log its commits", time.Minute, func(ctx context.Context) (bool, error) {
@@ -208,6 +216,19 @@ exec git daemon --reuseaddr --export-all --base-path=/repos /repos`, n)},
 		return len(refs) == n, err
 	})
 	return ip, refs
+}
+
+// podStatus is a pod's phase, conditions and containers' states, for a failure's message.
+func podStatus(p *corev1.Pod) string {
+	b, err := json.Marshal(struct {
+		Phase      corev1.PodPhase          `json:"phase,omitempty"`
+		Conditions []corev1.PodCondition    `json:"conditions,omitempty"`
+		Containers []corev1.ContainerStatus `json:"containers,omitempty"`
+	}{p.Status.Phase, p.Status.Conditions, p.Status.ContainerStatuses})
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 // gitWebNode starts, for the test, a web node of its own beside the tests' (its database,
