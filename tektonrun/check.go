@@ -123,6 +123,9 @@ type CheckReport struct {
 	// builds run; nil when it could not be read (Err says why). A target that is not
 	// running is still OK: it is as an operator wants it.
 	Status *Status
+	// Advice is what the cluster's operator could change in Tekton for faster builds,
+	// each a sentence; it never makes the report fail.
+	Advice []string
 	// Err is why the API server is unreachable, or, when it answers, why a question could
 	// not be answered (then the permissions it concerns are neither granted nor missing).
 	Err error
@@ -143,6 +146,7 @@ func (r CheckReport) MarshalJSON() ([]byte, error) {
 		Missing         []Permission `json:"missing"`
 		PodSecurity     *PodSecurity `json:"podSecurity,omitempty"`
 		Status          *Status      `json:"status,omitempty"`
+		Advice          []string     `json:"advice,omitempty"`
 		Error           string       `json:"error,omitempty"`
 		OK              bool         `json:"ok"`
 	}{
@@ -153,6 +157,7 @@ func (r CheckReport) MarshalJSON() ([]byte, error) {
 		Missing:         r.Missing,
 		PodSecurity:     r.PodSecurity,
 		Status:          r.Status,
+		Advice:          r.Advice,
 		OK:              r.OK(),
 	}
 	if out.Missing == nil {
@@ -228,7 +233,13 @@ func (t *Target) CheckWith(ctx context.Context, o CheckOptions) CheckReport {
 		}
 	}
 	r.Granted = reviewErr == nil && len(r.Missing) == 0
-	ps, psErr := t.podSecurity(ctx)
+	flags, flagsErr := t.tektonFlags(ctx)
+	r.Advice = flags.advice()
+	var ps *PodSecurity
+	psErr := flagsErr
+	if psErr == nil {
+		ps, psErr = t.podSecurity(ctx, flags)
+	}
 	r.PodSecurity = ps
 	// The state, unless the permissions it takes are missing (and reported so).
 	var statusErr error

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -33,8 +34,8 @@ type fakeCluster struct {
 	enforce         string
 	noNamespace     bool
 	forbidNamespace bool // reading namespaces is forbidden
-	// tektonSecurityContext sets Tekton's feature flag set-security-context to true.
-	tektonSecurityContext bool
+	// featureFlags is Tekton's ConfigMap tekton-pipelines/feature-flags; nil leaves it out.
+	featureFlags map[string]string
 }
 
 // fakeTarget is a target in namespace "ci" of a fake cluster. Access reviews about other
@@ -51,9 +52,9 @@ func fakeTarget(t *testing.T, c fakeCluster) *Target {
 			t.Fatal(err)
 		}
 	}
-	if c.tektonSecurityContext {
+	if c.featureFlags != nil {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "feature-flags", Namespace: "tekton-pipelines"},
-			Data: map[string]string{"set-security-context": "true"}}
+			Data: c.featureFlags}
 		if _, err := kube.CoreV1().ConfigMaps(cm.Namespace).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -207,7 +208,7 @@ func TestCheckPodSecurity(t *testing.T) {
 			"tasks whose run.user is a number other than 0",
 		}},
 		// Tekton's init containers too pass: tasks of a numeric non-root user can run.
-		{name: "restricted, Tekton sets security contexts", cluster: fakeCluster{enforce: "restricted", tektonSecurityContext: true}, want: []string{
+		{name: "restricted, Tekton sets security contexts", cluster: fakeCluster{enforce: "restricted", featureFlags: map[string]string{"set-security-context": "true"}}, want: []string{
 			"privileged steps (privileged: true)",
 			"steps whose runner switches to run.user (root, then the user)",
 			"other steps (the image's user)",
@@ -234,6 +235,36 @@ func TestCheckPodSecurity(t *testing.T) {
 			}
 			if got.OK() != tc.wantOK || got.PodSecurity.Unknown != tc.wantNote {
 				t.Errorf("OK() = %v, note %q; want %v, %q", got.OK(), got.PodSecurity.Unknown, tc.wantOK, tc.wantNote)
+			}
+		})
+	}
+}
+
+// TestCheckAdvice: a cluster whose Tekton makes each pod's first step wait for the
+// controller's ready mark (running-in-environment-with-injected-sidecars, true unless
+// set) is told how its steps start sooner; nothing is said when the flag is false or
+// when the flags cannot be read, and the advice never fails the check.
+func TestCheckAdvice(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		flags  map[string]string
+		advice bool
+	}{
+		{name: "Tekton's default", flags: map[string]string{}, advice: true},
+		{name: "true", flags: map[string]string{"running-in-environment-with-injected-sidecars": " True "}, advice: true},
+		{name: "false", flags: map[string]string{"running-in-environment-with-injected-sidecars": "false"}},
+		{name: "unread", flags: nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := fakeTarget(t, fakeCluster{groupVersions: []string{"tekton.dev/v1"}, featureFlags: c.flags}).Check(context.Background())
+			if !r.OK() {
+				t.Fatalf("the check failed: %+v", r)
+			}
+			if got := len(r.Advice) > 0; got != c.advice {
+				t.Fatalf("advice %q; want some: %v", r.Advice, c.advice)
+			}
+			if c.advice && !strings.Contains(r.Advice[0], `running-in-environment-with-injected-sidecars: "true"`) {
+				t.Errorf("the advice does not name the flag: %q", r.Advice[0])
 			}
 		})
 	}

@@ -164,7 +164,6 @@ clusterDomain: cluster.local
 clusterDNS: []
 resolvConf: /etc/resolv.conf
 serializeImagePulls: false
-syncFrequency: 5s
 fileCheckFrequency: 20s
 nodeStatusUpdateFrequency: 10s
 maxPods: 110
@@ -282,8 +281,12 @@ start_tekton() {
 	KUBECTL apply --server-side -f "$cfg/300-crds" >/dev/null || die "applying Tekton's CRDs"
 	# Tekton's init containers with security contexts that Pod Security "restricted"
 	# admits, so that a namespace enforcing it can run tasks of a non-root run.user.
+	# No sidecar is injected into this cluster's pods, and our Tasks have none: a step
+	# starts at once, not after the controller marks its pod ready and the kubelet writes
+	# that mark into the pod (Tekton's advice for such clusters; seconds a pod here).
 	KUBECTL patch configmap feature-flags -n tekton-pipelines --type merge \
-		-p '{"data":{"set-security-context":"true"}}' >/dev/null || die "setting Tekton's feature flags"
+		-p '{"data":{"set-security-context":"true","running-in-environment-with-injected-sidecars":"false"}}' >/dev/null ||
+		die "setting Tekton's feature flags"
 	KUBECTL apply -f - >/dev/null <<YAML || die "creating the webhook's Service"
 apiVersion: v1
 kind: Service

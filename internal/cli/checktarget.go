@@ -111,6 +111,9 @@ func printCheck(w io.Writer, t *tektonrun.Target, r tektonrun.CheckReport) {
 			fmt.Fprintf(w, "! target %s is %s since %s: it takes no new build; %d running\n", t.Name, st.State, st.Since.Format(time.RFC3339), st.Running)
 		}
 	}
+	for _, a := range r.Advice {
+		fmt.Fprintf(w, "! %s\n", a)
+	}
 	if r.Err != nil {
 		fmt.Fprintf(w, "✗ %v\n", r.Err)
 	}
