@@ -354,7 +354,7 @@ func (m *mapper) acrossHead(n walkNode, runDone bool) bool {
 		}
 		return true
 	}
-	at := m.obs.Run.Status.StartTime.Unix()
+	at := runStart(m.obs.Run)
 	for _, d := range n.deps {
 		if o := m.obs.Steps[d]; o != nil && o.TaskRun != nil {
 			at = max(at, endTime(o.TaskRun, o.Pod))

@@ -86,7 +86,7 @@ func (m *mapper) run() ([]Event, bool) {
 	if run == nil || run.Status.StartTime == nil {
 		return nil, false
 	}
-	m.emit(Key{Part: PartHead}, event.Status{Status: event.BuildStatusStarted, Time: run.Status.StartTime.Unix()})
+	m.emit(Key{Part: PartHead}, event.Status{Status: event.BuildStatusStarted, Time: runStart(run)})
 	spec := run.Status.PipelineSpec
 	if spec == nil {
 		return m.events, false
@@ -184,7 +184,7 @@ func fusedVerdict(o Observation) *v1.TaskRun {
 // last step recorded (fused); a run without one was cancelled (aborted) or broke
 // (errored).
 func finalStatus(run *v1.PipelineRun, verdict, fused *v1.TaskRun) (event.BuildStatus, int64) {
-	at := run.Status.StartTime.Unix()
+	at := runStart(run)
 	if run.Status.CompletionTime != nil {
 		at = run.Status.CompletionTime.Unix()
 	}
@@ -775,6 +775,21 @@ func startMark(announces bool, log []LogLine) int {
 // before they started as terminated too, but without a container.
 func ran(s corev1.ContainerState) bool {
 	return s.Running != nil || s.Terminated != nil && s.Terminated.ContainerID != ""
+}
+
+// runStart is when the build started: its PipelineRun's creation, which never changes
+// (a run made without one, by a test, its start). The run's Status.StartTime can change
+// once: Tekton's controller, reconciling from a cache that has not yet seen its first
+// status write, sets it again a second later, and a mapping must not depend on which of
+// the two a process saw (a follower during the build, `events` after it).
+func runStart(run *v1.PipelineRun) int64 {
+	switch {
+	case !run.CreationTimestamp.IsZero():
+		return run.CreationTimestamp.Unix()
+	case run.Status.StartTime != nil:
+		return run.Status.StartTime.Unix()
+	}
+	return 0
 }
 
 // startTime is when the step began: the TaskRun's start, which never changes (a

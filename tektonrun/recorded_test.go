@@ -417,6 +417,23 @@ func TestRecordedCompletionRewritten(t *testing.T) {
 	}
 }
 
+// TestRecordedRunStartRewritten: Tekton's controller, reconciling a new PipelineRun from
+// a cache that has not yet seen its first status write, sets the run's start time again,
+// a second later (seen in CI: a follower showed the first, `events` after the build the
+// second); a process that maps the build after that maps the same events.
+func TestRecordedRunStartRewritten(t *testing.T) {
+	for _, dir := range recordedCases(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			obs := recorded(t, dir)
+			before := encode(t, first(Map(obs, nil)))
+			obs.Run.Status.StartTime = &metav1.Time{Time: obs.Run.Status.StartTime.Add(time.Second)}
+			if diff := cmp.Diff(string(before), string(encode(t, first(Map(obs, nil))))); diff != "" {
+				t.Errorf("events after the run's start time was rewritten (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
 func first[A, B any](a A, _ B) A { return a }
 
 // TestMapFusedVerdict: when the build's last step recorded the verdict
