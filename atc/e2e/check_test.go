@@ -29,11 +29,11 @@ func versionsOf(t *testing.T, resource, field string) []string {
 	t.Helper()
 	out, code := fly(t, time.Minute, "resource-versions", "-r", resource, "--count", "1000", "--json")
 	if code != 0 {
-		t.Fatalf("fly resource-versions: exit %d\n%s", code, out)
+		fatalf(t, "fly resource-versions: exit %d\n%s", code, out)
 	}
 	var list []resourceVersion
 	if err := jsonUnmarshal(out, &list); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	var vs []string
 	for _, v := range list {
@@ -80,7 +80,7 @@ jobs:
 	out := flyOK(t, 5*time.Minute, "check-resource", "-r", "check/thing")
 	inOrder(t, out, "checking check/thing", "succeeded")
 	if vs := versions(t, "check/thing"); len(vs) != 1 || vs[0] != "first" {
-		t.Errorf("fly resource-versions: %q; want [first]", vs)
+		errorf(t, "fly resource-versions: %q; want [first]", vs)
 	}
 
 	// The first version triggers the job, and the job after it through passed:.
@@ -94,7 +94,7 @@ jobs:
 	// A new version, as testflight makes them: a check from it.
 	flyOK(t, 5*time.Minute, "check-resource", "-r", "check/thing", "-f", "version:second")
 	if vs := versions(t, "check/thing"); len(vs) != 2 || vs[0] != "second" || vs[1] != "first" {
-		t.Errorf("fly resource-versions: %q; want [second first]", vs)
+		errorf(t, "fly resource-versions: %q; want [second first]", vs)
 	}
 	// The checks' runs go as their containers do: the latest check's stays, for fly
 	// intercept --check, the ones before it are gone. Looked at now, while the check's
@@ -115,12 +115,12 @@ jobs:
 		return len(left) == 1, nil
 	})
 	if err != nil {
-		t.Errorf("check runs of thing: %v (%v); want the latest check's alone", left, err)
+		errorf(t, "check runs of thing: %v (%v); want the latest check's alone", left, err)
 	} else {
 		// One pod: the check records the build's verdict in its own container.
 		trs, err := web.tekton.TektonV1().TaskRuns(web.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + left[0]})
 		if err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		var names []string
 		verdict := ""
@@ -133,14 +133,14 @@ jobs:
 			}
 		}
 		if len(names) != 1 || verdict != "succeeded" {
-			t.Errorf("TaskRuns of the check's run %s: %v, its verdict %q; want the check's alone, which recorded succeeded", left[0], names, verdict)
+			errorf(t, "TaskRuns of the check's run %s: %v, its verdict %q; want the check's alone, which recorded succeeded", left[0], names, verdict)
 		}
 	}
 
 	waitBuild("use", "2", "got second")
 	waitBuild("after", "2", "after use: second")
 	if b, ok := builds(t, "check")["after/3"]; ok {
-		t.Errorf("after #3 %+v: a version triggered it twice", b)
+		errorf(t, "after #3 %+v: a version triggered it twice", b)
 	}
 }
 
@@ -181,7 +181,7 @@ jobs:
 	inOrder(t, out, "got from-lidar", "succeeded")
 	for _, line := range strings.Split(web.logTail(5000), "\n") {
 		if strings.Contains(line, "no Host in request URL") {
-			t.Errorf("a check went to Concourse's own stepper: %s", line)
+			errorf(t, "a check went to Concourse's own stepper: %s", line)
 			break
 		}
 	}

@@ -87,7 +87,7 @@ jobs:
 	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "creds/show", "-w")
 	t.Logf("fly trigger-job -j creds/show -w: exit %d\n%s", code, out)
 	if code != 0 {
-		t.Errorf("exit %d, want 0", code)
+		errorf(t, "exit %d, want 0", code)
 	}
 	// The task read the values (upper case, no longer a credential's), and fly shows
 	// none of them.
@@ -96,7 +96,7 @@ jobs:
 	values := []string{secret, user, globalSecret}
 	for _, v := range values {
 		if strings.Contains(out, v) {
-			t.Errorf("fly's output shows %q", v)
+			errorf(t, "fly's output shows %q", v)
 		}
 	}
 
@@ -104,18 +104,18 @@ jobs:
 	run := buildRun(t, "show")
 	s, err := web.kube.CoreV1().Secrets(web.ns).Get(ctx, run, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("the build's Secret: %v", err)
+		fatalf(t, "the build's Secret: %v", err)
 	}
 	if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "PipelineRun" || o[0].Name != run {
-		t.Errorf("the Secret's owners %+v, want PipelineRun %s", o, run)
+		errorf(t, "the Secret's owners %+v, want PipelineRun %s", o, run)
 	}
 	if len(s.Data) != 3 {
-		t.Errorf("the Secret has keys %v, want one a var", keys(s.Data))
+		errorf(t, "the Secret has keys %v, want one a var", keys(s.Data))
 	}
 	for _, obj := range tektonObjects(t) {
 		for _, v := range values {
 			if strings.Contains(obj, v) {
-				t.Errorf("a Tekton object holds %q: %.200s", v, obj)
+				errorf(t, "a Tekton object holds %q: %.200s", v, obj)
 			}
 		}
 	}
@@ -123,14 +123,14 @@ jobs:
 	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "creds/missing", "-w")
 	t.Logf("fly trigger-job -j creds/missing -w: exit %d\n%s", code, out)
 	if code != 2 {
-		t.Errorf("exit %d, want 2 (errored)", code)
+		errorf(t, "exit %d, want 2 (errored)", code)
 	}
 	inOrder(t, out, "ran before", "undefined vars: dm:nope, not_anywhere", "errored")
 
 	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "creds/unused-hook", "-w")
 	t.Logf("fly trigger-job -j creds/unused-hook -w: exit %d\n%s", code, out)
 	if code != 0 {
-		t.Errorf("exit %d, want 0 (the hook's var is never looked up)", code)
+		errorf(t, "exit %d, want 0 (the hook's var is never looked up)", code)
 	}
 	inOrder(t, out, "fine", "succeeded")
 }
@@ -183,16 +183,16 @@ jobs:
 	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "taskfile/file", "-w")
 	t.Logf("fly trigger-job -j taskfile/file -w: exit %d\n%s", code, out)
 	if code != 0 {
-		t.Errorf("exit %d, want 0", code)
+		errorf(t, "exit %d, want 0", code)
 	}
 	inOrder(t, out, "file: ((redacted)) ((redacted)) step-value", "UPPER: "+strings.ToUpper(text+" "+globalSecret), "succeeded")
 	for _, v := range []string{text, globalSecret} {
 		if strings.Contains(out, v) {
-			t.Errorf("fly's output shows %q", v)
+			errorf(t, "fly's output shows %q", v)
 		}
 		for _, obj := range tektonObjects(t) {
 			if strings.Contains(obj, v) {
-				t.Errorf("a Tekton object holds %q: %.200s", v, obj)
+				errorf(t, "a Tekton object holds %q: %.200s", v, obj)
 			}
 		}
 	}
@@ -200,20 +200,20 @@ jobs:
 	run := pipelineRun(t, "taskfile", "file")
 	secrets, err := web.kube.CoreV1().Secrets(web.ns).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelTaskVarsOf + "=" + run})
 	if err != nil || len(secrets.Items) != 1 {
-		t.Fatalf("the task's vars Secrets: %v, %v", secrets, err)
+		fatalf(t, "the task's vars Secrets: %v, %v", secrets, err)
 	}
 	s := secrets.Items[0]
 	if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "PipelineRun" || o[0].Name != run {
-		t.Errorf("the vars Secret's owners %+v, want PipelineRun %s", o, run)
+		errorf(t, "the vars Secret's owners %+v, want PipelineRun %s", o, run)
 	}
 	if len(s.Data) != 2 {
-		t.Errorf("the vars Secret has keys %v, want the file's two credentials", keys(s.Data))
+		errorf(t, "the vars Secret has keys %v, want the file's two credentials", keys(s.Data))
 	}
 
 	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "taskfile/missing", "-w")
 	t.Logf("fly trigger-job -j taskfile/missing -w: exit %d\n%s", code, out)
 	if code != 2 {
-		t.Errorf("exit %d, want 2 (errored)", code)
+		errorf(t, "exit %d, want 2 (errored)", code)
 	}
 	inOrder(t, out, "undefined vars: not_anywhere", "errored")
 }
@@ -230,7 +230,7 @@ func pipelineRun(t *testing.T, pipeline, job string) string {
 	sel := labels.SelectorFromSet(labels.Set{runspec.LabelPipeline: pipeline, runspec.LabelJob: job, runspec.LabelBuild: "1"}).String()
 	runs, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
 	if err != nil || len(runs.Items) != 1 {
-		t.Fatalf("the run of %s/%s #1: %v, %v", pipeline, job, runs, err)
+		fatalf(t, "the run of %s/%s #1: %v, %v", pipeline, job, runs, err)
 	}
 	return runs.Items[0].Name
 }
@@ -251,7 +251,7 @@ func tektonObjects(t *testing.T) []string {
 	} {
 		l, err := list()
 		if err != nil && !apierrors.IsNotFound(err) {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		lists = append(lists, l)
 	}
@@ -259,7 +259,7 @@ func tektonObjects(t *testing.T) []string {
 	for _, l := range lists {
 		buf, err := json.Marshal(l)
 		if err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		out = append(out, string(buf))
 	}

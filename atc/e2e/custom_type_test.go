@@ -81,7 +81,7 @@ jobs:
 	out := flyOK(t, 5*time.Minute, "check-resource", "-r", "custom/custom-resource")
 	inOrder(t, out, "checking custom/custom-resource", "succeeded")
 	if vs := versions(t, "custom/custom-resource"); !slices.Equal(vs, []string{"custom-v1"}) {
-		t.Errorf("fly resource-versions: %q; want [custom-v1]", vs)
+		errorf(t, "fly resource-versions: %q; want [custom-v1]", vs)
 	}
 
 	// The type itself (of a base type).
@@ -136,21 +136,21 @@ jobs:
 	// The first check: the latest commit only, as resources do.
 	check("")
 	if got := versionsOf(t, "versions/repo", "ref"); !slices.Equal(got, []string{refs[commits-1]}) {
-		t.Errorf("after the first check: %q; want the last commit, %s", got, refs[commits-1])
+		errorf(t, "after the first check: %q; want the last commit, %s", got, refs[commits-1])
 	}
 	// From the fourth commit before the last: all four.
 	check(refs[commits-4])
 	if got, want := versionsOf(t, "versions/repo", "ref"), newestFirst(refs[commits-4:]); !slices.Equal(got, want) {
-		t.Errorf("after the check from %s:\n got  %q\n want %q", refs[commits-4], got, want)
+		errorf(t, "after the check from %s:\n got  %q\n want %q", refs[commits-4], got, want)
 	}
 	// From the first commit: every one, though they are many more than Tekton's results
 	// carry.
 	out := check(refs[0])
 	if strings.Contains(out, "concourse-tekton;") {
-		t.Errorf("the check's output shows the versions' frame:\n%.2000s", out)
+		errorf(t, "the check's output shows the versions' frame:\n%.2000s", out)
 	}
 	if got, want := versionsOf(t, "versions/repo", "ref"), newestFirst(refs); !slices.Equal(got, want) {
-		t.Errorf("after the check from the first commit: %d versions, want all %d, newest first:\n got  %.300q...\n want %.300q...", len(got), len(want), got, want)
+		errorf(t, "after the check from the first commit: %d versions, want all %d, newest first:\n got  %.300q...\n want %.300q...", len(got), len(want), got, want)
 	}
 }
 
@@ -184,7 +184,7 @@ exec git daemon --reuseaddr --export-all --base-path=/repos /repos`, n)},
 		}}},
 	}
 	if _, err := web.kube.CoreV1().Pods(web.ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	t.Cleanup(func() {
 		if err := web.kube.CoreV1().Pods(web.ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{}); err != nil {
@@ -206,7 +206,7 @@ exec git daemon --reuseaddr --export-all --base-path=/repos /repos`, n)},
 		}
 		return false, nil
 	}); err != nil {
-		t.Fatalf("waiting for the git server to be ready: %v\nits status: %s", err, podStatus(last))
+		fatalf(t, "waiting for the git server to be ready: %v\nits status: %s", err, podStatus(last))
 	}
 	// The log may lag behind the daemon, and holds its complaints about the readiness
 	// probe's connections: the commits are its lines of 40 hex digits.
@@ -240,11 +240,11 @@ func gitWebNode(t *testing.T) *webNode {
 	tmp := t.TempDir()
 	home := filepath.Join(tmp, "home")
 	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	webPort, pgPort, err := freePorts()
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	w.state = filepath.Join(tmp, "web")
 	w.url = "http://127.0.0.1:" + strconv.Itoa(webPort)
@@ -262,7 +262,7 @@ func gitWebNode(t *testing.T) *webNode {
 		}
 	})
 	if out, err := w.webSh("up"); err != nil {
-		t.Fatalf("web.sh up: %v\n%s%s", err, out, w.logTail(40))
+		fatalf(t, "web.sh up: %v\n%s%s", err, out, w.logTail(40))
 	}
 	return &w
 }

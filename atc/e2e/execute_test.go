@@ -39,10 +39,10 @@ run: {path: sh, args: [-c, 'echo partial > out/partial.txt; exit 3']}
 	for name, content := range files {
 		path := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 	}
 	src := filepath.Join(dir, "src")
@@ -51,7 +51,7 @@ run: {path: sh, args: [-c, 'echo partial > out/partial.txt; exit 3']}
 	got := flyOK(t, 5*time.Minute, "execute", "-c", filepath.Join(dir, "task.yml"), "-i", "src="+src, "-o", "out="+out)
 	inOrder(t, got, "executing build", "hello from fly", "nested", "succeeded")
 	if result, err := os.ReadFile(filepath.Join(out, "deep", "result.txt")); err != nil || string(result) != "made from hello from fly\n" {
-		t.Errorf("output out/deep/result.txt: %q, %v; want what the task wrote", result, err)
+		errorf(t, "output out/deep/result.txt: %q, %v; want what the task wrote", result, err)
 	}
 
 	// A task that fails: fly exits with its status, and the output it made comes back.
@@ -59,11 +59,11 @@ run: {path: sh, args: [-c, 'echo partial > out/partial.txt; exit 3']}
 	got, code := fly(t, 5*time.Minute, "execute", "-c", filepath.Join(dir, "fail.yml"), "-i", "src="+src, "-o", "out="+partial)
 	t.Logf("fly execute -c fail.yml: exit %d\n%s", code, got)
 	if code != 3 {
-		t.Errorf("exit %d, want the task's 3", code)
+		errorf(t, "exit %d, want the task's 3", code)
 	}
 	inOrder(t, got, "executing build", "failed")
 	if result, err := os.ReadFile(filepath.Join(partial, "partial.txt")); err != nil || string(result) != "partial\n" {
-		t.Errorf("output out/partial.txt: %q, %v; want what the task wrote before it failed", result, err)
+		errorf(t, "output out/partial.txt: %q, %v; want what the task wrote before it failed", result, err)
 	}
 
 	// The uploads and the outputs are volumes of the target's worker.
@@ -72,7 +72,7 @@ run: {path: sh, args: [-c, 'echo partial > out/partial.txt; exit 3']}
 		Worker string `json:"worker_name"`
 	}
 	if err := jsonUnmarshal(flyOK(t, time.Minute, "volumes", "--json"), &volumes); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	artifacts := 0
 	for _, v := range volumes {
@@ -81,6 +81,6 @@ run: {path: sh, args: [-c, 'echo partial > out/partial.txt; exit 3']}
 		}
 	}
 	if artifacts < 4 {
-		t.Errorf("fly volumes lists %d artifact volumes on tekton-%s; want at least 4 (2 uploads, 2 outputs): %+v", artifacts, web.ns, volumes)
+		errorf(t, "fly volumes lists %d artifact volumes on tekton-%s; want at least 4 (2 uploads, 2 outputs): %+v", artifacts, web.ns, volumes)
 	}
 }

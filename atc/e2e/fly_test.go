@@ -61,14 +61,14 @@ func TestWorker(t *testing.T) {
 		return found != nil, nil
 	})
 	if found.Platform != "linux" || found.Version != "2.5" {
-		t.Errorf("worker %s: platform %q, version %q; want linux, 2.5", name, found.Platform, found.Version)
+		errorf(t, "worker %s: platform %q, version %q; want linux, 2.5", name, found.Platform, found.Version)
 	}
 	images := map[string]string{}
 	for _, rt := range found.ResourceTypes {
 		images[rt.Type] = rt.Image
 	}
 	if images["mock"] != mockImage || images["registry-image"] != "concourse/registry-image-resource" {
-		t.Errorf("base resource types %v; want mock's from --tekton-resource-image, the others the defaults", images)
+		errorf(t, "base resource types %v; want mock's from --tekton-resource-image, the others the defaults", images)
 	}
 }
 
@@ -108,7 +108,7 @@ jobs:
 			out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "trigger/"+tt.job, "-w")
 			t.Logf("fly trigger-job -j trigger/%s -w: exit %d\n%s", tt.job, code, out)
 			if code != tt.wantExit {
-				t.Errorf("exit %d, want %d", code, tt.wantExit)
+				errorf(t, "exit %d, want %d", code, tt.wantExit)
 			}
 			inOrder(t, out, tt.want...)
 		})
@@ -118,17 +118,17 @@ jobs:
 	for _, tt := range tests {
 		b, ok := all[tt.job+"/1"]
 		if !ok || b.Status != tt.status {
-			t.Errorf("fly builds: %s #1 %+v; want %s", tt.job, b, tt.status)
+			errorf(t, "fly builds: %s #1 %+v; want %s", tt.job, b, tt.status)
 			continue
 		}
 		// One PipelineRun per build, named after it, and recording which build it runs.
 		pr, err := web.tekton.TektonV1().PipelineRuns(web.ns).Get(context.Background(), "trigger-"+tt.job+"-1", metav1.GetOptions{})
 		if err != nil {
-			t.Errorf("the run of %s #1: %v", tt.job, err)
+			errorf(t, "the run of %s #1: %v", tt.job, err)
 			continue
 		}
 		if got := pr.Annotations[tektonengine.AnnotationBuildID]; got != strconv.Itoa(b.ID) {
-			t.Errorf("PipelineRun %s records build %q, want %d", pr.Name, got, b.ID)
+			errorf(t, "PipelineRun %s records build %q, want %d", pr.Name, got, b.ID)
 		}
 	}
 }
@@ -169,17 +169,17 @@ jobs:
 	start := time.Now()
 	out, code := fly(t, time.Minute, "abort-build", "-j", "abort/sleep", "-b", "1")
 	if code != 0 || !strings.Contains(out, "build successfully aborted") {
-		t.Fatalf("fly abort-build: exit %d\n%s", code, out)
+		fatalf(t, "fly abort-build: exit %d\n%s", code, out)
 	}
 	out, code = watch.wait(t)
 	t.Logf("fly trigger-job -w, aborted after %s: exit %d\n%s", time.Since(start).Round(time.Second), code, out)
 	if code != 3 {
-		t.Errorf("exit %d, want 3 (aborted)", code)
+		errorf(t, "exit %d, want 3 (aborted)", code)
 	}
 	// The task is interrupted, its on_abort hook runs, then the build ends aborted.
 	inOrder(t, out, "sleeping", "interrupted", "on_abort ran", "aborted")
 	if b := builds(t, "abort")["sleep/1"]; b.Status != "aborted" {
-		t.Errorf("fly builds: sleep #1 %+v; want aborted", b)
+		errorf(t, "fly builds: sleep #1 %+v; want aborted", b)
 	}
 }
 
@@ -202,7 +202,7 @@ jobs:
   - in_parallel:`+count("a")+count("b")+"\n")
 
 	if out, code := fly(t, time.Minute, "trigger-job", "-j", "restart/count"); code != 0 {
-		t.Fatalf("fly trigger-job: exit %d\n%s", code, out)
+		fatalf(t, "fly trigger-job: exit %d\n%s", code, out)
 	}
 	// Once the build has printed a few lines, the web node goes away for a while, and
 	// comes back.
@@ -211,30 +211,30 @@ jobs:
 		return strings.Contains(out, "a 3\n"), nil
 	})
 	if out, err := web.webSh("down"); err != nil {
-		t.Fatalf("web.sh down: %v\n%s", err, out)
+		fatalf(t, "web.sh down: %v\n%s", err, out)
 	}
 	time.Sleep(3 * time.Second)
 	if out, err := web.webSh("up"); err != nil {
-		t.Fatalf("web.sh up: %v\n%s", err, out)
+		fatalf(t, "web.sh up: %v\n%s", err, out)
 	}
 	pr, err := web.tekton.TektonV1().PipelineRuns(web.ns).Get(context.Background(), "restart-count-1", metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	if pr.Status.CompletionTime != nil {
-		t.Errorf("the build ended while the web node was away, at %s: it did not restart mid-build", pr.Status.CompletionTime)
+		errorf(t, "the build ended while the web node was away, at %s: it did not restart mid-build", pr.Status.CompletionTime)
 	}
 
 	out, code := fly(t, 5*time.Minute, "watch", "-j", "restart/count", "-b", "1")
 	t.Logf("fly watch after the restart: exit %d\n%s", code, out)
 	if code != 0 {
-		t.Errorf("exit %d, want 0", code)
+		errorf(t, "exit %d, want 0", code)
 	}
 	for _, name := range []string{"a", "b"} {
 		for i := 1; i <= lines; i++ {
 			line := fmt.Sprintf("%s %d", name, i)
 			if n := len(regexp.MustCompile(`(?m)^`+line+`$`).FindAllString(out, -1)); n != 1 {
-				t.Errorf("%q printed %d times, want once", line, n)
+				errorf(t, "%q printed %d times, want once", line, n)
 			}
 		}
 	}
@@ -248,7 +248,7 @@ func inOrder(t *testing.T, out string, want ...string) {
 	for _, w := range want {
 		i := strings.Index(rest, w)
 		if i < 0 {
-			t.Errorf("output lacks %q (after the ones before it)", w)
+			errorf(t, "output lacks %q (after the ones before it)", w)
 			return
 		}
 		rest = rest[i+len(w):]

@@ -321,8 +321,10 @@ func (w *webNode) logTail(lines int) string {
 	return "web.log:\n" + strings.Join(all, "\n") + "\n"
 }
 
-// dumpOnFailure logs, when t fails, the end of the web node's log and the runs of the
-// namespace with their pods.
+// dumpOnFailure logs, when t fails, the end of the web node's log, the runs of the
+// namespace that did not succeed and the pods that did not, and then once more what the
+// test (and its subtests) said when it failed: a CI log shows the lines just before a
+// test's --- FAIL, and the failure itself would be far above them, behind the dump.
 func dumpOnFailure(t *testing.T) {
 	t.Cleanup(func() {
 		if !t.Failed() {
@@ -332,15 +334,77 @@ func dumpOnFailure(t *testing.T) {
 		t.Log(web.logTail(60))
 		if prs, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(ctx, metav1.ListOptions{}); err == nil {
 			for _, pr := range prs.Items {
-				t.Logf("PipelineRun %s: %+v", pr.Name, pr.Status.GetCondition(apis.ConditionSucceeded))
+				if c := pr.Status.GetCondition(apis.ConditionSucceeded); !c.IsTrue() {
+					t.Logf("PipelineRun %s: %+v", pr.Name, c)
+				}
 			}
 		}
 		if pods, err := web.kube.CoreV1().Pods(web.ns).List(ctx, metav1.ListOptions{}); err == nil {
 			for _, p := range pods.Items {
-				t.Logf("pod %s: %s", p.Name, p.Status.Phase)
+				if p.Status.Phase != corev1.PodSucceeded {
+					t.Logf("pod %s: %s", p.Name, p.Status.Phase)
+				}
 			}
 		}
+		t.Logf("%s failed:\n%s", t.Name(), strings.Join(failuresOf(t.Name()), "\n"))
 	})
+}
+
+// failures are what each test (by name) said when it failed, for dumpOnFailure.
+var failures struct {
+	sync.Mutex
+	said map[string][]string
+}
+
+// failed notes what the test t says as it fails.
+func failed(t *testing.T, msg string) {
+	failures.Lock()
+	defer failures.Unlock()
+	if failures.said == nil {
+		failures.said = map[string][]string{}
+	}
+	failures.said[t.Name()] = append(failures.said[t.Name()], msg)
+}
+
+// failuresOf is what the test named name and its subtests said when they failed, in
+// the order of their names.
+func failuresOf(name string) []string {
+	failures.Lock()
+	defer failures.Unlock()
+	var names, out []string
+	for n := range failures.said {
+		if n == name || strings.HasPrefix(n, name+"/") {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		for _, msg := range failures.said[n] {
+			out = append(out, n+": "+msg)
+		}
+	}
+	return out
+}
+
+// errorf is t.Errorf, noted for dumpOnFailure.
+func errorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	failed(t, fmt.Sprintf(format, args...))
+	t.Errorf(format, args...)
+}
+
+// fatalf is t.Fatalf, noted for dumpOnFailure.
+func fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	failed(t, fmt.Sprintf(format, args...))
+	t.Fatalf(format, args...)
+}
+
+// fatal is t.Fatal, noted for dumpOnFailure.
+func fatal(t *testing.T, args ...any) {
+	t.Helper()
+	failed(t, strings.TrimSuffix(fmt.Sprintln(args...), "\n"))
+	t.Fatal(args...)
 }
 
 // fly runs fly as a user does, and returns what it printed (stdout and stderr) and its
@@ -397,12 +461,12 @@ func launchFly(t *testing.T, ctx context.Context, stdin bool, args []string) *fl
 	if stdin {
 		pipe, err := p.cmd.StdinPipe()
 		if err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		p.stdin = pipe
 	}
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("fly %s: %v", strings.Join(args, " "), err)
+		fatalf(t, "fly %s: %v", strings.Join(args, " "), err)
 	}
 	go func() {
 		p.err = p.cmd.Wait()
@@ -423,7 +487,7 @@ func (p *flyProcess) wait(t *testing.T) (string, int) {
 		// -1: killed, when its context ended.
 		return p.output(), exit.ExitCode()
 	}
-	t.Fatalf("fly %s: %v\n%s", strings.Join(p.cmd.Args[1:], " "), p.err, p.output())
+	fatalf(t, "fly %s: %v\n%s", strings.Join(p.cmd.Args[1:], " "), p.err, p.output())
 	return "", 0
 }
 
@@ -432,14 +496,14 @@ func setPipeline(t *testing.T, name, config string) {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), name+".yml")
 	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	for _, args := range [][]string{
 		{"set-pipeline", "-n", "-p", name, "-c", file},
 		{"unpause-pipeline", "-p", name},
 	} {
 		if out, code := fly(t, time.Minute, args...); code != 0 {
-			t.Fatalf("fly %s: exit %d\n%s", strings.Join(args, " "), code, out)
+			fatalf(t, "fly %s: exit %d\n%s", strings.Join(args, " "), code, out)
 		}
 	}
 }
@@ -457,11 +521,11 @@ func builds(t *testing.T, pipeline string) map[string]build {
 	t.Helper()
 	out, code := fly(t, time.Minute, "builds", "--pipeline", pipeline, "--json")
 	if code != 0 {
-		t.Fatalf("fly builds: exit %d\n%s", code, out)
+		fatalf(t, "fly builds: exit %d\n%s", code, out)
 	}
 	var list []build
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatalf("fly builds --json: %v\n%s", err, out)
+		fatalf(t, "fly builds --json: %v\n%s", err, out)
 	}
 	byJob := map[string]build{}
 	for _, b := range list {
@@ -474,7 +538,7 @@ func builds(t *testing.T, pipeline string) map[string]build {
 func eventually(t *testing.T, what string, timeout time.Duration, cond func(context.Context) (bool, error)) {
 	t.Helper()
 	if err := pollErr(context.Background(), timeout, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
+		fatalf(t, "waiting for %s: %v", what, err)
 	}
 }
 
@@ -527,17 +591,23 @@ func flyOK(t *testing.T, timeout time.Duration, args ...string) string {
 	out, code := fly(t, timeout, args...)
 	t.Logf("fly %s: exit %d\n%s", strings.Join(args, " "), code, out)
 	if code != 0 {
-		t.Fatalf("exit %d, want 0", code)
+		fatalf(t, "exit %d, want 0", code)
 	}
 	return out
 }
 
 // watchBuild waits for a job's build to succeed, failing t if it ends otherwise, and
-// returns what fly watch prints of it.
+// returns what fly watch prints of it. It allows 10 minutes: with both e2e suites on
+// two cores a pod can take a minute and a half to run, and a build of a get and a task
+// waits for Concourse's scheduler besides. Given up, it says how far the build came.
 func watchBuild(t *testing.T, pipeline, job, name string) string {
 	t.Helper()
-	eventually(t, job+" #"+name+" to succeed", 5*time.Minute, func(context.Context) (bool, error) {
+	last := "not created"
+	err := pollErr(context.Background(), 10*time.Minute, func(context.Context) (bool, error) {
 		b, ok := builds(t, pipeline)[job+"/"+name]
+		if ok {
+			last = b.Status
+		}
 		if ok && b.Status != "started" && b.Status != "pending" && b.Status != "succeeded" {
 			// Its events say why.
 			out, code := fly(t, time.Minute, "watch", "-j", pipeline+"/"+job, "-b", name)
@@ -545,6 +615,15 @@ func watchBuild(t *testing.T, pipeline, job, name string) string {
 		}
 		return ok && b.Status == "succeeded", nil
 	})
+	switch {
+	case err != nil && last == "not created":
+		fatalf(t, "waiting for %s #%s to succeed: %v, and it was never created", job, name, err)
+	case err != nil && (last == "started" || last == "pending"):
+		out, code := fly(t, time.Minute, "watch", "-j", pipeline+"/"+job, "-b", name)
+		fatalf(t, "waiting for %s #%s to succeed: %v (it is %s); fly watch (exit %d):\n%s", job, name, err, last, code, out)
+	case err != nil:
+		fatalf(t, "waiting for %s #%s to succeed: %v", job, name, err)
+	}
 	out, code := fly(t, time.Minute, "watch", "-j", pipeline+"/"+job, "-b", name)
 	t.Logf("fly watch -j %s/%s -b %s: exit %d\n%s", pipeline, job, name, code, out)
 	return out

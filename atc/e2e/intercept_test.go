@@ -74,7 +74,7 @@ jobs:
 
 	var ctrs []container
 	if err := jsonUnmarshal(flyOK(t, time.Minute, "containers", "--json"), &ctrs); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	var waiting *container
 	for i, c := range ctrs {
@@ -83,11 +83,11 @@ jobs:
 		}
 	}
 	if waiting == nil || waiting.StepName != "wait-for-intercept" || waiting.Type != "task" || waiting.BuildName != "1" || waiting.WorkerName != "tekton-"+web.ns {
-		t.Fatalf("fly containers: %+v; want the waiting task's, on worker tekton-%s", ctrs, web.ns)
+		fatalf(t, "fly containers: %+v; want the waiting task's, on worker tekton-%s", ctrs, web.ns)
 	}
 	// Its handle is its TaskRun's name.
 	if _, err := web.tekton.TektonV1().TaskRuns(web.ns).Get(ctx, waiting.Handle, metav1.GetOptions{}); err != nil {
-		t.Errorf("the container's handle %s is no TaskRun: %v", waiting.Handle, err)
+		errorf(t, "the container's handle %s is no TaskRun: %v", waiting.Handle, err)
 	}
 
 	// No bash in busybox: fly says so and runs sh, which reads the script from stdin
@@ -97,57 +97,57 @@ jobs:
 		return strings.Contains(shell.output(), `Couldn't find "bash" on container, retrying with "sh"`), nil
 	})
 	if _, err := io.WriteString(shell.stdin, "echo in the shell; exit 3\n"); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	out, code := shell.wait(t)
 	t.Logf("fly intercept (default shell): exit %d\n%s", code, out)
 	if code != 3 || !strings.Contains(out, "in the shell") {
-		t.Errorf("exit %d, want 3 and the shell's output", code)
+		errorf(t, "exit %d, want 3 and the shell's output", code)
 	}
 
 	// A command in the running container: it ends the task's wait.
 	out = flyOK(t, time.Minute, "intercept", "-j", "intercept/wait", "-s", "wait-for-intercept", "--", "sh", "-c", "echo in $PWD; touch /tmp/stop-waiting")
 	if !strings.Contains(out, "in /tmp/build/") {
-		t.Errorf("the command did not run in the task's working directory")
+		errorf(t, "the command did not run in the task's working directory")
 	}
 	out, code = watch.wait(t)
 	t.Logf("fly trigger-job -w: exit %d\n%s", code, out)
 	if code != 0 {
-		t.Fatalf("the task did not stop waiting: exit %d, want 0", code)
+		fatalf(t, "the task did not stop waiting: exit %d, want 0", code)
 	}
 	inOrder(t, out, "waiting", "stopped waiting", "succeeded")
 
 	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "intercept/retry", "-w")
 	if code != 1 {
-		t.Fatalf("fly trigger-job -j intercept/retry -w: exit %d, want 1\n%s", code, out)
+		fatalf(t, "fly trigger-job -j intercept/retry -w: exit %d, want 1\n%s", code, out)
 	}
 	// Both attempts' containers are there to choose from (no choice on stdin: none).
 	out, code = flyIn(t, "", "intercept", "-j", "intercept/retry", "-s", "count")
 	t.Logf("fly intercept -s count: exit %d\n%s", code, out)
 	for _, a := range []string{"1", "2"} {
 		if want := "build #1, step: count, type: task, attempt: " + a; !strings.Contains(out, want) {
-			t.Errorf("no %q to choose", want)
+			errorf(t, "no %q to choose", want)
 		}
 	}
 	// The ended task's second attempt, in a pod made again from its own: its params, its
 	// working directory, its input (the failed build kept its volume).
 	out = flyOK(t, 3*time.Minute, "intercept", "-j", "intercept/retry", "-s", "count", "--attempt", "2", "--", "sh", "-c", `echo "$MARK in $PWD: $(cat made/it.txt)"; exit 0`)
 	if !regexp.MustCompile(`marked in /tmp/build/[^:]+: made before`).MatchString(out) {
-		t.Errorf("not the task's session, with its input")
+		errorf(t, "not the task's session, with its input")
 	}
 	// A command the container lacks is not found, and fly says nothing of it, as on
 	// workers (the web node logs it).
 	out, code = fly(t, time.Minute, "intercept", "-j", "intercept/retry", "-s", "count", "--attempt", "1", "--", "no-such-command")
 	t.Logf("fly intercept -- no-such-command: exit %d\n%s", code, out)
 	if code != 0 || strings.Contains(out, "no-such-command") {
-		t.Errorf("fly intercept -- no-such-command: exit %d, printed %q; want 0 and nothing said, as fly does", code, out)
+		errorf(t, "fly intercept -- no-such-command: exit %d, printed %q; want 0 and nothing said, as fly does", code, out)
 	}
 	// Concourse's hijack handler writes the error to fly before it logs it, so fly may
 	// have exited before the line is there.
 	if err := pollErr(context.Background(), 30*time.Second, func(context.Context) (bool, error) {
 		return strings.Contains(web.logTail(1<<20), "executable file not found in $PATH: no-such-command"), nil
 	}); err != nil {
-		t.Errorf("the web node did not log the command not found: %v", err)
+		errorf(t, "the web node did not log the command not found: %v", err)
 	}
 	// The pods made for the sessions are gone with them.
 	eventually(t, "the sessions' pods to go", time.Minute, func(ctx context.Context) (bool, error) {
@@ -169,7 +169,7 @@ func flyIn(t *testing.T, stdin string, args ...string) (string, int) {
 		return string(out), exit.ExitCode()
 	}
 	if err != nil {
-		t.Fatalf("fly %s: %v\n%s", strings.Join(args, " "), err, out)
+		fatalf(t, "fly %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out), 0
 }
@@ -195,7 +195,7 @@ jobs:
 		t.Helper()
 		var ctrs, checks []container
 		if err := jsonUnmarshal(flyOK(t, time.Minute, "containers", "--json"), &ctrs); err != nil {
-			t.Fatal(err)
+			fatal(t, err)
 		}
 		for _, c := range ctrs {
 			if c.PipelineName == "intercept-check" && c.Type == "check" {
@@ -211,7 +211,7 @@ jobs:
 		}
 		flyOK(t, 5*time.Minute, args...)
 		if checks := checkContainers(); len(checks) != 1 || checks[0].WorkerName != "tekton-"+web.ns {
-			t.Errorf("check containers %+v; want the latest check's, on tekton-%s", checks, web.ns)
+			errorf(t, "check containers %+v; want the latest check's, on tekton-%s", checks, web.ns)
 		}
 		out := flyOK(t, 3*time.Minute, "intercept", "--check", "intercept-check/thing", "--", "sh", "-c", "ls /opt/resource")
 		inOrder(t, out, "check", "in", "out")

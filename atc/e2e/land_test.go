@@ -19,7 +19,7 @@ func workerState(t *testing.T, name string) string {
 	t.Helper()
 	workers, err := listWorkers(t)
 	if err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	for _, w := range workers {
 		if w.Name == name {
@@ -41,7 +41,7 @@ func TestLandWorker(t *testing.T) {
 		// The next tests need the worker running: land --undo makes it so, whatever the
 		// database said.
 		if err := target.Resume(context.Background()); err != nil {
-			t.Fatalf("resuming the target: %v", err)
+			fatalf(t, "resuming the target: %v", err)
 		}
 		eventually(t, "the worker to be running again", time.Minute, func(context.Context) (bool, error) {
 			return workerState(t, "tekton-"+web.ns) == "running", nil
@@ -59,7 +59,7 @@ jobs:
 `, busybox()))
 
 	if err := target.Land(ctx); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	eventually(t, "the worker to be landed", time.Minute, func(context.Context) (bool, error) {
 		return workerState(t, "tekton-"+web.ns) == "landed", nil
@@ -67,14 +67,14 @@ jobs:
 	out, code := fly(t, 2*time.Minute, "trigger-job", "-j", "land/hello", "-w")
 	t.Logf("fly trigger-job -j land/hello -w: exit %d\n%s", code, out)
 	if code != 2 || !strings.Contains(out, "no workers satisfying: resource type 'registry-image', version: '2.5'") || !strings.Contains(out, "errored") {
-		t.Errorf("hello #1 on a landed target: exit %d; want it errored (2), no workers satisfying", code)
+		errorf(t, "hello #1 on a landed target: exit %d; want it errored (2), no workers satisfying", code)
 	}
 	if l, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(ctx, metav1.ListOptions{LabelSelector: "concourse-ci.org/pipeline=land"}); err != nil || len(l.Items) > 0 {
-		t.Errorf("runs of a build on a landed target: %d, %v; want none", len(l.Items), err)
+		errorf(t, "runs of a build on a landed target: %d, %v; want none", len(l.Items), err)
 	}
 
 	if err := target.Resume(ctx); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	eventually(t, "the worker to be running", time.Minute, func(context.Context) (bool, error) {
 		return workerState(t, "tekton-"+web.ns) == "running", nil

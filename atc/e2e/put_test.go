@@ -47,7 +47,7 @@ jobs:
 
 	flyOK(t, 5*time.Minute, "trigger-job", "-j", "put/make", "-w")
 	if vs := versions(t, "put/thing"); !slices.Contains(vs, "made-by-put") {
-		t.Errorf("fly resource-versions: %q; want made-by-put among them", vs)
+		errorf(t, "fly resource-versions: %q; want made-by-put among them", vs)
 	}
 	out := watchBuild(t, "put", "after", "1")
 	inOrder(t, out, "after make: made-by-put", "succeeded")
@@ -84,7 +84,7 @@ jobs:
 	out = flyOK(t, 5*time.Minute, "trigger-job", "-j", "cache/fetch", "-w")
 	inOrder(t, out, "INFO: found existing resource cache", "have cached-v1: some data", "succeeded")
 	if strings.Contains(out, "fetching") {
-		t.Errorf("the second build fetched the version again")
+		errorf(t, "the second build fetched the version again")
 	}
 
 	flyOK(t, 5*time.Minute, "check-resource", "-r", "cache/thing", "-f", "version:cached-v2")
@@ -126,11 +126,11 @@ jobs:
 
 	cm, err := web.kube.CoreV1().ConfigMaps(web.ns).Get(context.Background(), runspec.ResourceCacheIndex("main"), metav1.GetOptions{})
 	if err != nil || len(cm.Data) == 0 {
-		t.Fatalf("the team's index of resource caches: %v, %v; want the first job's fetch in it", cm, err)
+		fatalf(t, "the team's index of resource caches: %v, %v; want the first job's fetch in it", cm, err)
 	}
 	out = flyOK(t, 5*time.Minute, "trigger-job", "-j", "shared/second", "-w")
 	inOrder(t, out, "INFO: found existing resource cache", "have shared-v1: shared data", "succeeded")
 	if strings.Contains(out, "fetching") {
-		t.Errorf("the second job fetched the version again:\n%s", out)
+		errorf(t, "the second job fetched the version again:\n%s", out)
 	}
 }

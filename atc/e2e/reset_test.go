@@ -56,7 +56,7 @@ jobs:
 			return err
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("changing the finalizers of the old build's volume: %v", err)
+			errorf(t, "changing the finalizers of the old build's volume: %v", err)
 		}
 		return c
 	}
@@ -80,6 +80,6 @@ jobs:
 	out = flyOK(t, 5*time.Minute, "trigger-job", "-j", "again/say", "-w")
 	inOrder(t, out, "started again/say #1", "second-life", "succeeded")
 	if c, err := claims.Get(ctx, volume, metav1.GetOptions{}); err == nil && c.UID == old.UID {
-		t.Errorf("the new build #1 took the old one's volume")
+		errorf(t, "the new build #1 took the old one's volume")
 	}
 }

@@ -35,13 +35,13 @@ func names(t *testing.T, args ...string) []string {
 	t.Helper()
 	out, code := fly(t, time.Minute, append(args, "--json")...)
 	if code != 0 {
-		t.Fatalf("fly %v: exit %d\n%s", args, code, out)
+		fatalf(t, "fly %v: exit %d\n%s", args, code, out)
 	}
 	var list []struct {
 		Name string `json:"name"`
 	}
 	if err := jsonUnmarshal(out, &list); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	var ns []string
 	for _, x := range list {
@@ -84,31 +84,31 @@ jobs:
 	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "parent/setter", "-w")
 	t.Logf("fly trigger-job -j parent/setter -w: exit %d\n%s", code, out)
 	if code != 0 {
-		t.Fatalf("exit %d, want 0", code)
+		fatalf(t, "exit %d, want 0", code)
 	}
 	inOrder(t, out, "job hello has been added", "setting pipeline: child", "done", "succeeded")
 	if ps := names(t, "pipelines"); !slices.Contains(ps, "child") {
-		t.Fatalf("fly pipelines: %q; want child among them", ps)
+		fatalf(t, "fly pipelines: %q; want child among them", ps)
 	}
 
 	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "child/hello", "-w")
 	t.Logf("fly trigger-job -j child/hello -w: exit %d\n%s", code, out)
 	if code != 0 {
-		t.Errorf("exit %d, want 0", code)
+		errorf(t, "exit %d, want 0", code)
 	}
 	inOrder(t, out, "hello from the child", "succeeded")
 
 	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "parent/setter", "-w")
 	t.Logf("fly trigger-job -j parent/setter -w (again): exit %d\n%s", code, out)
 	if code != 0 {
-		t.Errorf("exit %d, want 0", code)
+		errorf(t, "exit %d, want 0", code)
 	}
 	inOrder(t, out, "no changes to apply.", "succeeded")
 
 	out, code = fly(t, 5*time.Minute, "trigger-job", "-j", "parent/bad-team", "-w")
 	t.Logf("fly trigger-job -j parent/bad-team -w: exit %d\n%s", code, out)
 	if code != 2 {
-		t.Errorf("exit %d, want 2 (errored)", code)
+		errorf(t, "exit %d, want 2 (errored)", code)
 	}
 	inOrder(t, out, "team nobody not found", "errored")
 }
@@ -140,7 +140,7 @@ jobs:
 	out := flyOK(t, 5*time.Minute, "trigger-job", "-j", "selfset/sp", "-w")
 	inOrder(t, out, "setting pipeline: selfset", "done", "succeeded")
 	if jobs := names(t, "jobs", "-p", "selfset"); !slices.Equal(jobs, []string{"sp", "added"}) {
-		t.Errorf("fly jobs -p selfset: %q; want sp, added", jobs)
+		errorf(t, "fly jobs -p selfset: %q; want sp, added", jobs)
 	}
 	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "selfset/added", "-w")
 	t.Logf("fly trigger-job -j selfset/added -w: exit %d\n%s", code, out)

@@ -59,9 +59,9 @@ func TestTaggedWorkers(t *testing.T) {
 			_, err := web.tekton.TektonV1().PipelineRuns(ns).Get(context.Background(), run, metav1.GetOptions{})
 			switch {
 			case ns == tt.ns && err != nil:
-				t.Errorf("%s #1: PipelineRun %s/%s: %v; want it there", tt.job, ns, run, err)
+				errorf(t, "%s #1: PipelineRun %s/%s: %v; want it there", tt.job, ns, run, err)
 			case ns != tt.ns && !apierrors.IsNotFound(err):
-				t.Errorf("%s #1: PipelineRun %s/%s: %v; want none there", tt.job, ns, run, err)
+				errorf(t, "%s #1: PipelineRun %s/%s: %v; want none there", tt.job, ns, run, err)
 			}
 		}
 	}
@@ -71,7 +71,7 @@ func TestTaggedWorkers(t *testing.T) {
 		out, code := fly(t, 2*time.Minute, "trigger-job", "-j", "tags/"+job, "-w")
 		t.Logf("fly trigger-job -j tags/%s -w: exit %d\n%s", job, code, out)
 		if code != 2 || !strings.Contains(out, want) || !strings.Contains(out, "errored") {
-			t.Errorf("%s: exit %d; want it errored (2), saying %q", job, code, want)
+			errorf(t, "%s: exit %d; want it errored (2), saying %q", job, code, want)
 		}
 	}
 	errored("nowhere", "no workers satisfying: resource type 'registry-image', tag 'nope', version: '2.5'")
@@ -79,11 +79,11 @@ func TestTaggedWorkers(t *testing.T) {
 	target := tektonrun.NewTargetFromClients(web.tagged, web.kube, web.tekton)
 	t.Cleanup(func() {
 		if err := target.Resume(context.Background()); err != nil {
-			t.Errorf("resuming %s: %v", web.tagged, err)
+			errorf(t, "resuming %s: %v", web.tagged, err)
 		}
 	})
 	if err := target.Land(context.Background()); err != nil {
-		t.Fatal(err)
+		fatal(t, err)
 	}
 	eventually(t, "worker "+tagged+" landed", time.Minute, func(context.Context) (bool, error) {
 		return workerState(t, tagged) == "landed", nil
@@ -91,7 +91,7 @@ func TestTaggedWorkers(t *testing.T) {
 	errored("tagged", "no workers satisfying: resource type 'registry-image', tag '"+taggedTag+"', version: '2.5'")
 	// The untagged worker takes no tagged build meanwhile, and still runs the others.
 	if _, err := web.tekton.TektonV1().PipelineRuns(web.ns).Get(context.Background(), "tags-tagged-2", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("tagged #2 on the untagged worker: %v; want no run", err)
+		errorf(t, "tagged #2 on the untagged worker: %v; want no run", err)
 	}
 	flyOK(t, 5*time.Minute, "trigger-job", "-j", "tags/plain", "-w")
 }

@@ -43,7 +43,7 @@ jobs:
 		t.Helper()
 		out := flyOK(t, time.Minute, append([]string{"clear-task-cache", "-n", "-j", "caches/cached"}, args...)...)
 		if !strings.Contains(out, want) {
-			t.Errorf("fly clear-task-cache %s printed:\n%s\nwant %q", strings.Join(args, " "), out, want)
+			errorf(t, "fly clear-task-cache %s printed:\n%s\nwant %q", strings.Join(args, " "), out, want)
 		}
 	}
 
