@@ -51,6 +51,9 @@ func TestCorpusConvert(t *testing.T) {
 			}
 			validate(t, r)
 			for _, obj := range r.Objects() {
+				if err := translate.TreeOfIsJSON(obj); err != nil {
+					t.Errorf("%s: job %s: %v", filepath.Base(file), job, err)
+				}
 				y, err := translate.ObjectYAML(obj)
 				if err != nil {
 					t.Fatal(err)

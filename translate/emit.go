@@ -18,7 +18,8 @@ import (
 // a block scalar with characters it leaves to yaml.v3) makes encode return errUnplaced,
 // and the object is then encoded by yaml.v3 whole.
 type emitter struct {
-	buf []byte
+	buf   []byte
+	start int // where in buf the document starts
 }
 
 // errUnplaced says a value needs yaml.v3's whole-document encoder.
@@ -144,7 +145,7 @@ func (e *emitter) flowEmpty(v any) {
 
 // indent ends the current line, if any, and starts one at column n.
 func (e *emitter) indent(n int) {
-	if len(e.buf) > 0 {
+	if len(e.buf) > e.start {
 		e.buf = append(e.buf, '\n')
 	}
 	for range n {

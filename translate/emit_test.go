@@ -192,3 +192,32 @@ func TestObjectYAMLIsYAMLv3(t *testing.T) {
 		}
 	}
 }
+
+// TestMarshalYAMLStream: a stream is its objects' documents, "---" between them,
+// whether the emitter or yaml.v3 wrote each (the second below: the emitter gives it up
+// half-way, at its multi-line key).
+func TestMarshalYAMLStream(t *testing.T) {
+	objects := []any{
+		map[string]any{"kind": "Task", "spec": map[string]any{"steps": []any{"a", "b"}}},
+		map[string]any{"a": "first", "z\nkey": map[string]any{"deep": true}},
+		map[string]any{"kind": "Pipeline"},
+	}
+	var want []string
+	for _, obj := range objects {
+		doc, err := ObjectYAML(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, string(doc))
+	}
+	got, err := MarshalYAML(objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(want, "---\n"); string(got) != w {
+		t.Errorf("MarshalYAML wrote\n%s\nwant\n%s", got, w)
+	}
+	if !strings.Contains(want[1], "? |-\n") {
+		t.Errorf("the second object was not left to yaml.v3:\n%s", want[1])
+	}
+}

@@ -2,7 +2,6 @@ package translate
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -118,15 +117,7 @@ func (p *jsonParser) object() (any, error) {
 			return nil, err
 		}
 		if !more {
-			slices.SortFunc(o.members, func(a, b member) int {
-				switch {
-				case keyLess(a.key, b.key):
-					return -1
-				case keyLess(b.key, a.key):
-					return 1
-				}
-				return 0
-			})
+			sortMembers(o.members)
 			return o, nil
 		}
 	}

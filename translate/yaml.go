@@ -25,47 +25,49 @@ func (r *Result) Objects() []any {
 // MarshalYAML renders objects as one multi-document YAML stream, the way kubectl apply
 // reads it: keys sorted, no empty status or creation timestamp.
 func MarshalYAML(objects []any) ([]byte, error) {
-	docs := make([][]byte, len(objects))
-	size := 0
+	var out []byte
 	for i, obj := range objects {
-		doc, err := ObjectYAML(obj)
-		if err != nil {
-			return nil, err
-		}
-		docs[i] = doc
-		size += len(doc) + len("---\n")
-	}
-	out := make([]byte, 0, size)
-	for i, doc := range docs {
 		if i > 0 {
 			out = append(out, "---\n"...)
 		}
-		out = append(out, doc...)
+		var err error
+		if out, err = appendYAML(out, obj); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
 // ObjectYAML renders one object.
 func ObjectYAML(obj any) ([]byte, error) {
-	raw, err := json.Marshal(obj)
+	return appendYAML(nil, obj)
+}
+
+// appendYAML appends obj's document to buf.
+func appendYAML(buf []byte, obj any) ([]byte, error) {
+	// yaml.v3's output of the object's JSON, keys sorted, strings YAML 1.1 readers
+	// (kubectl) would take for booleans or numbers quoted; treeOf and the emitter write
+	// it faster, and yaml.v3 the rare object they leave.
+	tree, err := treeOf(obj)
 	if err != nil {
 		return nil, fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	// yaml.v3's output, keys sorted, strings YAML 1.1 readers (kubectl) would take for
-	// booleans or numbers quoted; the emitter writes it faster, and yaml.v3 the rare
-	// object it leaves.
-	tree, err := parseJSON(raw)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %T: %w", obj, err)
-	}
-	e := emitter{buf: make([]byte, 0, 2*len(raw))}
+	e := emitter{buf: buf, start: len(buf)}
 	switch err := e.document(tree); {
 	case err == nil:
 		return e.buf, nil
 	case !errors.Is(err, errUnplaced):
 		return nil, fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	return yamlV3(obj, raw)
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("encoding %T: %w", obj, err)
+	}
+	doc, err := yamlV3(obj, raw)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, doc...), nil
 }
 
 // yamlV3 encodes an object's JSON with yaml.v3.

@@ -1,0 +1,406 @@
+package translate
+
+import (
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// treeOf is parseJSON(json.Marshal(v)) without the JSON: the tree the emitter writes,
+// built by walking v as encoding/json does (its field names, omitempty and omitzero,
+// embedded structs, marshalers), keys sorted, an empty `status` and a null
+// `creationTimestamp` left out. What it does not walk itself (a value with its own
+// MarshalJSON or MarshalText, a struct whose fields encoding/json would have to
+// arbitrate, a byte slice, a float32, a map not keyed by strings, ...) it hands to
+// encoding/json and parseJSON, that value alone, so the tree is always theirs.
+func treeOf(v any) (any, error) {
+	return treeValue(reflect.ValueOf(v))
+}
+
+var (
+	marshalerType     = reflect.TypeFor[json.Marshaler]()
+	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	isZeroerType      = reflect.TypeFor[interface{ IsZero() bool }]()
+	numberType        = reflect.TypeFor[json.Number]()
+)
+
+// treeValue is treeOf of one value; v is addressable where encoding/json's would be.
+func treeValue(v reflect.Value) (any, error) {
+	if !v.IsValid() {
+		return nil, nil
+	}
+	t := v.Type()
+	if k := t.Kind(); k == reflect.Pointer || k == reflect.Interface {
+		// encoding/json writes null for nil, else the value's encoding (its own
+		// methods apply through the pointer or the interface as to the value).
+		if v.IsNil() {
+			return nil, nil
+		}
+		return treeValue(v.Elem())
+	}
+	switch marshalingOf(t) {
+	case ownMethod:
+		return marshaled(v)
+	case addrMethod:
+		if v.CanAddr() {
+			return marshaled(v)
+		}
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return v.Bool(), nil
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(v.Int()), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return float64(v.Uint()), nil
+	case reflect.String:
+		if t == numberType {
+			return viaJSON(v)
+		}
+		return validUTF8(v.String()), nil
+	case reflect.Struct:
+		return treeStruct(v)
+	case reflect.Map:
+		if t.Key().Kind() != reflect.String {
+			return viaJSON(v)
+		}
+		if v.IsNil() {
+			return nil, nil
+		}
+		o := &object{members: make([]member, 0, v.Len())}
+		for it := v.MapRange(); it.Next(); {
+			val, err := treeValue(it.Value())
+			if err != nil {
+				return nil, err
+			}
+			if key := validUTF8(it.Key().String()); !zeroAdded(key, val) {
+				o.members = append(o.members, member{key, val})
+			}
+		}
+		sortMembers(o.members)
+		return trimmed(o), nil
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return viaJSON(v)
+		}
+		if v.IsNil() {
+			return nil, nil
+		}
+		fallthrough
+	case reflect.Array:
+		a := make([]any, v.Len())
+		for i := range a {
+			e, err := treeValue(v.Index(i))
+			if err != nil {
+				return nil, err
+			}
+			a[i] = e
+		}
+		return a, nil
+	}
+	// Floats (formatted as encoding/json formats them), and what it refuses.
+	return viaJSON(v)
+}
+
+// marshaling is how encoding/json encodes a type's values: by their MarshalJSON or
+// MarshalText (ownMethod), by their pointer's when they are addressable (addrMethod),
+// or by their kind (plain).
+type marshaling uint8
+
+const (
+	plain marshaling = iota
+	ownMethod
+	addrMethod
+)
+
+var marshalings sync.Map // reflect.Type -> marshaling
+
+func marshalingOf(t reflect.Type) marshaling {
+	if m, ok := marshalings.Load(t); ok {
+		return m.(marshaling)
+	}
+	m := plain
+	switch {
+	case t.Implements(marshalerType) || t.Implements(textMarshalerType):
+		m = ownMethod
+	case reflect.PointerTo(t).Implements(marshalerType) || reflect.PointerTo(t).Implements(textMarshalerType):
+		m = addrMethod
+	}
+	marshalings.Store(t, m)
+	return m
+}
+
+// marshaled is the tree of a value encoding/json encodes by its own methods: the
+// tree of their JSON, or, for the types every object holds, what that JSON says.
+func marshaled(v reflect.Value) (any, error) {
+	switch x := v.Interface().(type) {
+	case v1.ParamValue:
+		// Its MarshalJSON: the value its type says.
+		switch x.Type {
+		case v1.ParamTypeString:
+			return validUTF8(x.StringVal), nil
+		case v1.ParamTypeArray:
+			return treeValue(reflect.ValueOf(x.ArrayVal))
+		case v1.ParamTypeObject:
+			return treeValue(reflect.ValueOf(x.ObjectVal))
+		}
+	case metav1.Duration:
+		return x.Duration.String(), nil
+	}
+	return viaJSON(v)
+}
+
+// viaJSON is the tree of v as encoding/json writes it and parseJSON reads it.
+func viaJSON(v reflect.Value) (any, error) {
+	if v.CanAddr() {
+		// Behind a pointer, as encoding/json reached it: its pointer methods apply.
+		v = v.Addr()
+	}
+	raw, err := json.Marshal(v.Interface())
+	if err != nil {
+		return nil, err
+	}
+	return parseJSON(raw)
+}
+
+// validUTF8 is s as encoding/json writes it: each byte of an invalid sequence becomes
+// U+FFFD.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// trimmed is o, with no members (nil) where it has none, as parseJSON makes it.
+func trimmed(o *object) *object {
+	if len(o.members) == 0 {
+		o.members = nil
+	}
+	return o
+}
+
+// sortMembers puts an object's members in the order the emitter writes them.
+func sortMembers(members []member) {
+	slices.SortFunc(members, func(a, b member) int { return keyCompare(a.key, b.key) })
+}
+
+// keyCompare orders keys as keyLess does.
+func keyCompare(a, b string) int {
+	switch {
+	case keyLess(a, b):
+		return -1
+	case keyLess(b, a):
+		return 1
+	}
+	return 0
+}
+
+func treeStruct(v reflect.Value) (any, error) {
+	fields := structFields(v.Type())
+	if fields == nil {
+		return viaJSON(v)
+	}
+	o := &object{members: make([]member, 0, len(fields.list))}
+fields:
+	for i := range fields.list {
+		f := &fields.list[i]
+		fv := v
+		for _, x := range f.index {
+			if fv.Kind() == reflect.Pointer {
+				if fv.IsNil() {
+					continue fields
+				}
+				fv = fv.Elem()
+			}
+			fv = fv.Field(x)
+		}
+		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && f.isZero(fv) {
+			continue
+		}
+		val, err := treeValue(fv)
+		if err != nil {
+			return nil, err
+		}
+		if !zeroAdded(f.name, val) {
+			o.members = append(o.members, member{f.name, val})
+		}
+	}
+	return trimmed(o), nil
+}
+
+// fieldList is a struct type's JSON fields, in the emitter's order of their names.
+type fieldList struct {
+	list []field
+}
+
+type field struct {
+	name      string
+	index     []int
+	omitEmpty bool
+	omitZero  bool
+	isZero    func(reflect.Value) bool
+}
+
+var fieldCache sync.Map // reflect.Type -> *fieldList, nil where encoding/json is asked
+
+// structFields is t's fields as encoding/json names them, or nil where they are not all
+// plain: a name two fields would take at the same depth, an option such as `string`, an
+// unexported embedded field.
+func structFields(t reflect.Type) *fieldList {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.(*fieldList)
+	}
+	f := typeFields(t)
+	fieldCache.Store(t, f)
+	return f
+}
+
+func typeFields(t reflect.Type) *fieldList {
+	type level struct {
+		typ   reflect.Type
+		index []int
+	}
+	var out []field
+	depthOf := map[string]int{}
+	current := []level{{typ: t}}
+	visited := map[reflect.Type]bool{}
+	for depth := 0; len(current) > 0; depth++ {
+		var next []level
+		for _, l := range current {
+			if visited[l.typ] {
+				return nil
+			}
+			visited[l.typ] = true
+			for i := range l.typ.NumField() {
+				sf := l.typ.Field(i)
+				if sf.Anonymous && !sf.IsExported() {
+					return nil
+				}
+				if !sf.IsExported() {
+					continue
+				}
+				tag := sf.Tag.Get("json")
+				if tag == "-" {
+					continue
+				}
+				name, opts, _ := strings.Cut(tag, ",")
+				if !validTagName(name) {
+					return nil
+				}
+				index := append(slices.Clip(l.index), i)
+				ft := sf.Type
+				if ft.Name() == "" && ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if name == "" && sf.Anonymous && ft.Kind() == reflect.Struct {
+					next = append(next, level{ft, index})
+					continue
+				}
+				if name == "" {
+					name = sf.Name
+				}
+				if d, ok := depthOf[name]; ok {
+					if d == depth {
+						return nil // encoding/json arbitrates between them
+					}
+					continue // a shallower field of that name hides it
+				}
+				depthOf[name] = depth
+				f := field{name: name, index: index}
+				for opt := range strings.SplitSeq(opts, ",") {
+					switch opt {
+					case "":
+					case "omitempty":
+						f.omitEmpty = true
+					case "omitzero":
+						f.omitZero, f.isZero = true, zeroTest(sf.Type)
+					case "inline":
+						// Kubernetes' marker, which encoding/json ignores.
+					default:
+						return nil
+					}
+				}
+				out = append(out, f)
+			}
+		}
+		current = next
+	}
+	slices.SortFunc(out, func(a, b field) int { return keyCompare(a.name, b.name) })
+	return &fieldList{list: out}
+}
+
+// validTagName is encoding/json's test of a name a tag gives; an empty one names nothing.
+func validTagName(s string) bool {
+	for _, c := range s {
+		switch {
+		case strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~ ", c):
+		case !unicode.IsLetter(c) && !unicode.IsDigit(c):
+			return false
+		}
+	}
+	return true
+}
+
+// zeroTest is how encoding/json tells an omitzero field of type t is zero: its IsZero
+// method where it has one, else reflect's.
+func zeroTest(t reflect.Type) func(reflect.Value) bool {
+	type isZeroer = interface{ IsZero() bool }
+	switch {
+	case t.Kind() == reflect.Interface && t.Implements(isZeroerType):
+		return func(v reflect.Value) bool {
+			return v.IsNil() || v.Elem().Kind() == reflect.Pointer && v.Elem().IsNil() || v.Interface().(isZeroer).IsZero()
+		}
+	case t.Kind() == reflect.Pointer && t.Implements(isZeroerType):
+		return func(v reflect.Value) bool { return v.IsNil() || v.Interface().(isZeroer).IsZero() }
+	case t.Implements(isZeroerType):
+		return func(v reflect.Value) bool { return v.Interface().(isZeroer).IsZero() }
+	case reflect.PointerTo(t).Implements(isZeroerType):
+		return func(v reflect.Value) bool {
+			if !v.CanAddr() {
+				c := reflect.New(v.Type()).Elem()
+				c.Set(v)
+				v = c
+			}
+			return v.Addr().Interface().(isZeroer).IsZero()
+		}
+	}
+	return reflect.Value.IsZero
+}
+
+// isEmptyValue is encoding/json's omitempty test.
+func isEmptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	}
+	return false
+}
