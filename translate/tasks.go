@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -272,11 +273,14 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		}
 		labels[runspec.LabelVerdict] = runspec.VerdictFused
 	}
-	buf, _ := json.Marshal(spec)
+	name := taskNames.name(runnerImage+"\x03"+v.key(), func() string {
+		buf, _ := json.Marshal(spec)
+		return "concourse-step-" + runspec.ShortHash(buf)
+	})
 	return &v1.Task{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Task"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   "concourse-step-" + runspec.ShortHash(buf),
+			Name:   name,
 			Labels: labels,
 			Annotations: map[string]string{
 				annotationPrivileged: strconv.FormatBool(v.privileged),
@@ -284,6 +288,36 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		},
 		Spec: spec,
 	}
+}
+
+// taskNames are the names of the step Tasks made in this process, by runner image and
+// variant key: a variant's spec is always the same, and its JSON (to hash) need not be
+// made again for every job of every pipeline. It starts afresh past maxTaskNames.
+var taskNames nameCache
+
+const maxTaskNames = 4096
+
+type nameCache struct {
+	sync.Mutex
+	names map[string]string
+}
+
+// name is key's name, made by mk the first time.
+func (n *nameCache) name(key string, mk func() string) string {
+	n.Lock()
+	name, ok := n.names[key]
+	n.Unlock()
+	if ok {
+		return name
+	}
+	name = mk()
+	n.Lock()
+	defer n.Unlock()
+	if n.names == nil || len(n.names) >= maxTaskNames {
+		n.names = map[string]string{}
+	}
+	n.names[key] = name
+	return name
 }
 
 // StepKinds are the kinds of step pods a build runs, by what their containers may do,

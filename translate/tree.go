@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"encoding"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -26,10 +25,8 @@ func treeOf(v any) (any, error) {
 }
 
 var (
-	marshalerType     = reflect.TypeFor[json.Marshaler]()
-	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
-	isZeroerType      = reflect.TypeFor[interface{ IsZero() bool }]()
-	numberType        = reflect.TypeFor[json.Number]()
+	isZeroerType = reflect.TypeFor[interface{ IsZero() bool }]()
+	numberType   = reflect.TypeFor[json.Number]()
 )
 
 // treeValue is treeOf of one value; v is addressable where encoding/json's would be.
@@ -46,13 +43,8 @@ func treeValue(v reflect.Value) (any, error) {
 		}
 		return treeValue(v.Elem())
 	}
-	switch marshalingOf(t) {
-	case ownMethod:
-		return marshaled(v)
-	case addrMethod:
-		if v.CanAddr() {
-			return marshaled(v)
-		}
+	if st := scanTypeOf(t); st.encodes != encodesNot && (!st.byAddress || v.CanAddr()) {
+		return marshaled(v) // by its own MarshalJSON or MarshalText, as encoding/json
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -108,34 +100,6 @@ func treeValue(v reflect.Value) (any, error) {
 	}
 	// Floats (formatted as encoding/json formats them), and what it refuses.
 	return viaJSON(v)
-}
-
-// marshaling is how encoding/json encodes a type's values: by their MarshalJSON or
-// MarshalText (ownMethod), by their pointer's when they are addressable (addrMethod),
-// or by their kind (plain).
-type marshaling uint8
-
-const (
-	plain marshaling = iota
-	ownMethod
-	addrMethod
-)
-
-var marshalings sync.Map // reflect.Type -> marshaling
-
-func marshalingOf(t reflect.Type) marshaling {
-	if m, ok := marshalings.Load(t); ok {
-		return m.(marshaling)
-	}
-	m := plain
-	switch {
-	case t.Implements(marshalerType) || t.Implements(textMarshalerType):
-		m = ownMethod
-	case reflect.PointerTo(t).Implements(marshalerType) || reflect.PointerTo(t).Implements(textMarshalerType):
-		m = addrMethod
-	}
-	marshalings.Store(t, m)
-	return m
 }
 
 // marshaled is the tree of a value encoding/json encodes by its own methods: the

@@ -1,10 +1,13 @@
 package translate
 
 import (
+	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // TestTaskVariantKey: the key a compile memoises step Tasks by tells apart variants that
@@ -52,5 +55,33 @@ func TestTaskVariantKey(t *testing.T) {
 			}
 			keys[k] = name
 		}
+	}
+}
+
+// TestStepTaskNames: a step Task's name is the hash of its spec, whether made or
+// remembered (taskNames), for each runner image apart; the memory stays bounded.
+func TestStepTaskNames(t *testing.T) {
+	cpu := concourse.CPULimit(256)
+	variants := []taskVariant{{}, {privileged: true}, {runAs: 1000, count: true}, {limits: concourse.ContainerLimits{CPU: &cpu}},
+		{secrets: []secretMount{{secret: "s", path: "/p", keys: []string{"a"}}}, verdict: true}}
+	for _, image := range []string{"runner:a", "runner:b"} {
+		for _, v := range variants {
+			for range 2 {
+				task := stepTaskFor(image, v)
+				buf, err := json.Marshal(task.Spec)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := "concourse-step-" + runspec.ShortHash(buf); task.Name != want {
+					t.Errorf("%s %+v: named %s, its spec's hash is %s", image, v, task.Name, want)
+				}
+			}
+		}
+	}
+	for i := range maxTaskNames + 10 {
+		taskNames.name(strconv.Itoa(i), func() string { return "x" })
+	}
+	if n := len(taskNames.names); n > maxTaskNames {
+		t.Errorf("%d names remembered, over %d", n, maxTaskNames)
 	}
 }
