@@ -218,23 +218,45 @@ func (e *emitter) line(s string) error {
 			return nil
 		}
 	}
+	if word(s) {
+		// Most keys and many values: plain, as analyse would find.
+		e.buf = append(e.buf, s...)
+		return nil
+	}
 	a := analyse(s)
 	switch {
 	case a.plain:
 		e.buf = append(e.buf, s...)
 	case a.single:
 		e.buf = append(e.buf, '\'')
-		for i := 0; i < len(s); i++ {
-			if s[i] == '\'' {
-				e.buf = append(e.buf, '\'')
+		for {
+			i := strings.IndexByte(s, '\'')
+			if i < 0 {
+				break
 			}
-			e.buf = append(e.buf, s[i])
+			e.buf = append(append(e.buf, s[:i+1]...), '\'')
+			s = s[i+1:]
 		}
-		e.buf = append(e.buf, '\'')
+		e.buf = append(append(e.buf, s...), '\'')
 	default:
 		return e.byYAML(s)
 	}
 	return nil
+}
+
+// word says s is a letter followed by letters, digits and "-_./": a plain scalar to
+// analyse, once line has set aside the words YAML 1.1 reads as something else.
+func word(s string) bool {
+	if s == "" || !('a' <= s[0] && s[0] <= 'z' || 'A' <= s[0] && s[0] <= 'Z') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.' || c == '/') {
+			return false
+		}
+	}
+	return true
 }
 
 // literal writes a multi-line string as a literal block scalar, as yaml.v3 does when it

@@ -221,3 +221,16 @@ func TestMarshalYAMLStream(t *testing.T) {
 		t.Errorf("the second object was not left to yaml.v3:\n%s", want[1])
 	}
 }
+
+// TestEmitWords: words (a letter, then letters, digits and "-_./"), as keys and values,
+// are written as yaml.v3 writes them: plain, but for those YAML 1.1 reads as booleans
+// or nulls.
+func TestEmitWords(t *testing.T) {
+	for _, w := range []string{"a", "yes", "Yes", "YES", "y", "Y", "on", "On", "off", "n", "N", "no", "No", "true", "True", "False",
+		"null", "Null", "NULL", "nan", "NaN", "Infinity", "inf", "t", "f", "ok", "a.b", "a/b", "x-y_z", "e1", "E5", "x.", "b-",
+		"Yes.no", "null_", "o", "O", "step-1", "tekton.dev/v1", "a-1.2_3/x"} {
+		if !checkEmit(t, map[string]any{w: w, "list": []any{w}}) {
+			t.Errorf("%q: left to yaml.v3", w)
+		}
+	}
+}
