@@ -21,7 +21,14 @@ import (
 // arbitrate, a byte slice, a float32, a map not keyed by strings, ...) it hands to
 // encoding/json and parseJSON, that value alone, so the tree is always theirs.
 func treeOf(v any) (any, error) {
-	return treeValue(reflect.ValueOf(v))
+	var b treeBuilder
+	return b.value(reflect.ValueOf(v))
+}
+
+// treeBuilder builds trees: stack holds the members of the objects being built, each
+// object's above its parent's, so that each is allocated once, at its size.
+type treeBuilder struct {
+	stack []member
 }
 
 var (
@@ -29,8 +36,8 @@ var (
 	numberType   = reflect.TypeFor[json.Number]()
 )
 
-// treeValue is treeOf of one value; v is addressable where encoding/json's would be.
-func treeValue(v reflect.Value) (any, error) {
+// value is treeOf of one value; v is addressable where encoding/json's would be.
+func (b *treeBuilder) value(v reflect.Value) (any, error) {
 	if !v.IsValid() {
 		return nil, nil
 	}
@@ -41,10 +48,10 @@ func treeValue(v reflect.Value) (any, error) {
 		if v.IsNil() {
 			return nil, nil
 		}
-		return treeValue(v.Elem())
+		return b.value(v.Elem())
 	}
 	if st := scanTypeOf(t); st.encodes != encodesNot && (!st.byAddress || v.CanAddr()) {
-		return marshaled(v) // by its own MarshalJSON or MarshalText, as encoding/json
+		return b.marshaled(v) // by its own MarshalJSON or MarshalText, as encoding/json
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -59,7 +66,7 @@ func treeValue(v reflect.Value) (any, error) {
 		}
 		return validUTF8(v.String()), nil
 	case reflect.Struct:
-		return treeStruct(v)
+		return b.structValue(v)
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
 			return viaJSON(v)
@@ -69,7 +76,7 @@ func treeValue(v reflect.Value) (any, error) {
 		}
 		o := &object{members: make([]member, 0, v.Len())}
 		for it := v.MapRange(); it.Next(); {
-			val, err := treeValue(it.Value())
+			val, err := b.value(it.Value())
 			if err != nil {
 				return nil, err
 			}
@@ -90,7 +97,7 @@ func treeValue(v reflect.Value) (any, error) {
 	case reflect.Array:
 		a := make([]any, v.Len())
 		for i := range a {
-			e, err := treeValue(v.Index(i))
+			e, err := b.value(v.Index(i))
 			if err != nil {
 				return nil, err
 			}
@@ -104,7 +111,7 @@ func treeValue(v reflect.Value) (any, error) {
 
 // marshaled is the tree of a value encoding/json encodes by its own methods: the
 // tree of their JSON, or, for the types every object holds, what that JSON says.
-func marshaled(v reflect.Value) (any, error) {
+func (b *treeBuilder) marshaled(v reflect.Value) (any, error) {
 	switch x := v.Interface().(type) {
 	case v1.ParamValue:
 		// Its MarshalJSON: the value its type says.
@@ -112,9 +119,9 @@ func marshaled(v reflect.Value) (any, error) {
 		case v1.ParamTypeString:
 			return validUTF8(x.StringVal), nil
 		case v1.ParamTypeArray:
-			return treeValue(reflect.ValueOf(x.ArrayVal))
+			return b.value(reflect.ValueOf(x.ArrayVal))
 		case v1.ParamTypeObject:
-			return treeValue(reflect.ValueOf(x.ObjectVal))
+			return b.value(reflect.ValueOf(x.ObjectVal))
 		}
 	case metav1.Duration:
 		return x.Duration.String(), nil
@@ -178,12 +185,12 @@ func keyCompare(a, b string) int {
 	return 0
 }
 
-func treeStruct(v reflect.Value) (any, error) {
+func (b *treeBuilder) structValue(v reflect.Value) (any, error) {
 	fields := structFields(v.Type())
 	if fields == nil {
 		return viaJSON(v)
 	}
-	o := &object{members: make([]member, 0, len(fields.list))}
+	base := len(b.stack)
 fields:
 	for i := range fields.list {
 		f := &fields.list[i]
@@ -200,15 +207,20 @@ fields:
 		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && f.isZero(fv) {
 			continue
 		}
-		val, err := treeValue(fv)
+		val, err := b.value(fv)
 		if err != nil {
 			return nil, err
 		}
 		if !zeroAdded(f.name, val) {
-			o.members = append(o.members, member{f.name, val})
+			b.stack = append(b.stack, member{f.name, val})
 		}
 	}
-	return trimmed(o), nil
+	o := &object{}
+	if len(b.stack) > base {
+		o.members = slices.Clone(b.stack[base:])
+		b.stack = b.stack[:base]
+	}
+	return o, nil
 }
 
 // fieldList is a struct type's JSON fields, in the emitter's order of their names.

@@ -23,17 +23,27 @@ func (r *Result) Objects() []any {
 }
 
 // MarshalYAML renders objects as one multi-document YAML stream, the way kubectl apply
-// reads it: keys sorted, no empty status or creation timestamp.
+// reads it: keys sorted, no empty status or creation timestamp. Each document is
+// written in one scratch buffer and kept at its size, and the stream made at its size:
+// a buffer grown to megabytes would be copied and cleared again and again.
 func MarshalYAML(objects []any) ([]byte, error) {
-	var out []byte
+	docs := make([][]byte, len(objects))
+	size := 0
+	var scratch []byte
 	for i, obj := range objects {
+		var err error
+		if scratch, err = appendYAML(scratch[:0], obj); err != nil {
+			return nil, err
+		}
+		docs[i] = bytes.Clone(scratch)
+		size += len(scratch) + len("---\n")
+	}
+	out := make([]byte, 0, size)
+	for i, doc := range docs {
 		if i > 0 {
 			out = append(out, "---\n"...)
 		}
-		var err error
-		if out, err = appendYAML(out, obj); err != nil {
-			return nil, err
-		}
+		out = append(out, doc...)
 	}
 	return out, nil
 }
