@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -36,6 +37,9 @@ type fakeCluster struct {
 	forbidNamespace bool // reading namespaces is forbidden
 	// featureFlags is Tekton's ConfigMap tekton-pipelines/feature-flags; nil leaves it out.
 	featureFlags map[string]string
+	// nodes is how many nodes the cluster has; forbidNodes forbids listing them.
+	nodes       int
+	forbidNodes bool
 }
 
 // fakeTarget is a target in namespace "ci" of a fake cluster. Access reviews about other
@@ -58,6 +62,17 @@ func fakeTarget(t *testing.T, c fakeCluster) *Target {
 		if _, err := kube.CoreV1().ConfigMaps(cm.Namespace).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for i := range c.nodes {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)}}
+		if _, err := kube.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.forbidNodes {
+		kube.PrependReactor("list", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "nodes"}, "", errors.New("no"))
+		})
 	}
 	if c.forbidNamespace {
 		kube.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -265,6 +280,48 @@ func TestCheckAdvice(t *testing.T) {
 			}
 			if c.advice && !strings.Contains(r.Advice[0], `running-in-environment-with-injected-sidecars: "true"`) {
 				t.Errorf("the advice does not name the flag: %q", r.Advice[0])
+			}
+		})
+	}
+}
+
+// TestCheckAdviceAssistants: on a cluster of one node, a Tekton that gives each build an
+// affinity-assistant pod (coschedule, "workspaces" unless set) is told how each build
+// runs a pod fewer; not with more nodes, nor when the nodes cannot be listed, nor when
+// coschedule is "disabled".
+func TestCheckAdviceAssistants(t *testing.T) {
+	sidecarsOff := func(coschedule string) map[string]string {
+		m := map[string]string{"running-in-environment-with-injected-sidecars": "false"}
+		if coschedule != "" {
+			m["coschedule"] = coschedule
+		}
+		return m
+	}
+	for _, c := range []struct {
+		name    string
+		cluster fakeCluster
+		advice  bool
+	}{
+		{name: "one node, Tekton's default", cluster: fakeCluster{nodes: 1, featureFlags: sidecarsOff("")}, advice: true},
+		{name: "one node, pipelineruns", cluster: fakeCluster{nodes: 1, featureFlags: sidecarsOff("pipelineruns")}, advice: true},
+		{name: "one node, isolate-pipelinerun", cluster: fakeCluster{nodes: 1, featureFlags: sidecarsOff("isolate-pipelinerun")}, advice: true},
+		{name: "one node, disabled", cluster: fakeCluster{nodes: 1, featureFlags: sidecarsOff(" disabled ")}},
+		{name: "two nodes", cluster: fakeCluster{nodes: 2, featureFlags: sidecarsOff("")}},
+		{name: "three nodes", cluster: fakeCluster{nodes: 3, featureFlags: sidecarsOff("")}},
+		{name: "nodes forbidden", cluster: fakeCluster{nodes: 1, forbidNodes: true, featureFlags: sidecarsOff("")}},
+		{name: "flags unread", cluster: fakeCluster{nodes: 1}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.cluster.groupVersions = []string{"tekton.dev/v1"}
+			r := fakeTarget(t, c.cluster).Check(context.Background())
+			if !r.OK() {
+				t.Fatalf("the check failed: %+v", r)
+			}
+			if got := len(r.Advice) > 0; got != c.advice {
+				t.Fatalf("advice %q; want some: %v", r.Advice, c.advice)
+			}
+			if c.advice && (len(r.Advice) != 1 || !strings.Contains(r.Advice[0], `coschedule, Tekton's default "workspaces"`)) {
+				t.Errorf("the advice does not name the flag, or says more: %q", r.Advice)
 			}
 		})
 	}

@@ -33,12 +33,16 @@ type PodSecurity struct {
 
 // Tekton's feature flags: the ConfigMap of its installation; the flag that gives its
 // init containers Pod Security "restricted" security contexts; the flag that makes each
-// pod's first step wait until the controller marked the pod ready.
+// pod's first step wait until the controller marked the pod ready; the flag that gives
+// each PipelineRun with a volume an affinity-assistant pod to keep its pods on one node
+// (Tekton's default "workspaces"; "pipelineruns" and "isolate-pipelinerun" too, not
+// "disabled").
 const (
 	tektonNamespace        = "tekton-pipelines"
 	tektonFeatureFlags     = "feature-flags"
 	flagSetSecurityContext = "set-security-context"
 	flagInjectedSidecars   = "running-in-environment-with-injected-sidecars"
+	flagCoschedule         = "coschedule"
 )
 
 // tektonFlags are the feature flags of Tekton's installation that the checks read.
@@ -48,13 +52,20 @@ type tektonFlags struct {
 	setSecurityContext bool
 	// injectedSidecars: running-in-environment-with-injected-sidecars (default true).
 	injectedSidecars bool
+	// assistants: coschedule gives each build an affinity-assistant pod.
+	assistants bool
+	// oneNode: the cluster has one node (nodes could be listed, and there was one).
+	oneNode bool
 }
 
 // tektonFlags reads Tekton's feature flags where they can be read (a ConfigMap of
 // Tekton's own namespace, which a user of the namespace alone may not read): else
 // Tekton's defaults, unread.
 func (t *Target) tektonFlags(ctx context.Context) (tektonFlags, error) {
-	f := tektonFlags{injectedSidecars: true}
+	f := tektonFlags{injectedSidecars: true, assistants: true}
+	if nodes, err := t.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 2}); err == nil {
+		f.oneNode = len(nodes.Items) == 1 && nodes.Continue == ""
+	}
 	cm, err := t.Kube.CoreV1().ConfigMaps(tektonNamespace).Get(ctx, tektonFeatureFlags, metav1.GetOptions{})
 	if err != nil {
 		return f, ctx.Err()
@@ -69,18 +80,31 @@ func (t *Target) tektonFlags(ctx context.Context) (tektonFlags, error) {
 	f.read = true
 	f.setSecurityContext = flag(flagSetSecurityContext, false)
 	f.injectedSidecars = flag(flagInjectedSidecars, true)
+	if v, ok := cm.Data[flagCoschedule]; ok {
+		f.assistants = strings.TrimSpace(v) != "disabled"
+	}
 	return f, nil
 }
 
 // advice is what the cluster's operator could change in Tekton for faster builds.
 func (f tektonFlags) advice() []string {
-	if !f.read || !f.injectedSidecars {
+	if !f.read {
 		return nil
 	}
-	return []string{"each step pod waits for Tekton's controller to mark it ready before its first step " +
-		"(" + flagInjectedSidecars + ": \"true\", Tekton's default): unless the cluster injects sidecars " +
-		"into pods (a service mesh such as Istio), set it to \"false\" in ConfigMap " + tektonNamespace + "/" +
-		tektonFeatureFlags + " and steps start seconds sooner"}
+	var out []string
+	if f.injectedSidecars {
+		out = append(out, "each step pod waits for Tekton's controller to mark it ready before its first step "+
+			"("+flagInjectedSidecars+": \"true\", Tekton's default): unless the cluster injects sidecars "+
+			"into pods (a service mesh such as Istio), set it to \"false\" in ConfigMap "+tektonNamespace+"/"+
+			tektonFeatureFlags+" and steps start seconds sooner")
+	}
+	if f.assistants && f.oneNode {
+		out = append(out, "each build runs an affinity-assistant pod besides its steps, to keep them on one node "+
+			"("+flagCoschedule+", Tekton's default \"workspaces\"): on a cluster of one node, set it to "+
+			"\"disabled\" in ConfigMap "+tektonNamespace+"/"+tektonFeatureFlags+" and each build runs a pod fewer "+
+			"(not where nodes may be added: a build's pods then need it to share their volume)")
+	}
+	return out
 }
 
 // RejectedSteps is one kind of step pod a namespace forbids, and why.

@@ -284,8 +284,10 @@ start_tekton() {
 	# No sidecar is injected into this cluster's pods, and our Tasks have none: a step
 	# starts at once, not after the controller marks its pod ready and the kubelet writes
 	# that mark into the pod (Tekton's advice for such clusters; seconds a pod here).
+	# One node: no affinity assistant is needed to keep a build's pods on one, and none
+	# runs (a quarter of the pods of the e2e suites were assistants).
 	KUBECTL patch configmap feature-flags -n tekton-pipelines --type merge \
-		-p '{"data":{"set-security-context":"true","running-in-environment-with-injected-sidecars":"false"}}' >/dev/null ||
+		-p '{"data":{"set-security-context":"true","running-in-environment-with-injected-sidecars":"false","coschedule":"disabled"}}' >/dev/null ||
 		die "setting Tekton's feature flags"
 	KUBECTL apply -f - >/dev/null <<YAML || die "creating the webhook's Service"
 apiVersion: v1
