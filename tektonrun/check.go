@@ -234,7 +234,7 @@ func (t *Target) CheckWith(ctx context.Context, o CheckOptions) CheckReport {
 	}
 	r.Granted = reviewErr == nil && len(r.Missing) == 0
 	flags, flagsErr := t.tektonFlags(ctx)
-	r.Advice = flags.advice()
+	r.Advice = flags.advice(t.oneNode(ctx))
 	var ps *PodSecurity
 	psErr := flagsErr
 	if psErr == nil {

@@ -54,8 +54,6 @@ type tektonFlags struct {
 	injectedSidecars bool
 	// assistants: coschedule gives each build an affinity-assistant pod.
 	assistants bool
-	// oneNode: the cluster has one node (nodes could be listed, and there was one).
-	oneNode bool
 }
 
 // tektonFlags reads Tekton's feature flags where they can be read (a ConfigMap of
@@ -63,9 +61,6 @@ type tektonFlags struct {
 // Tekton's defaults, unread.
 func (t *Target) tektonFlags(ctx context.Context) (tektonFlags, error) {
 	f := tektonFlags{injectedSidecars: true, assistants: true}
-	if nodes, err := t.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 2}); err == nil {
-		f.oneNode = len(nodes.Items) == 1 && nodes.Continue == ""
-	}
 	cm, err := t.Kube.CoreV1().ConfigMaps(tektonNamespace).Get(ctx, tektonFeatureFlags, metav1.GetOptions{})
 	if err != nil {
 		return f, ctx.Err()
@@ -86,8 +81,16 @@ func (t *Target) tektonFlags(ctx context.Context) (tektonFlags, error) {
 	return f, nil
 }
 
-// advice is what the cluster's operator could change in Tekton for faster builds.
-func (f tektonFlags) advice() []string {
+// oneNode tells whether the cluster has one node: its nodes could be listed, and there
+// was one.
+func (t *Target) oneNode(ctx context.Context) bool {
+	nodes, err := t.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{Limit: 2})
+	return err == nil && len(nodes.Items) == 1 && nodes.Continue == ""
+}
+
+// advice is what the cluster's operator could change in Tekton for faster builds, on a
+// cluster of one node or more (oneNode).
+func (f tektonFlags) advice(oneNode bool) []string {
 	if !f.read {
 		return nil
 	}
@@ -98,7 +101,7 @@ func (f tektonFlags) advice() []string {
 			"into pods (a service mesh such as Istio), set it to \"false\" in ConfigMap "+tektonNamespace+"/"+
 			tektonFeatureFlags+" and steps start seconds sooner")
 	}
-	if f.assistants && f.oneNode {
+	if f.assistants && oneNode {
 		out = append(out, "each build runs an affinity-assistant pod besides its steps, to keep them on one node "+
 			"("+flagCoschedule+", Tekton's default \"workspaces\"): on a cluster of one node, set it to "+
 			"\"disabled\" in ConfigMap "+tektonNamespace+"/"+tektonFeatureFlags+" and each build runs a pod fewer "+

@@ -18,8 +18,7 @@ import (
 // a block scalar with characters it leaves to yaml.v3) makes encode return errUnplaced,
 // and the object is then encoded by yaml.v3 whole.
 type emitter struct {
-	buf   []byte
-	start int // where in buf the document starts
+	buf []byte
 }
 
 // errUnplaced says a value needs yaml.v3's whole-document encoder.
@@ -145,7 +144,7 @@ func (e *emitter) flowEmpty(v any) {
 
 // indent ends the current line, if any, and starts one at column n.
 func (e *emitter) indent(n int) {
-	if len(e.buf) > e.start {
+	if len(e.buf) > 0 {
 		e.buf = append(e.buf, '\n')
 	}
 	for range n {

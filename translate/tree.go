@@ -74,18 +74,19 @@ func (b *treeBuilder) value(v reflect.Value) (any, error) {
 		if v.IsNil() {
 			return nil, nil
 		}
-		o := &object{members: make([]member, 0, v.Len())}
+		base := len(b.stack)
 		for it := v.MapRange(); it.Next(); {
 			val, err := b.value(it.Value())
 			if err != nil {
 				return nil, err
 			}
 			if key := validUTF8(it.Key().String()); !zeroAdded(key, val) {
-				o.members = append(o.members, member{key, val})
+				b.stack = append(b.stack, member{key, val})
 			}
 		}
+		o := b.object(base)
 		sortMembers(o.members)
-		return trimmed(o), nil
+		return o, nil
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return viaJSON(v)
@@ -161,10 +162,13 @@ func validUTF8(s string) string {
 	return b.String()
 }
 
-// trimmed is o, with no members (nil) where it has none, as parseJSON makes it.
-func trimmed(o *object) *object {
-	if len(o.members) == 0 {
-		o.members = nil
+// object is the object of the members on the stack from base, which it takes off: none
+// (nil) where there are none, as parseJSON makes it.
+func (b *treeBuilder) object(base int) *object {
+	o := &object{}
+	if len(b.stack) > base {
+		o.members = slices.Clone(b.stack[base:])
+		b.stack = b.stack[:base]
 	}
 	return o
 }
@@ -215,12 +219,7 @@ fields:
 			b.stack = append(b.stack, member{f.name, val})
 		}
 	}
-	o := &object{}
-	if len(b.stack) > base {
-		o.members = slices.Clone(b.stack[base:])
-		b.stack = b.stack[:base]
-	}
-	return o, nil
+	return b.object(base), nil
 }
 
 // fieldList is a struct type's JSON fields, in the emitter's order of their names.

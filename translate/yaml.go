@@ -32,7 +32,7 @@ func MarshalYAML(objects []any) ([]byte, error) {
 	var scratch []byte
 	for i, obj := range objects {
 		var err error
-		if scratch, err = appendYAML(scratch[:0], obj); err != nil {
+		if scratch, err = objectYAML(scratch, obj); err != nil {
 			return nil, err
 		}
 		docs[i] = bytes.Clone(scratch)
@@ -50,11 +50,11 @@ func MarshalYAML(objects []any) ([]byte, error) {
 
 // ObjectYAML renders one object.
 func ObjectYAML(obj any) ([]byte, error) {
-	return appendYAML(nil, obj)
+	return objectYAML(nil, obj)
 }
 
-// appendYAML appends obj's document to buf.
-func appendYAML(buf []byte, obj any) ([]byte, error) {
+// objectYAML renders one object, in scratch's memory where it has room.
+func objectYAML(scratch []byte, obj any) ([]byte, error) {
 	// yaml.v3's output of the object's JSON, keys sorted, strings YAML 1.1 readers
 	// (kubectl) would take for booleans or numbers quoted; treeOf and the emitter write
 	// it faster, and yaml.v3 the rare object they leave.
@@ -62,7 +62,7 @@ func appendYAML(buf []byte, obj any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	e := emitter{buf: buf, start: len(buf)}
+	e := emitter{buf: scratch[:0]}
 	switch err := e.document(tree); {
 	case err == nil:
 		return e.buf, nil
@@ -73,11 +73,7 @@ func appendYAML(buf []byte, obj any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	doc, err := yamlV3(obj, raw)
-	if err != nil {
-		return nil, err
-	}
-	return append(buf, doc...), nil
+	return yamlV3(obj, raw)
 }
 
 // yamlV3 encodes an object's JSON with yaml.v3.
