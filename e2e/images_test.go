@@ -301,7 +301,9 @@ func importOnBusybox(t *testing.T, cache, ref string, files []ociimage.File) {
 	if err := ociimage.WriteTarball(tar, ref, img); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command("ctr", "--address", harnessSocket(cache), "-n", "k8s.io", "images", "import", "--no-unpack=false", tar).CombinedOutput()
+	ctr := exec.Command("e2e/cluster/cluster.sh", "ctr", "images", "import", "--no-unpack=false", tar)
+	ctr.Dir = ".."
+	out, err := ctr.CombinedOutput()
 	if err != nil {
 		t.Fatalf("importing %s: %v\n%s", ref, err, out)
 	}

@@ -171,6 +171,25 @@ build_kwok() {
 	finish_tool "$BIN_KWOK"
 }
 
+# build_containerd builds the node's container runtime: containerd, its runc shim and ctr.
+# Debian's containerd (1.6) predates the CRI that Kubernetes 1.36 expects (no
+# RuntimeConfig, so the kubelet guesses the cgroup driver), and under the load of both
+# e2e suites its shim now and then dropped a container's start ("ttrpc: closed"). The
+# shim must sit beside containerd or first on its PATH: up.sh puts this directory first.
+build_containerd() {
+	[ -f "$BIN_CONTAINERD/.done" ] && return 0
+	log "building containerd $CONTAINERD_VERSION"
+	rm -rf "$BIN_CONTAINERD.tmp" && mkdir -p "$BIN_CONTAINERD.tmp"
+	local src=$E2E_CACHE/src/containerd-$CONTAINERD_VERSION
+	copy_module "github.com/containerd/containerd/v2@$CONTAINERD_VERSION" "$src"
+	# Without cgo the btrfs snapshotter drops out by itself; the others are tagged out.
+	(cd "$src" && goenv go build -mod=mod -trimpath -tags "no_btrfs no_devmapper no_zfs" \
+		-ldflags "-s -w -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
+		-o "$BIN_CONTAINERD.tmp/" ./cmd/containerd ./cmd/containerd-shim-runc-v2 ./cmd/ctr) ||
+		die "building containerd failed"
+	finish_tool "$BIN_CONTAINERD"
+}
+
 build_all() {
 	mkdir -p "$E2E_CACHE/src" "$E2E_CACHE/go"
 	[ -f "$E2E_CACHE/src/go.mod" ] || printf 'module example.invalid/download\n\ngo 1.26.0\n' >"$E2E_CACHE/src/go.mod"
@@ -178,4 +197,5 @@ build_all() {
 	build_tekton
 	build_addons
 	build_registry
+	build_containerd
 }

@@ -8,6 +8,7 @@
 #   cluster.sh kubeconfig   print the kubeconfig path the tests use
 #   cluster.sh registry     print the address of the cluster's image registry
 #   cluster.sh kubectl ARGS kubectl, as the cluster's admin
+#   cluster.sh ctr ARGS     the node's ctr on its containerd, in the kubelet's namespace
 #   cluster.sh build        only build (binaries and images)
 #   cluster.sh load         import bin/images/*.tar into the running cluster
 #   cluster.sh restart-apiserver   stop and start the running cluster's kube-apiserver
@@ -200,6 +201,7 @@ check-clean) check_clean ;;
 kubeconfig) echo "$E2E_KUBECONFIG_PATH" ;;
 registry) echo "$REGISTRY_ADDR" ;;
 kubectl) shift && KUBECTL "$@" ;;
+ctr) shift && CTR "$@" ;;
 build) cluster_build ;;
 load) load_images ;;
 restart-apiserver) need_root && cluster_healthy && restart_apiserver ;;

@@ -2,9 +2,10 @@
 # cluster_down is the entry point. Every step tolerates a half-started cluster, so the
 # same function serves a normal teardown and the cleanup after a failed up.
 
-# ours PID: true if PID is a live daemon of this harness: a binary we built, or
-# containerd and its shims on our socket. Guards against PID reuse and never matches a
-# shell that merely mentions our paths.
+# ours PID: true if PID is a live daemon of this harness: a binary we built (containerd
+# and its shims among them), or a Debian containerd on our socket (a cluster that earlier
+# harnesses started). Guards against PID reuse and never matches a shell that merely
+# mentions our paths.
 ours() {
 	local exe cmd
 	exe=$(readlink "/proc/$1/exe" 2>/dev/null) || return 1
@@ -123,7 +124,7 @@ remove_host_leftovers() {
 	for l in /var/log/containers/*; do
 		[ -L "$l" ] && case $(readlink "$l") in "$E2E_STATE"/*) rm -f "$l" ;; esac
 	done
-	# containerd 1.6 puts its shims' sockets in /run/containerd/s whatever its config says.
+	# containerd puts its shims' sockets in /run/containerd/s whatever its config says.
 	for d in /var/log/containers /var/lib/cni /run/containerd /usr/libexec/kubernetes; do
 		grep -qx "path $d" "$E2E_CACHE/baseline.txt" 2>/dev/null && continue
 		[ -d "$d" ] && find "$d" -depth -type d -empty -delete 2>/dev/null || true

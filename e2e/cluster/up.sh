@@ -34,7 +34,7 @@ wait_for() {
 
 install_packages() {
 	local missing=()
-	for p in containerd runc containernetworking-plugins busybox-static openssl iproute2 git; do
+	for p in runc containernetworking-plugins busybox-static openssl iproute2 git; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
@@ -66,41 +66,44 @@ write_configs() {
 	local conf=$E2E_STATE/conf run=$E2E_STATE/run
 	mkdir -p "$conf/cni" "$run"
 	cat >"$conf/containerd.toml" <<TOML
-version = 2
+version = 4
+# Nothing from the host's /etc/containerd/conf.d, which containerd imports by default.
+imports = []
 root = "$run/containerd/root"
 state = "$run/containerd/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
-[grpc]
+disabled_plugins = ["io.containerd.snapshotter.v1.erofs", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]
+# Its sockets are ours alone (without these it would serve /run/containerd's); no debug or
+# metrics server is configured, so none runs.
+[plugins."io.containerd.server.v1.grpc"]
   address = "$run/containerd/containerd.sock"
-[ttrpc]
+[plugins."io.containerd.server.v1.ttrpc"]
   address = "$run/containerd/containerd.sock.ttrpc"
-[debug]
-  address = ""
-[metrics]
-  address = ""
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$IMG_PAUSE"
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "$IMG_PAUSE"
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = "$conf/certs.d"
+[plugins."io.containerd.cri.v1.runtime"]
   enable_selinux = false
   disable_apparmor = true
   # The VM lacks CAP_SYS_RESOURCE: an oom_score_adj below containerd's own would fail.
   restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = false
         BinaryName = "/usr/sbin/runc"
         Root = "$run/runc"
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$conf/cni"
     max_conf_num = 1
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "$conf/certs.d"
 TOML
 	# The harness's registry speaks plain HTTP, on the pod bridge only.
 	mkdir -p "$conf/certs.d/$REGISTRY_ADDR"
@@ -244,16 +247,20 @@ start_control_plane() {
 		--bind-address=127.0.0.1 --leader-elect=false --profiling=false
 }
 
-CTR() { ctr --address "$E2E_STATE/run/containerd/containerd.sock" -n k8s.io "$@"; }
+CTR() { "$BIN_CONTAINERD/ctr" --address "$E2E_STATE/run/containerd/containerd.sock" -n k8s.io "$@"; }
 
 start_node() {
 	log "starting containerd and importing images"
-	start containerd "${CONTAINERD_PROXY_ENV[@]}" -- /usr/bin/containerd --config "$E2E_STATE/conf/containerd.toml"
+	# Its runc shim is found on PATH, before any other containerd's.
+	start containerd "${CONTAINERD_PROXY_ENV[@]}" PATH="$BIN_CONTAINERD:$PATH" -- "$BIN_CONTAINERD/containerd" \
+		--config "$E2E_STATE/conf/containerd.toml"
 	wait_for containerd 30 CTR version
-	local tar
+	local tar out
 	for tar in "$E2E_CACHE"/images/*.tar "$REPO_ROOT"/bin/images/*.tar; do
 		[ -f "$tar" ] || continue
-		CTR images import --no-unpack=false "$tar" >/dev/null || die "importing $tar"
+		# ctr repeats containerd's deprecation warnings (cgroup v1) on stderr: said once, in
+		# containerd's log, unless the import fails.
+		out=$(CTR images import --no-unpack=false "$tar" 2>&1) || die "importing $tar: $out"
 	done
 	save_sysctls
 	log "starting the kubelet"
