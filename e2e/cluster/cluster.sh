@@ -93,7 +93,7 @@ load_images() {
 	local tar
 	for tar in "$E2E_CACHE"/images/*.tar "$REPO_ROOT"/bin/images/*.tar; do
 		[ -f "$tar" ] || continue
-		CTR images import --no-unpack=false "$tar" >/dev/null || die "importing $tar"
+		import_image "$tar"
 		log "loaded $tar"
 	done
 }

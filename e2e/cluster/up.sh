@@ -249,18 +249,24 @@ start_control_plane() {
 
 CTR() { "$BIN_CONTAINERD/ctr" --address "$E2E_STATE/run/containerd/containerd.sock" -n k8s.io "$@"; }
 
+# import_image TAR imports an image tarball into the node's containerd. ctr repeats
+# containerd's deprecation warnings (cgroup v1) on stderr: they are in containerd's log,
+# and shown here only when the import fails.
+import_image() {
+	local out
+	out=$(CTR images import --no-unpack=false "$1" 2>&1) || die "importing $1: $out"
+}
+
 start_node() {
 	log "starting containerd and importing images"
 	# Its runc shim is found on PATH, before any other containerd's.
 	start containerd "${CONTAINERD_PROXY_ENV[@]}" PATH="$BIN_CONTAINERD:$PATH" -- "$BIN_CONTAINERD/containerd" \
 		--config "$E2E_STATE/conf/containerd.toml"
 	wait_for containerd 30 CTR version
-	local tar out
+	local tar
 	for tar in "$E2E_CACHE"/images/*.tar "$REPO_ROOT"/bin/images/*.tar; do
 		[ -f "$tar" ] || continue
-		# ctr repeats containerd's deprecation warnings (cgroup v1) on stderr: said once, in
-		# containerd's log, unless the import fails.
-		out=$(CTR images import --no-unpack=false "$tar" 2>&1) || die "importing $tar: $out"
+		import_image "$tar"
 	done
 	save_sysctls
 	log "starting the kubelet"
