@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,8 +69,10 @@ jobs:
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	watch := startFly(t, ctx, "trigger-job", "-j", "intercept/wait", "-w")
+	// The task's own line: fly's "no suitable workers found, waiting for worker..." (a
+	// pod not yet scheduled, its volume not yet bound) says "waiting" too.
 	eventually(t, "the task to wait", 3*time.Minute, func(context.Context) (bool, error) {
-		return strings.Contains(watch.output(), "waiting"), nil
+		return slices.Contains(strings.Split(strings.ReplaceAll(watch.output(), "\r", ""), "\n"), "waiting"), nil
 	})
 
 	var ctrs []container
