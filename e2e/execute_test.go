@@ -222,8 +222,7 @@ func TestExecuteInputsFrom(t *testing.T) {
 	ns := namespace(t)
 	ctx := context.Background()
 	dir := t.TempDir()
-	repo, tag, _ := strings.Cut(busyboxImage, ":")
-	image := `image_resource: {type: registry-image, source: {repository: ` + repo + `, tag: "` + tag + `"}}`
+	image := busyboxImageResource()
 	pipeline := `resources:
 - name: thing
   type: mock

@@ -290,3 +290,9 @@ func runPodSpec(t *testing.T, ns, name, image, script string, env []corev1.EnvVa
 	}
 	return logs
 }
+
+// busyboxImageResource is a task's image_resource (flow YAML) of the cluster's busybox.
+func busyboxImageResource() string {
+	repo, tag, _ := strings.Cut(busyboxImage, ":")
+	return `image_resource: {type: registry-image, source: {repository: ` + repo + `, tag: "` + tag + `"}}`
+}

@@ -34,8 +34,7 @@ import (
 
 // gcPipeline has a job that keeps 5 builds, and one that runs until it is aborted.
 func gcPipeline(t *testing.T) string {
-	repo, tag, _ := strings.Cut(busyboxImage, ":")
-	image := `image_resource: {type: registry-image, source: {repository: ` + repo + `, tag: "` + tag + `"}}`
+	image := busyboxImageResource()
 	pipeline := `jobs:
 - name: tick
   build_log_retention: {builds: 5}

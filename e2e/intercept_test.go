@@ -25,8 +25,7 @@ import (
 // output, then (ensure) a task that lingers: the test enters the lingering one as it
 // runs, and the failed one, which has ended, while the build still runs.
 func interceptPipeline(t *testing.T) string {
-	repo, tag, _ := strings.Cut(busyboxImage, ":")
-	image := `image_resource: {type: registry-image, source: {repository: ` + repo + `, tag: "` + tag + `"}}`
+	image := busyboxImageResource()
 	pipeline := `jobs:
 - name: debug
   plan:

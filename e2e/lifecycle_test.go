@@ -23,8 +23,7 @@ func TestLandRetire(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
-	repo, tag, _ := strings.Cut(busyboxImage, ":")
-	image := `image_resource: {type: registry-image, source: {repository: ` + repo + `, tag: "` + tag + `"}}`
+	image := busyboxImageResource()
 	file := filepath.Join(t.TempDir(), "life.yml")
 	pipeline := `jobs:
 - name: slow

@@ -10,7 +10,9 @@ import (
 // the volume manager and the runner read back: one spelling for both sides.
 
 // Where the runner lives: RunnerBinary in the runner image, copied by the Task's first
-// step to RunnerPath in RunnerDir (an emptyDir every step of the pod mounts).
+// step to RunnerPath in RunnerDir (an emptyDir every step of the pod mounts), or, with
+// the runner's image as the pod's volume, RunnerBinary's directory of it mounted as
+// RunnerDir (translate.Options.RunnerImageVolume).
 const (
 	RunnerBinary = "/ko-app/concourse-runner"
 	RunnerDir    = "/concourse-runner"

@@ -435,17 +435,27 @@ func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*co
 			install = &orig.Spec.Containers[i]
 		}
 	}
-	if step == nil || install == nil {
-		return nil, fmt.Errorf("pod %s is not a step's: it has no %s and %s containers", orig.Name, runspec.StepContainer, "step-"+runspec.StepInstall)
+	if step == nil {
+		return nil, fmt.Errorf("pod %s is not a step's: it has no %s container", orig.Name, runspec.StepContainer)
+	}
+	// The runner is copied by the install step into a volume the step mounts, or the
+	// step mounts the runner's image (translate.Options.RunnerImageVolume): then the
+	// step's own mounts bring it along.
+	mounter := step
+	if install != nil {
+		mounter = install
 	}
 	var runnerMount []corev1.VolumeMount
-	for _, m := range install.VolumeMounts {
+	for _, m := range mounter.VolumeMounts {
 		if m.MountPath == runspec.RunnerDir {
 			runnerMount = append(runnerMount, m)
 		}
 	}
 	if len(runnerMount) == 0 {
 		return nil, fmt.Errorf("pod %s mounts no %s", orig.Name, runspec.RunnerDir)
+	}
+	if install == nil && !slices.ContainsFunc(orig.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == runnerMount[0].Name && v.Image != nil }) {
+		return nil, fmt.Errorf("pod %s is not a step's: it has no %s container, and its %s is not the runner's image", orig.Name, "step-"+runspec.StepInstall, runspec.RunnerDir)
 	}
 	deadline := int64((timeout + time.Minute) / time.Second)
 	noToken := false
@@ -486,16 +496,18 @@ func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*co
 			ImagePullSecrets:              orig.Spec.ImagePullSecrets,
 			RuntimeClassName:              orig.Spec.RuntimeClassName,
 			Volumes:                       orig.Spec.Volumes,
-			InitContainers: []corev1.Container{{
-				Name:            "install-runner",
-				Image:           install.Image,
-				ImagePullPolicy: install.ImagePullPolicy,
-				Command:         []string{runspec.RunnerBinary, string(runspec.ModeInstall), runspec.RunnerPath},
-				VolumeMounts:    runnerMount,
-				SecurityContext: install.SecurityContext,
-			}},
-			Containers: []corev1.Container{main},
+			Containers:                    []corev1.Container{main},
 		},
+	}
+	if install != nil {
+		pod.Spec.InitContainers = []corev1.Container{{
+			Name:            "install-runner",
+			Image:           install.Image,
+			ImagePullPolicy: install.ImagePullPolicy,
+			Command:         []string{runspec.RunnerBinary, string(runspec.ModeInstall), runspec.RunnerPath},
+			VolumeMounts:    runnerMount,
+			SecurityContext: install.SecurityContext,
+		}}
 	}
 	return pod, nil
 }
@@ -525,8 +537,12 @@ func withoutAssistant(a *corev1.Affinity) *corev1.Affinity {
 	return out
 }
 
-// runnerInstalled says whether a running step's pod has installed the runner.
+// runnerInstalled says whether a running step's pod has installed the runner: at once
+// when its runner comes from the runner's image as a volume (no step installs it).
 func runnerInstalled(p *corev1.Pod) (bool, error) {
+	if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "step-"+runspec.StepInstall }) {
+		return true, nil
+	}
 	for _, s := range p.Status.ContainerStatuses {
 		if t := s.State.Terminated; s.Name == "step-"+runspec.StepInstall && t != nil {
 			if t.ExitCode != 0 {

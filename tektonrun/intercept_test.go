@@ -77,8 +77,46 @@ func TestRemadePod(t *testing.T) {
 
 	orig.Spec.Containers = orig.Spec.Containers[1:]
 	if _, err := remadePod(orig, pr, time.Minute); err == nil {
-		t.Errorf("a pod without the runner's install step was remade")
+		t.Errorf("a pod without the runner's install step, nor its image as a volume, was remade")
 	}
+	orig.Spec.Containers = nil
+	if _, err := remadePod(orig, pr, time.Minute); err == nil {
+		t.Errorf("a pod without a step container was remade")
+	}
+}
+
+// A step pod whose runner is its image as a volume (translate.Options.RunnerImageVolume)
+// is remade with the same volume and mounts, and no container to install the runner.
+func TestRemadePodRunnerImageVolume(t *testing.T) {
+	orig := imageVolumePod()
+	pod, err := remadePod(orig, &v1.PipelineRun{ObjectMeta: metav1.ObjectMeta{Name: "app-unit-1"}}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.Spec.InitContainers) != 0 {
+		t.Errorf("init containers: %+v", pod.Spec.InitContainers)
+	}
+	if diff := cmp.Diff(orig.Spec.Containers[0].VolumeMounts, pod.Spec.Containers[0].VolumeMounts); diff != "" {
+		t.Errorf("the step's mounts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(orig.Spec.Volumes, pod.Spec.Volumes); diff != "" {
+		t.Errorf("volumes (-want +got):\n%s", diff)
+	}
+	if ok, err := runnerInstalled(orig); !ok || err != nil {
+		t.Errorf("runnerInstalled = %v, %v for a pod with the runner's image as a volume", ok, err)
+	}
+	if ok, _ := runnerInstalled(stepPod()); ok {
+		t.Errorf("runnerInstalled for a pod whose install step has not ended")
+	}
+}
+
+// imageVolumePod is a step's pod whose runner is its image as a volume: no install step.
+func imageVolumePod() *corev1.Pod {
+	pod := stepPod()
+	pod.Spec.Volumes[0].Image = &corev1.ImageVolumeSource{Reference: "runner:dev"}
+	pod.Spec.Containers = pod.Spec.Containers[1:]
+	pod.Spec.Containers[0].VolumeMounts[0].SubPath, pod.Spec.Containers[0].VolumeMounts[0].ReadOnly = "ko-app", true
+	return pod
 }
 
 // noStreams is a Streamer that must not be used.

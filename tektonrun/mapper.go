@@ -2,6 +2,7 @@ package tektonrun
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -739,21 +740,28 @@ func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
 // installContainer is the container of the step before the runner's.
 const installContainer = "step-" + runspec.StepInstall
 
-// installed tells whether the step's runner was installed: its step can begin.
+// installed tells whether the step's runner was installed: its step can begin. A pod
+// that has the runner's image as a volume (translate.Options.RunnerImageVolume) has no
+// step that installs it: it is there from the start.
 func installed(tr *v1.TaskRun, pod *corev1.Pod) bool {
+	copies := false
 	for _, s := range tr.Status.Steps {
-		if (s.Name == runspec.StepInstall || s.Container == installContainer) && s.Terminated != nil {
+		if s.Name == runspec.StepInstall || s.Container == installContainer {
+			if s.Terminated != nil {
+				return true
+			}
+			copies = true
+		}
+	}
+	if pod == nil {
+		return len(tr.Status.Steps) > 0 && !copies
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == installContainer && s.State.Terminated != nil {
 			return true
 		}
 	}
-	if pod != nil {
-		for _, s := range pod.Status.ContainerStatuses {
-			if s.Name == installContainer && s.State.Terminated != nil {
-				return true
-			}
-		}
-	}
-	return false
+	return !copies && !slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == installContainer })
 }
 
 // startMark is the index of the line of log in which the runner announced the step's

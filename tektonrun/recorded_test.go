@@ -288,6 +288,10 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 	setSpec(t, get, getSpec)
 	getInstalling := installing.DeepCopy()
 	setSpec(t, getInstalling, getSpec)
+	// The same get in a pod that has the runner's image as a volume: no install step, its
+	// runner began with its container.
+	getImageVolume := getInstalling.DeepCopy()
+	getImageVolume.Status.Steps = slices.DeleteFunc(getImageVolume.Status.Steps, func(s v1.StepState) bool { return s.Name == runspec.StepInstall })
 	obs.Steps = map[string]*StepObservation{"check-thing": obs.Steps["check-thing"], "get-thing": obs.Steps["get-thing"], "task-say": {}}
 	obs.Run = obs.Run.DeepCopy()
 	obs.Run.Status.SetCondition(&apis.Condition{Type: apis.ConditionSucceeded, Status: corev1.ConditionUnknown})
@@ -340,6 +344,7 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		// line is output like any other.
 		{"get, installing", getInstalling, nil, 0, nil},
 		{"get, runner began", get, nil, 3, nil},
+		{"get, runner from its image, began", getImageVolume, nil, 3, nil},
 		{"get, wrote a mark", get, mark, 3, []string{runspec.StartMark}},
 	} {
 		n, logs := heads(tt.tr, tt.log)

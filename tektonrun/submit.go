@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,7 +85,7 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 	} else if err := c.checkCredentials(ctx, r.Credentials); err != nil {
 		return nil, err
 	}
-	if err := c.checkUserNamespaces(ctx, r.PipelineRun); err != nil {
+	if err := c.checkNodes(ctx, r); err != nil {
 		return nil, err
 	}
 	for _, t := range r.Tasks {
@@ -143,13 +144,19 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 	return &Submitted{Run: run, Warnings: warnings}, nil
 }
 
-// checkUserNamespaces refuses a build whose pods want user namespaces of their own
-// (hostUsers: false) when no node's runtime says it supports them: the kubelet would fail
-// to create their sandboxes forever, and the build would hang. A user who may not list
-// nodes cannot tell: the build goes ahead.
-func (c *Client) checkUserNamespaces(ctx context.Context, pr *v1.PipelineRun) error {
-	tpl := pr.Spec.TaskRunTemplate.PodTemplate
-	if tpl == nil || tpl.HostUsers == nil || *tpl.HostUsers {
+// checkNodes refuses a build whose pods need what no node can give, as the nodes report
+// it: the kubelet would fail to start them forever, and the build would hang. Pods that
+// want user namespaces of their own (hostUsers: false) need a runtime that says it
+// supports them; pods that mount the runner's image as a volume
+// (translate.Options.RunnerImageVolume) a kubelet and a runtime that mount images. A user
+// who may not list nodes cannot tell: the build goes ahead.
+func (c *Client) checkNodes(ctx context.Context, r *translate.Result) error {
+	tpl := r.PipelineRun.Spec.TaskRunTemplate.PodTemplate
+	userNamespaces := tpl != nil && tpl.HostUsers != nil && !*tpl.HostUsers
+	imageVolumes := slices.ContainsFunc(r.Tasks, func(t *v1.Task) bool {
+		return slices.ContainsFunc(t.Spec.Volumes, func(v corev1.Volume) bool { return v.Image != nil })
+	})
+	if !userNamespaces && !imageVolumes {
 		return nil
 	}
 	nodes, err := c.target.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -157,16 +164,60 @@ func (c *Client) checkUserNamespaces(ctx context.Context, pr *v1.PipelineRun) er
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("listing nodes to check their support for user namespaces: %w", err)
+		return fmt.Errorf("listing nodes to check what their runtimes support: %w", err)
 	}
-	for _, n := range nodes.Items {
-		for _, h := range n.Status.RuntimeHandlers {
-			if h.Features != nil && h.Features.UserNamespaces != nil && *h.Features.UserNamespaces {
-				return nil
-			}
+	if userNamespaces && !slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool {
+		return slices.ContainsFunc(n.Status.RuntimeHandlers, func(h corev1.NodeRuntimeHandler) bool {
+			return h.Features != nil && h.Features.UserNamespaces != nil && *h.Features.UserNamespaces
+		})
+	}) {
+		return fmt.Errorf("user namespaces were asked for (--user-namespaces), but none of the %d nodes' container runtimes supports them (status.runtimeHandlers[].features.userNamespaces): the build's pods would never start", len(nodes.Items))
+	}
+	if imageVolumes && len(nodes.Items) > 0 && !slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return mayMountImages(n.Status.NodeInfo) }) {
+		runtimes := map[string]bool{}
+		for _, n := range nodes.Items {
+			runtimes[n.Status.NodeInfo.ContainerRuntimeVersion+", kubelet "+n.Status.NodeInfo.KubeletVersion] = true
 		}
+		return fmt.Errorf("the runner's image as a volume was asked for (--runner-image-volume), but none of the %d nodes mounts images as volumes "+
+			"(Kubernetes' image volumes need a kubelet of 1.33 or later and containerd 2.1 or CRI-O 1.31 or later; the nodes run %s): the build's pods would never start",
+			len(nodes.Items), strings.Join(slices.Sorted(maps.Keys(runtimes)), "; "))
 	}
-	return fmt.Errorf("user namespaces were asked for (--user-namespaces), but none of the %d nodes' container runtimes supports them (status.runtimeHandlers[].features.userNamespaces): the build's pods would never start", len(nodes.Items))
+	return nil
+}
+
+// mayMountImages tells whether a node may mount images as volumes: false only where its
+// kubelet or its runtime is known to be too old (a kubelet of 1.33 or 1.34 may not have
+// the feature gate on, and other runtimes are not known: they may).
+func mayMountImages(info corev1.NodeSystemInfo) bool {
+	if major, minor, ok := majorMinor(strings.TrimPrefix(info.KubeletVersion, "v")); ok && (major < 1 || major == 1 && minor < 33) {
+		return false
+	}
+	name, ver, _ := strings.Cut(info.ContainerRuntimeVersion, "://")
+	major, minor, ok := majorMinor(ver)
+	switch {
+	case !ok:
+		return true
+	case name == "containerd":
+		return major > 2 || major == 2 && minor >= 1
+	case name == "cri-o":
+		return major > 1 || major == 1 && minor >= 31
+	}
+	return true
+}
+
+// majorMinor reads the leading MAJOR.MINOR of a version such as 2.1.4 or 1.6.20~ds1.
+func majorMinor(v string) (major, minor int, ok bool) {
+	a, rest, found := strings.Cut(v, ".")
+	if !found {
+		return 0, 0, false
+	}
+	b := rest
+	if i := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
+		b = rest[:i]
+	}
+	major, errA := strconv.Atoi(a)
+	minor, errB := strconv.Atoi(b)
+	return major, minor, errA == nil && errB == nil
 }
 
 // samePipeline tells whether the Pipeline there is p, as written or with Tekton's

@@ -3,6 +3,7 @@ package tektonrun
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -240,6 +241,50 @@ func TestRunChecksUserNamespaces(t *testing.T) {
 		}
 		if !supported && (err == nil || !strings.Contains(err.Error(), "user namespaces")) {
 			t.Errorf("unsupported: err = %v, want a refusal", err)
+		}
+	}
+}
+
+// A build whose pods mount the runner's image as a volume is refused at once when no
+// node can mount images (a kubelet older than 1.33, containerd older than 2.1, CRI-O
+// older than 1.31), and runs where one may, or where the nodes say nothing it knows.
+func TestRunChecksImageVolumes(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		nodes [][2]string // kubelet, runtime
+		ok    bool
+	}{
+		{[][2]string{{"v1.36.3", "containerd://1.6.20~ds1"}}, false},
+		{[][2]string{{"v1.36.3", "containerd://2.0.5"}}, false},
+		{[][2]string{{"v1.36.3", "containerd://2.1.0"}}, true},
+		{[][2]string{{"v1.36.3", "containerd://2.3.7"}}, true},
+		{[][2]string{{"v1.36.3", "cri-o://1.30.2"}}, false},
+		{[][2]string{{"v1.36.3", "cri-o://1.31.0"}}, true},
+		{[][2]string{{"v1.32.4", "containerd://2.3.7"}}, false},
+		{[][2]string{{"v1.36.3", "containerd://1.7.2"}, {"v1.36.3", "containerd://2.2.0"}}, true},
+		{[][2]string{{"v1.36.3", "docker://28.1.0"}}, true},
+		{[][2]string{{"v1.36.3", "containerd://dev"}}, true},
+		{nil, true},
+	} {
+		b := newBackend(t, secret("token", "value"), secret("db", "user"))
+		b.defaults.RunnerImageVolume = true
+		for i, n := range tt.nodes {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)}}
+			node.Status.NodeInfo.KubeletVersion, node.Status.NodeInfo.ContainerRuntimeVersion = n[0], n[1]
+			if _, err := b.client.target.Kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "1"})
+		if tt.ok && err != nil {
+			t.Errorf("%v: %v", tt.nodes, err)
+		}
+		if !tt.ok && (err == nil || !strings.Contains(err.Error(), "--runner-image-volume") || !strings.Contains(err.Error(), tt.nodes[0][1])) {
+			t.Errorf("%v: err = %v, want a refusal naming the runtime", tt.nodes, err)
+		}
+		b.defaults.RunnerImageVolume = false
+		if _, err := b.Run(ctx, taskPlan(), BuildMeta{Pipeline: "app", Job: "unit", Build: "2"}); err != nil {
+			t.Errorf("%v, the runner copied: %v", tt.nodes, err)
 		}
 	}
 }

@@ -83,6 +83,12 @@ type Options struct {
 	// the node, as in Concourse's unprivileged Garden containers. The cluster must
 	// support it (Kubernetes 1.33+, a runtime and file systems with idmap mounts).
 	UserNamespaces bool
+	// RunnerImageVolume mounts the runner's image into each step pod as a volume
+	// (Kubernetes' image volumes) instead of copying the runner out of it by a step of
+	// its own: a container fewer in every step pod. The cluster must support it
+	// (Kubernetes 1.35+, or 1.33+ with the ImageVolume feature gate; containerd 2.1+ or
+	// CRI-O 1.31+): elsewhere the pods never start.
+	RunnerImageVolume bool
 	// AcrossSlots is how many combinations of values an across step whose values are
 	// known only at run time can run: the Pipeline has that many copies of its substep,
 	// and a build with more combinations errors the step. Default DefaultAcrossSlots.

@@ -2,6 +2,7 @@ package translate_test
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"testing"
 
@@ -265,5 +266,48 @@ jobs:
 				t.Errorf("a one-off build's %s shares resource caches", pt.Name)
 			}
 		}
+	}
+}
+
+// With RunnerImageVolume the runner's image is each step pod's volume, its runner's
+// directory mounted read-only where the runner would have been copied: no step copies
+// it, the step runs RunnerPath all the same, and the Tasks are other Tasks than those
+// that copy it. Image volumes are among the volumes Pod Security "restricted" admits.
+func TestRunnerImageVolume(t *testing.T) {
+	const runner = "registry.example/runner:v1"
+	r, tasks := compileSecurity(t, translate.Options{RunnerImage: runner, RunnerImageVolume: true})
+	_, copied := compileSecurity(t, translate.Options{RunnerImage: runner})
+	for name, task := range tasks {
+		var steps []string
+		for _, s := range task.Spec.Steps {
+			steps = append(steps, s.Name)
+		}
+		if steps[0] != runspec.StepRun || slices.Contains(steps, runspec.StepInstall) {
+			t.Errorf("%s: steps %v, want %s first and no %s", name, steps, runspec.StepRun, runspec.StepInstall)
+		}
+		run := task.Spec.Steps[0]
+		if diff := cmp.Diff([]string{runspec.RunnerPath}, run.Command); diff != "" {
+			t.Errorf("%s: command (-want +got):\n%s", name, diff)
+		}
+		i := slices.IndexFunc(task.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == "runner" })
+		if i < 0 || task.Spec.Volumes[i].Image == nil || task.Spec.Volumes[i].Image.Reference != runner {
+			t.Errorf("%s: no image volume of %s: %v", name, runner, task.Spec.Volumes)
+		}
+		want := corev1.VolumeMount{Name: "runner", MountPath: runspec.RunnerDir, SubPath: "ko-app", ReadOnly: true}
+		if diff := cmp.Diff(want, run.VolumeMounts[0]); diff != "" {
+			t.Errorf("%s: the runner's mount (-want +got):\n%s", name, diff)
+		}
+		if path.Join("/", want.SubPath, path.Base(runspec.RunnerPath)) != runspec.RunnerBinary {
+			t.Errorf("the image's %s is not where the step runs %s", path.Join(want.SubPath, path.Base(runspec.RunnerPath)), runspec.RunnerBinary)
+		}
+		if task.Name == copied[name].Name {
+			t.Errorf("%s: the Task %s is the one that copies the runner", name, task.Name)
+		}
+		if errs := podSecurity(task, psaapi.LevelRestricted); name == "task-as-uid" && len(errs) > 0 {
+			t.Errorf("%s fails restricted: %v", name, errs)
+		}
+	}
+	if len(tasks) != 6 || len(r.Tasks) == 0 {
+		t.Fatalf("%d steps and %d Tasks, want 6 steps", len(tasks), len(r.Tasks))
 	}
 }

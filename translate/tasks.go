@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +60,9 @@ type taskVariant struct {
 	// step succeeded, in the step's container (--verdict-spec), where a step of its own
 	// would be a fourth container: a get, put or check that is the build's only step.
 	verdictInline bool
+	// imageVolume: the runner comes from its image mounted as a volume, not copied in
+	// (Options.RunnerImageVolume).
+	imageVolume bool
 }
 
 // registrySecret is the param naming the Secret of the registry's credentials that the
@@ -82,6 +86,7 @@ const paramCredentials = "credentials"
 // stepTask returns the name of the Task for a variant, defining it on first use. Names are
 // content hashes, so the same Task is the same object in every pipeline.
 func (c *compiler) stepTask(v taskVariant) string {
+	v.imageVolume = c.opts.RunnerImageVolume
 	key := v.key()
 	if name, ok := c.taskNames[key]; ok {
 		return name
@@ -95,7 +100,7 @@ func (c *compiler) stepTask(v taskVariant) string {
 // key tells variants apart: two variants with the same key have the same Task.
 func (v taskVariant) key() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%t %t %d %t %t %t %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict, v.verdictInline, v.sharedCaches)
+	fmt.Fprintf(&b, "%t %t %d %t %t %t %t %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict, v.verdictInline, v.sharedCaches, v.imageVolume)
 	if v.limits.CPU != nil {
 		fmt.Fprintf(&b, " cpu=%d", *v.limits.CPU)
 	}
@@ -112,8 +117,15 @@ func (v taskVariant) key() string {
 func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	// Every Concourse container has an empty /scratch.
 	mounts := []corev1.VolumeMount{{Name: "runner", MountPath: runspec.RunnerDir}, {Name: "scratch", MountPath: "/scratch"}}
+	runner := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
+	if v.imageVolume {
+		// The image's directory of the runner is RunnerDir: RunnerPath is the runner
+		// itself, as when it is copied there.
+		runner = corev1.VolumeSource{Image: &corev1.ImageVolumeSource{Reference: runnerImage}}
+		mounts[0].SubPath, mounts[0].ReadOnly = runnerImageDir, true
+	}
 	volumes := []corev1.Volume{
-		{Name: "runner", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		{Name: "runner", VolumeSource: runner},
 		{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
 	if v.runAs != 0 {
@@ -223,7 +235,10 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		},
 		Workspaces: []v1.WorkspaceDeclaration{{Name: runspec.Workspace, MountPath: runspec.DefaultVolume, Description: "the build's volume"}},
 		Volumes:    volumes,
-		Steps: []v1.Step{
+		Steps:      []v1.Step{run},
+	}
+	if !v.imageVolume {
+		spec.Steps = []v1.Step{
 			{
 				Name:         runspec.StepInstall,
 				Image:        runnerImage,
@@ -240,7 +255,7 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 				},
 			},
 			run,
-		},
+		}
 	}
 	if v.sharedCaches {
 		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultResourceCache, Type: v1.ResultsTypeString, Description: "the shared resource caches the step found or saved, for the team's index (JSON)"})
@@ -259,7 +274,8 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 			v1.TaskResult{Name: runspec.ResultVerdictError, Type: v1.ResultsTypeString, Description: "why the verdict could not empty the build volume"})
 		if v.verdictInline {
 			// Recorded by the step's own runner, once the step succeeded.
-			spec.Steps[1].Args = append(spec.Steps[1].Args, "--"+runspec.ParamVerdictSpec+"=$(params."+runspec.ParamVerdictSpec+")")
+			last := &spec.Steps[len(spec.Steps)-1]
+			last.Args = append(last.Args, "--"+runspec.ParamVerdictSpec+"=$(params."+runspec.ParamVerdictSpec+")")
 		} else {
 			// After the step's own, which it runs only when that succeeded.
 			spec.Steps = append(spec.Steps, v1.Step{
@@ -289,6 +305,10 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		Spec: spec,
 	}
 }
+
+// runnerImageDir is the directory of the runner's image that holds the runner, mounted
+// as RunnerDir when the image is a volume.
+var runnerImageDir = strings.TrimPrefix(path.Dir(runspec.RunnerBinary), "/")
 
 // taskNames are the names of the step Tasks made in this process, by runner image and
 // variant key: a variant's spec is always the same, and its JSON (to hash) need not be

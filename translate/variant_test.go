@@ -29,6 +29,7 @@ func TestTaskVariantKey(t *testing.T) {
 		"verdict":       func(v *taskVariant) { v.verdict = true },
 		"verdictInline": func(v *taskVariant) { v.verdict, v.verdictInline = true, true },
 		"sharedCaches":  func(v *taskVariant) { v.sharedCaches = true },
+		"imageVolume":   func(v *taskVariant) { v.imageVolume = true },
 	}
 	typ := reflect.TypeOf(taskVariant{})
 	for i := range typ.NumField() {
@@ -63,7 +64,8 @@ func TestTaskVariantKey(t *testing.T) {
 func TestStepTaskNames(t *testing.T) {
 	cpu := concourse.CPULimit(256)
 	variants := []taskVariant{{}, {privileged: true}, {runAs: 1000, count: true}, {limits: concourse.ContainerLimits{CPU: &cpu}},
-		{secrets: []secretMount{{secret: "s", path: "/p", keys: []string{"a"}}}, verdict: true}}
+		{secrets: []secretMount{{secret: "s", path: "/p", keys: []string{"a"}}}, verdict: true},
+		{imageVolume: true}, {imageVolume: true, verdict: true, verdictInline: true}}
 	for _, image := range []string{"runner:a", "runner:b"} {
 		for _, v := range variants {
 			for range 2 {

@@ -42,6 +42,8 @@ type convertFlags struct {
 	volumeSize      string
 	userNamespaces  bool
 	acrossSlots     int
+	// runnerVolume: the runner's image is each step pod's volume (translate.Options.RunnerImageVolume).
+	runnerVolume bool
 
 	imageRegistry, imageRegistrySecret string
 }
@@ -85,6 +87,9 @@ set-pipeline stores them in the pipeline's config. A var whose name looks like a
 	return cmd
 }
 
+// runnerVolumeUsage says what --runner-image-volume does and needs.
+const runnerVolumeUsage = "mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own (a container fewer a pod; the cluster must support image volumes: Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+)"
+
 // registerCompile registers the flags that say how a pipeline is compiled: vars, names,
 // images, scheduling and volumes.
 func (f *convertFlags) registerCompile(cmd *cobra.Command) {
@@ -94,6 +99,7 @@ func (f *convertFlags) registerCompile(cmd *cobra.Command) {
 	fl.StringVar(&f.pipelineName, "pipeline", "", "the pipeline's name (default: the file's name without extension)")
 	fl.StringVar(&f.team, "team", "main", "the team the pipeline belongs to")
 	fl.StringVar(&f.runnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
+	fl.BoolVar(&f.runnerVolume, "runner-image-volume", false, runnerVolumeUsage)
 	fl.StringArrayVar(&f.resourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
 	fl.StringVar(&f.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
 	fl.StringArrayVar(&f.nodeSelectors, "tag", nil, "run steps with a worker tag on matching nodes, as TAG=LABEL=VALUE (repeatable)")
@@ -156,6 +162,8 @@ func (f *convertFlags) flagOptions() (translate.Options, map[string]fs.FS, error
 		BuildVolumeSize: f.volumeSize,
 		UserNamespaces:  f.userNamespaces,
 		AcrossSlots:     f.acrossSlots,
+
+		RunnerImageVolume: f.runnerVolume,
 
 		ImageRegistry:       strings.TrimSuffix(f.imageRegistry, "/"),
 		ImageRegistrySecret: f.imageRegistrySecret,

@@ -109,6 +109,27 @@ func TestConvert(t *testing.T) {
 	}
 }
 
+// --runner-image-volume gives each step pod the runner's image as a volume, and no
+// step that copies the runner.
+func TestConvertRunnerImageVolume(t *testing.T) {
+	file := writeFile(t, "app.yml", convertPipeline)
+	for _, volume := range []bool{false, true} {
+		args := []string{"convert", file, "-j", "unit", "--runner-image", "example.com/runner:v2"}
+		if volume {
+			args = append(args, "--runner-image-volume")
+		}
+		code, stdout, stderr := run(t, "", args...)
+		if code != 0 {
+			t.Fatalf("code %d: %s", code, stderr)
+		}
+		mounted := strings.Contains(stdout, "image:\n        reference: example.com/runner:v2\n")
+		copied := strings.Contains(stdout, "name: install-runner\n")
+		if mounted != volume || copied == volume {
+			t.Errorf("--runner-image-volume %v: the image mounted %v, the runner copied %v:\n%s", volume, mounted, copied, stdout)
+		}
+	}
+}
+
 func TestConvertUnsupported(t *testing.T) {
 	file := writeFile(t, "app.yml", convertPipeline)
 	code, stdout, stderr := run(t, "", "convert", file)

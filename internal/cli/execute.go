@@ -90,6 +90,7 @@ detaches.`,
 	f.compile.vars.Register(cmd)
 	fl.StringVar(&f.compile.team, "team", "main", "the team the build belongs to")
 	fl.StringVar(&f.compile.runnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
+	fl.BoolVar(&f.compile.runnerVolume, "runner-image-volume", false, runnerVolumeUsage)
 	fl.StringArrayVar(&f.compile.resourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
 	fl.StringVar(&f.compile.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
 	fl.StringVar(&f.compile.serviceAccount, "service-account", "", "the service account the build's pods run as")

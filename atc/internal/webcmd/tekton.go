@@ -32,12 +32,13 @@ type TektonFlags struct {
 	Namespace  string `long:"namespace" description:"Run builds on Kubernetes, in this namespace (default: the context's, else the pod's, else default)."`
 	InCluster  bool   `long:"in-cluster" description:"Run builds on Kubernetes, with the pod's service account, whatever kubeconfig there is."`
 
-	RunnerImage     string            `long:"runner-image" value-name:"IMAGE" description:"The step runner's image (default: this version's, ghcr.io/concourse-tekton/runner)."`
-	ResourceImages  map[string]string `long:"resource-image" value-name:"TYPE=IMAGE" key-value-delimiter:"=" description:"The image of a base resource type, laid over the defaults (concourse/<type>-resource). Can be given multiple times."`
-	ServiceAccount  string            `long:"service-account" description:"The service account the builds' pods run as (default: the namespace's default)."`
-	StorageClass    string            `long:"storage-class" description:"The storage class of build volumes (default: the cluster's)."`
-	BuildVolumeSize string            `long:"build-volume-size" default:"1Gi" description:"The size of each build's volume."`
-	UserNamespaces  bool              `long:"user-namespaces" description:"Run every step that is not privileged in a user namespace of its own (hostUsers: false)."`
+	RunnerImage       string            `long:"runner-image" value-name:"IMAGE" description:"The step runner's image (default: this version's, ghcr.io/concourse-tekton/runner)."`
+	RunnerImageVolume bool              `long:"runner-image-volume" description:"Mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own: a container fewer a pod. The cluster must support image volumes (Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+)."`
+	ResourceImages    map[string]string `long:"resource-image" value-name:"TYPE=IMAGE" key-value-delimiter:"=" description:"The image of a base resource type, laid over the defaults (concourse/<type>-resource). Can be given multiple times."`
+	ServiceAccount    string            `long:"service-account" description:"The service account the builds' pods run as (default: the namespace's default)."`
+	StorageClass      string            `long:"storage-class" description:"The storage class of build volumes (default: the cluster's)."`
+	BuildVolumeSize   string            `long:"build-volume-size" default:"1Gi" description:"The size of each build's volume."`
+	UserNamespaces    bool              `long:"user-namespaces" description:"Run every step that is not privileged in a user namespace of its own (hostUsers: false)."`
 
 	ImageRegistry       string `long:"image-registry" value-name:"HOST[:PORT][/PATH]" description:"The registry that tasks running an artifact as their image (a task's output, a get of a type other than registry-image) pull it from: the cluster's nodes must pull from it and the builds' pods reach it."`
 	ImageRegistrySecret string `long:"image-registry-secret" value-name:"NAME" description:"The Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: concourse-image-registry, if it exists)."`
@@ -72,6 +73,8 @@ func (f *TektonFlags) Options() (translate.Options, error) {
 		StorageClass:    f.StorageClass,
 		BuildVolumeSize: f.BuildVolumeSize,
 		UserNamespaces:  f.UserNamespaces,
+
+		RunnerImageVolume: f.RunnerImageVolume,
 
 		ImageRegistry:       strings.TrimSuffix(f.ImageRegistry, "/"),
 		ImageRegistrySecret: f.ImageRegistrySecret,

@@ -78,12 +78,12 @@ func TestTektonEnabled(t *testing.T) {
 }
 
 func TestTektonOptions(t *testing.T) {
-	f := TektonFlags{RunnerImage: "r", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true}
+	f := TektonFlags{RunnerImage: "r", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true, RunnerImageVolume: true}
 	got, err := f.Options()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := translate.Options{RunnerImage: "r", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true}
+	want := translate.Options{RunnerImage: "r", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true, RunnerImageVolume: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
