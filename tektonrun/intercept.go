@@ -431,7 +431,7 @@ func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*co
 		switch orig.Spec.Containers[i].Name {
 		case runspec.StepContainer:
 			step = &orig.Spec.Containers[i]
-		case "step-" + runspec.StepInstall:
+		case installContainer:
 			install = &orig.Spec.Containers[i]
 		}
 	}
@@ -455,7 +455,7 @@ func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*co
 		return nil, fmt.Errorf("pod %s mounts no %s", orig.Name, runspec.RunnerDir)
 	}
 	if install == nil && !slices.ContainsFunc(orig.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == runnerMount[0].Name && v.Image != nil }) {
-		return nil, fmt.Errorf("pod %s is not a step's: it has no %s container, and its %s is not the runner's image", orig.Name, "step-"+runspec.StepInstall, runspec.RunnerDir)
+		return nil, fmt.Errorf("pod %s is not a step's: it has no %s container, and its %s is not the runner's image", orig.Name, installContainer, runspec.RunnerDir)
 	}
 	deadline := int64((timeout + time.Minute) / time.Second)
 	noToken := false
@@ -540,11 +540,11 @@ func withoutAssistant(a *corev1.Affinity) *corev1.Affinity {
 // runnerInstalled says whether a running step's pod has installed the runner: at once
 // when its runner comes from the runner's image as a volume (no step installs it).
 func runnerInstalled(p *corev1.Pod) (bool, error) {
-	if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "step-"+runspec.StepInstall }) {
+	if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == installContainer }) {
 		return true, nil
 	}
 	for _, s := range p.Status.ContainerStatuses {
-		if t := s.State.Terminated; s.Name == "step-"+runspec.StepInstall && t != nil {
+		if t := s.State.Terminated; s.Name == installContainer && t != nil {
 			if t.ExitCode != 0 {
 				return false, fmt.Errorf("pod %s could not install the runner: %s %s", p.Name, t.Reason, t.Message)
 			}

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
@@ -189,35 +190,20 @@ func (c *Client) checkNodes(ctx context.Context, r *translate.Result) error {
 // kubelet or its runtime is known to be too old (a kubelet of 1.33 or 1.34 may not have
 // the feature gate on, and other runtimes are not known: they may).
 func mayMountImages(info corev1.NodeSystemInfo) bool {
-	if major, minor, ok := majorMinor(strings.TrimPrefix(info.KubeletVersion, "v")); ok && (major < 1 || major == 1 && minor < 33) {
+	if kubelet, err := version.ParseGeneric(info.KubeletVersion); err == nil && !kubelet.AtLeast(version.MajorMinor(1, 33)) {
 		return false
 	}
 	name, ver, _ := strings.Cut(info.ContainerRuntimeVersion, "://")
-	major, minor, ok := majorMinor(ver)
+	runtime, err := version.ParseGeneric(ver)
 	switch {
-	case !ok:
+	case err != nil:
 		return true
 	case name == "containerd":
-		return major > 2 || major == 2 && minor >= 1
+		return runtime.AtLeast(version.MajorMinor(2, 1))
 	case name == "cri-o":
-		return major > 1 || major == 1 && minor >= 31
+		return runtime.AtLeast(version.MajorMinor(1, 31))
 	}
 	return true
-}
-
-// majorMinor reads the leading MAJOR.MINOR of a version such as 2.1.4 or 1.6.20~ds1.
-func majorMinor(v string) (major, minor int, ok bool) {
-	a, rest, found := strings.Cut(v, ".")
-	if !found {
-		return 0, 0, false
-	}
-	b := rest
-	if i := strings.IndexFunc(rest, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
-		b = rest[:i]
-	}
-	major, errA := strconv.Atoi(a)
-	minor, errB := strconv.Atoi(b)
-	return major, minor, errA == nil && errB == nil
 }
 
 // samePipeline tells whether the Pipeline there is p, as written or with Tekton's

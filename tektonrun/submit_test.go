@@ -256,6 +256,7 @@ func TestRunChecksImageVolumes(t *testing.T) {
 	}{
 		{[][2]string{{"v1.36.3", "containerd://1.6.20~ds1"}}, false},
 		{[][2]string{{"v1.36.3", "containerd://2.0.5"}}, false},
+		{[][2]string{{"v1.36.3", "containerd://v1.7.0"}}, false},
 		{[][2]string{{"v1.36.3", "containerd://2.1.0"}}, true},
 		{[][2]string{{"v1.36.3", "containerd://2.3.7"}}, true},
 		{[][2]string{{"v1.36.3", "cri-o://1.30.2"}}, false},
