@@ -78,9 +78,10 @@ func handWritten(name string) *pipelinev1.PipelineRun {
 // them in one run on the same cluster. It reports each side's seconds per build (ours:
 // the command's wall time, from its start to its exit after the last event; Tekton's:
 // from creating the PipelineRun to seeing it done through a watch), their ratio, and the
-// pods each build ran. A third side is ours with the runner's image as each step pod's
-// volume (--runner-image-volume, a container fewer a pod), under a pipeline name of its
-// own: iv-s/build and its ratio, x-tekton-iv.
+// pods each build ran. Ours is run's default, which mounts the runner's image as each step
+// pod's volume where the cluster does, as this one does; a third side copies the runner
+// in with a container of its own (--runner-image-volume=false, a container more a pod),
+// under a pipeline name of its own: copy-s/build and its ratio, x-tekton-copy.
 func BenchmarkBuild(b *testing.B) {
 	ns := namespace(b)
 	file := filepath.Join(b.TempDir(), "diamond.yml")
@@ -89,21 +90,21 @@ func BenchmarkBuild(b *testing.B) {
 	}
 	// A first build of each side pulls nothing new and warms the node's image cache,
 	// so that neither side pays for it in the timings.
-	imageVolume := []string{"--runner-image-volume", "--pipeline", "diamond-iv"}
+	copied := []string{"--runner-image-volume=false", "--pipeline", "diamond-copy"}
 	ours(b, ns, file)
-	ours(b, ns, file, imageVolume...)
+	ours(b, ns, file, copied...)
 	tektons(b, ns, "warm")
 
 	const rounds = 3
-	var oursTime, ivTime, tektonTime time.Duration
+	var oursTime, copyTime, tektonTime time.Duration
 	var oursPods, tektonPods int
 	for i := 0; i < b.N; i++ {
 		for r := 0; r < rounds; r++ {
 			d, pods := ours(b, ns, file)
 			oursTime += d
 			oursPods += pods
-			d, _ = ours(b, ns, file, imageVolume...)
-			ivTime += d
+			d, _ = ours(b, ns, file, copied...)
+			copyTime += d
 			d, pods = tektons(b, ns, fmt.Sprintf("hand-%d-%d", i, r))
 			tektonTime += d
 			tektonPods += pods
@@ -113,8 +114,8 @@ func BenchmarkBuild(b *testing.B) {
 	b.ReportMetric(oursTime.Seconds()/n, "s/build")
 	b.ReportMetric(tektonTime.Seconds()/n, "tekton-s/build")
 	b.ReportMetric(oursTime.Seconds()/tektonTime.Seconds(), "x-tekton")
-	b.ReportMetric(ivTime.Seconds()/n, "iv-s/build")
-	b.ReportMetric(ivTime.Seconds()/tektonTime.Seconds(), "x-tekton-iv")
+	b.ReportMetric(copyTime.Seconds()/n, "copy-s/build")
+	b.ReportMetric(copyTime.Seconds()/tektonTime.Seconds(), "x-tekton-copy")
 	b.ReportMetric(float64(oursPods)/n, "pods/build")
 	b.ReportMetric(float64(tektonPods)/n, "tekton-pods/build")
 }

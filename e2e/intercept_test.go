@@ -62,11 +62,13 @@ func interceptPipeline(t *testing.T) string {
 // TestIntercept enters a running step through a pseudo-terminal (its working directory,
 // environment, input, terminal size; exit ends the session with its status), then a
 // failed step that has ended (a pod made again, with its input and output, deleted after).
+// Its steps copy the runner in, with a container of their own (TestRunnerImageVolume
+// enters a step that mounts it, as builds do by default on this cluster).
 func TestIntercept(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
 	ctx := context.Background()
-	if exit, _, stderr := runCLI(t, ctx, "run", interceptPipeline(t), "-j", "debug", "-n", ns); exit != 0 {
+	if exit, _, stderr := runCLI(t, ctx, "run", interceptPipeline(t), "-j", "debug", "-n", ns, "--runner-image-volume=false"); exit != 0 {
 		t.Fatalf("run: exit %d: %s", exit, stderr)
 	}
 	run := translate.RunName("debugging", "debug", "1")

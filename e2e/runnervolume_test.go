@@ -6,10 +6,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -17,11 +19,12 @@ import (
 )
 
 // TestRunnerImageVolume runs a build whose step pods mount the runner's image as a volume
-// (--runner-image-volume) instead of copying the runner in: its steps run, as the image's
-// user and as a uid the image does not know, and show their output; no pod has a
-// container to install the runner; and a step that has ended is entered in a pod made
-// again like its own, which has the runner the same way. (TestIntercept enters steps
-// whose runner was copied in.)
+// instead of copying the runner in, as run does by default on a cluster that mounts
+// images, as this one does: its steps run, as the image's user and as a uid the image
+// does not know, and show their output; no pod has a container to install the runner;
+// and a step that has ended is entered in a pod made again like its own, which has the
+// runner the same way. With --runner-image-volume=false the runner is copied in, by a
+// container of each pod. (TestIntercept enters steps whose runner was copied in.)
 func TestRunnerImageVolume(t *testing.T) {
 	t.Parallel()
 	ns := namespace(t)
@@ -48,31 +51,13 @@ func TestRunnerImageVolume(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	exit, stdout, stderr := runCLI(t, ctx, "run", file, "-j", "lean", "-w", "-n", ns, "--runner-image-volume", "--build-volume-size", "64Mi")
+	exit, stdout, stderr := runCLI(t, ctx, "run", file, "-j", "lean", "-w", "-n", ns, "--build-volume-size", "64Mi")
 	if exit != 0 {
 		t.Fatalf("run: exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
 	}
 	checkLines(t, stdout, []string{"made it", "read made as 1000", "succeeded"}, nil)
-
-	pods, err := testCluster.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelBuild})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mounted := 0
-	for _, p := range pods.Items {
-		for _, c := range p.Spec.Containers {
-			if c.Name == "step-"+runspec.StepInstall {
-				t.Errorf("pod %s has a container to install the runner", p.Name)
-			}
-		}
-		for _, v := range p.Spec.Volumes {
-			if v.Image != nil && v.Image.Reference == translate.DefaultRunnerImage {
-				mounted++
-			}
-		}
-	}
-	if mounted < 2 {
-		t.Errorf("%d of the build's %d pods mount the runner's image, want both tasks'", mounted, len(pods.Items))
+	if mounted, copied := runnerWays(t, ctx, ns, "1"); mounted != 2 || copied != 0 {
+		t.Errorf("by default on this cluster %d of the build's pods mount the runner's image and %d copy the runner in, want 2 and 0", mounted, copied)
 	}
 
 	// The build has ended (its volume emptied): the pod made again has the runner, which
@@ -82,4 +67,32 @@ func TestRunnerImageVolume(t *testing.T) {
 	if exit != 0 || stdout != "1000\n" || !strings.Contains(stderr, "step read has ended: starting a pod like its own") {
 		t.Errorf("intercepting the ended step: exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
 	}
+
+	exit, stdout, stderr = runCLI(t, ctx, "run", file, "-j", "lean", "-w", "-n", ns, "--build-volume-size", "64Mi", "--runner-image-volume=false")
+	if exit != 0 {
+		t.Fatalf("run --runner-image-volume=false: exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
+	}
+	checkLines(t, stdout, []string{"made it", "read made as 1000", "succeeded"}, nil)
+	if mounted, copied := runnerWays(t, ctx, ns, "2"); mounted != 0 || copied != 2 {
+		t.Errorf("with --runner-image-volume=false %d of the build's pods mount the runner's image and %d copy the runner in, want 0 and 2", mounted, copied)
+	}
+}
+
+// runnerWays counts the pods of build n of the lean job that mount the runner's image,
+// and those that copy the runner in with a container of their own.
+func runnerWays(t *testing.T, ctx context.Context, ns, n string) (mounted, copied int) {
+	t.Helper()
+	pods, err := testCluster.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelBuild + "=" + n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == "step-"+runspec.StepInstall }) {
+			copied++
+		}
+		if slices.ContainsFunc(p.Spec.Volumes, func(v corev1.Volume) bool { return v.Image != nil && v.Image.Reference == translate.DefaultRunnerImage }) {
+			mounted++
+		}
+	}
+	return mounted, copied
 }

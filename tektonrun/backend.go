@@ -28,6 +28,9 @@ type Backend struct {
 	// defaults are the compile options every build starts from: images, scheduling,
 	// volumes. A build's names come from its BuildMeta.
 	defaults translate.Options
+	// runnerVolume says whether builds mount the runner's image where the cluster can
+	// (MountRunnerWhereSupported), and what was last learnt of it.
+	runnerVolume runnerVolumeChoice
 }
 
 // NewBackend returns a backend of the target; defaults say how plans are compiled
@@ -182,6 +185,7 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 	opts.SuppliedCredentials = cfg.creds != nil
 	opts.OneOff = cfg.oneOff
 	opts.TaskCaches = cfg.taskCaches
+	opts.RunnerImageVolume = b.mountRunner(ctx)
 	if cfg.oneOff {
 		// A pipeline's one-off build (fly execute -j) is its pipeline's.
 		opts.BuildPipeline = buildPipeline

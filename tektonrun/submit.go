@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
@@ -184,26 +183,6 @@ func (c *Client) checkNodes(ctx context.Context, r *translate.Result) error {
 			len(nodes.Items), strings.Join(slices.Sorted(maps.Keys(runtimes)), "; "))
 	}
 	return nil
-}
-
-// mayMountImages tells whether a node may mount images as volumes: false only where its
-// kubelet or its runtime is known to be too old (a kubelet of 1.33 or 1.34 may not have
-// the feature gate on, and other runtimes are not known: they may).
-func mayMountImages(info corev1.NodeSystemInfo) bool {
-	if kubelet, err := version.ParseGeneric(info.KubeletVersion); err == nil && !kubelet.AtLeast(version.MajorMinor(1, 33)) {
-		return false
-	}
-	name, ver, _ := strings.Cut(info.ContainerRuntimeVersion, "://")
-	runtime, err := version.ParseGeneric(ver)
-	switch {
-	case err != nil:
-		return true
-	case name == "containerd":
-		return runtime.AtLeast(version.MajorMinor(2, 1))
-	case name == "cri-o":
-		return runtime.AtLeast(version.MajorMinor(1, 31))
-	}
-	return true
 }
 
 // samePipeline tells whether the Pipeline there is p, as written or with Tekton's

@@ -21,6 +21,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/varuse"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -44,6 +45,9 @@ type convertFlags struct {
 	acrossSlots     int
 	// runnerVolume: the runner's image is each step pod's volume (translate.Options.RunnerImageVolume).
 	runnerVolume bool
+	// runnerVolumeAuto: run and execute without --runner-image-volume mount the runner's
+	// image where the cluster does (tektonrun.Backend.MountRunnerWhereSupported).
+	runnerVolumeAuto bool
 
 	imageRegistry, imageRegistrySecret string
 }
@@ -89,6 +93,26 @@ set-pipeline stores them in the pipeline's config. A var whose name looks like a
 
 // runnerVolumeUsage says what --runner-image-volume does and needs.
 const runnerVolumeUsage = "mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own (a container fewer a pod; the cluster must support image volumes: Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+)"
+
+// runnerVolumeRunUsage is runnerVolumeUsage for the commands that run builds, which ask
+// the cluster when the flag is not given.
+const runnerVolumeRunUsage = "mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own (a container fewer a pod); default: as the cluster supports it (its API server and every node Kubernetes 1.35+, with containerd 2.1+ or CRI-O 1.31+); =false copies the runner in"
+
+// mountRunnerByDefault makes a command that runs builds mount the runner's image where
+// the cluster can when --runner-image-volume is not given: call it in its RunE.
+func (f *convertFlags) mountRunnerByDefault(cmd *cobra.Command) {
+	f.runnerVolumeAuto = !cmd.Flags().Changed("runner-image-volume")
+}
+
+// newBackend connects to the target, with the backend's compile options and the runner
+// mounted or copied as the flags say.
+func (f *convertFlags) newBackend(t *tektonrun.Target, opts translate.Options) *tektonrun.Backend {
+	b := tektonrun.NewBackend(t, opts)
+	if f.runnerVolumeAuto {
+		b.MountRunnerWhereSupported()
+	}
+	return b
+}
 
 // registerCompile registers the flags that say how a pipeline is compiled: vars, names,
 // images, scheduling and volumes.

@@ -72,6 +72,7 @@ detaches.`,
 			if f.config == "" {
 				return errors.New("no task config given: use -c TASK")
 			}
+			f.compile.mountRunnerByDefault(cmd)
 			return s.execute(cmd.Context(), &f, target, args)
 		},
 	}
@@ -90,7 +91,7 @@ detaches.`,
 	f.compile.vars.Register(cmd)
 	fl.StringVar(&f.compile.team, "team", "main", "the team the build belongs to")
 	fl.StringVar(&f.compile.runnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
-	fl.BoolVar(&f.compile.runnerVolume, "runner-image-volume", false, runnerVolumeUsage)
+	fl.BoolVar(&f.compile.runnerVolume, "runner-image-volume", false, runnerVolumeRunUsage)
 	fl.StringArrayVar(&f.compile.resourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
 	fl.StringVar(&f.compile.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
 	fl.StringVar(&f.compile.serviceAccount, "service-account", "", "the service account the build's pods run as")
@@ -313,7 +314,7 @@ func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun
 			opts.ResourceImages[typ] = image
 		}
 	}
-	backend := tektonrun.NewBackend(t, opts)
+	backend := f.compile.newBackend(t, opts)
 	defer backend.Close()
 	plan := planner.PlanOneOff(o.cfg, planner.OneOff{Privileged: f.privileged, Tags: tags, Gets: o.gets, InputMapping: o.mapping, Inputs: names(o.uploads), Outputs: names(o.outputs)})
 	dirs := map[string]string{}

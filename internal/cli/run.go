@@ -53,6 +53,7 @@ build (its on_abort and ensure hooks run); a second Ctrl-C detaches, leaving it 
 			if job == "" {
 				return errors.New("no job given: use -j JOB")
 			}
+			f.mountRunnerByDefault(cmd)
 			return s.run(cmd.Context(), args[0], job, watch, &f, target, wf)
 		},
 	}
@@ -60,6 +61,7 @@ build (its on_abort and ensure hooks run); a second Ctrl-C detaches, leaving it 
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "follow the build until it ends, and exit with its status")
 	cmd.Flags().StringVar(&f.build, "build", "", "the build's name (default: the job's next build number); running a build that exists attaches to it")
 	f.registerCompile(cmd)
+	cmd.Flags().Lookup("runner-image-volume").Usage = runnerVolumeRunUsage
 	wf.register(cmd)
 	addTargetFlags(cmd, &target)
 	return cmd
@@ -77,10 +79,11 @@ func (s *streams) run(ctx context.Context, path, job string, watch bool, f *conv
 	if err != nil {
 		return err
 	}
-	backend, err := newBackend(to, opts)
+	t, err := dialTarget(to)
 	if err != nil {
 		return err
 	}
+	backend := f.newBackend(t, opts)
 	defer backend.Close()
 	// Ctrl-C from the moment the build may exist aborts it, rather than killing us.
 	var signals chan os.Signal

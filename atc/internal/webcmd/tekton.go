@@ -33,7 +33,7 @@ type TektonFlags struct {
 	InCluster  bool   `long:"in-cluster" description:"Run builds on Kubernetes, with the pod's service account, whatever kubeconfig there is."`
 
 	RunnerImage       string            `long:"runner-image" value-name:"IMAGE" description:"The step runner's image (default: this version's, ghcr.io/concourse-tekton/runner)."`
-	RunnerImageVolume bool              `long:"runner-image-volume" description:"Mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own: a container fewer a pod. The cluster must support image volumes (Kubernetes 1.35+, containerd 2.1+ or CRI-O 1.31+)."`
+	RunnerImageVolume string            `long:"runner-image-volume" default:"auto" optional:"yes" optional-value:"true" choice:"auto" choice:"true" choice:"false" description:"Mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own: a container fewer a pod. auto: when the cluster is known to mount images (its API server and every node Kubernetes 1.35+, with containerd 2.1+ or CRI-O 1.31+), asked at most once a minute; true (the flag alone): always; false: never."`
 	ResourceImages    map[string]string `long:"resource-image" value-name:"TYPE=IMAGE" key-value-delimiter:"=" description:"The image of a base resource type, laid over the defaults (concourse/<type>-resource). Can be given multiple times."`
 	ServiceAccount    string            `long:"service-account" description:"The service account the builds' pods run as (default: the namespace's default)."`
 	StorageClass      string            `long:"storage-class" description:"The storage class of build volumes (default: the cluster's)."`
@@ -74,11 +74,17 @@ func (f *TektonFlags) Options() (translate.Options, error) {
 		BuildVolumeSize: f.BuildVolumeSize,
 		UserNamespaces:  f.UserNamespaces,
 
-		RunnerImageVolume: f.RunnerImageVolume,
+		RunnerImageVolume: f.RunnerImageVolume == "true",
 
 		ImageRegistry:       strings.TrimSuffix(f.ImageRegistry, "/"),
 		ImageRegistrySecret: f.ImageRegistrySecret,
 	}, nil
+}
+
+// mountRunnerWhereSupported tells whether builds mount the runner's image as a volume
+// where the cluster does (--tekton-runner-image-volume=auto, the default).
+func (f *TektonFlags) mountRunnerWhereSupported() bool {
+	return f.RunnerImageVolume == "auto" || f.RunnerImageVolume == ""
 }
 
 // resourceImages are the images of every base resource type: the defaults, with the
@@ -220,6 +226,9 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		opts := t.options
 		opts.ExternalURL = atc.ExternalURL
 		t.backend = tektonrun.NewBackend(t.target, opts)
+		if f.mountRunnerWhereSupported() {
+			t.backend.MountRunnerWhereSupported()
+		}
 		worker := tektonworker.Worker(t.worker, f.resourceImages())
 		worker.Tags = t.tags
 		reporter := &tektonworker.Reporter{

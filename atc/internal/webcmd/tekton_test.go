@@ -24,6 +24,7 @@ func TestTektonFlags(t *testing.T) {
 		RunnerImage:        "ghcr.io/concourse-tekton/runner:dev",
 		ResourceImages:     map[string]string{"mock": "e2e.invalid/mock-resource:v1", "git": "e2e.invalid/git-resource:v1"},
 		BuildVolumeSize:    "1Gi",
+		RunnerImageVolume:  "auto",
 		HeartbeatInterval:  30 * time.Second,
 		GardenBindIP:       "127.0.0.1",
 		BaggageclaimBindIP: "127.0.0.1",
@@ -53,6 +54,42 @@ func TestTektonFlags(t *testing.T) {
 	})
 }
 
+// TestTektonRunnerImageVolume: builds mount the runner's image where the cluster does
+// unless told otherwise; the flag alone always mounts it.
+func TestTektonRunnerImageVolume(t *testing.T) {
+	for _, tt := range []struct {
+		args        []string
+		env         string
+		auto, mount bool
+	}{
+		{nil, "", true, false},
+		{[]string{"--tekton-runner-image-volume"}, "", false, true},
+		{[]string{"--tekton-runner-image-volume=true"}, "", false, true},
+		{[]string{"--tekton-runner-image-volume=false"}, "", false, false},
+		{[]string{"--tekton-runner-image-volume=auto"}, "", true, false},
+		{nil, "false", false, false},
+	} {
+		if tt.env != "" {
+			t.Setenv("CONCOURSE_TEKTON_RUNNER_IMAGE_VOLUME", tt.env)
+		}
+		cmd, _, err := parse(t, append([]string{"web"}, tt.args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		f := &cmd.Web.Tekton
+		opts, err := f.Options()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.mountRunnerWhereSupported() != tt.auto || opts.RunnerImageVolume != tt.mount {
+			t.Errorf("%v %s: where supported %t, always %t; want %t, %t", tt.args, tt.env, f.mountRunnerWhereSupported(), opts.RunnerImageVolume, tt.auto, tt.mount)
+		}
+	}
+	if _, _, err := parse(t, "web", "--tekton-runner-image-volume=sometimes"); err == nil || !strings.Contains(err.Error(), "sometimes") {
+		t.Errorf("--tekton-runner-image-volume=sometimes: err = %v", err)
+	}
+}
+
 func TestTektonEnabled(t *testing.T) {
 	for _, tt := range []struct {
 		args []string
@@ -78,7 +115,7 @@ func TestTektonEnabled(t *testing.T) {
 }
 
 func TestTektonOptions(t *testing.T) {
-	f := TektonFlags{RunnerImage: "r", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true, RunnerImageVolume: true}
+	f := TektonFlags{RunnerImage: "r", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true, RunnerImageVolume: "true"}
 	got, err := f.Options()
 	if err != nil {
 		t.Fatal(err)
