@@ -19,6 +19,8 @@ import (
 // and the object is then encoded by yaml.v3 whole.
 type emitter struct {
 	buf []byte
+	// start is where the document begins in buf (after what buf held before it).
+	start int
 }
 
 // errUnplaced says a value needs yaml.v3's whole-document encoder.
@@ -144,7 +146,7 @@ func (e *emitter) flowEmpty(v any) {
 
 // indent ends the current line, if any, and starts one at column n.
 func (e *emitter) indent(n int) {
-	if len(e.buf) > 0 {
+	if len(e.buf) > e.start {
 		e.buf = append(e.buf, '\n')
 	}
 	for range n {

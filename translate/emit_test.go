@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -219,6 +220,42 @@ func TestMarshalYAMLStream(t *testing.T) {
 	}
 	if !strings.Contains(want[1], "? |-\n") {
 		t.Errorf("the second object was not left to yaml.v3:\n%s", want[1])
+	}
+	var written bytes.Buffer
+	if err := WriteYAML(&written, objects); err != nil {
+		t.Fatal(err)
+	}
+	if written.String() != string(got) {
+		t.Errorf("WriteYAML wrote\n%s\nMarshalYAML\n%s", written.String(), got)
+	}
+	// An object that cannot be encoded, after one that can: nothing is written.
+	written.Reset()
+	if err := WriteYAML(&written, append(objects, map[string]any{"f": func() {}})); err == nil || written.Len() != 0 {
+		t.Errorf("WriteYAML of an object that cannot be encoded: err %v, wrote %q", err, written.String())
+	}
+}
+
+// TestMarshalYAMLSizes: documents of every size, written one after another in a scratch
+// buffer reused for each, make the same stream as each written alone.
+func TestMarshalYAMLSizes(t *testing.T) {
+	var objects []any
+	var want []string
+	for i, n := range []int{10, 50 << 10, 1200 << 10, 20, 900 << 10, 70 << 10, 30 << 10, 5} {
+		for j := range 2 {
+			obj := map[string]any{"kind": "Task", "name": fmt.Sprint(i, j), "script": strings.Repeat("echo "+fmt.Sprint(i)+"\n", n/8)}
+			doc, err := ObjectYAML(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objects, want = append(objects, obj), append(want, string(doc))
+		}
+	}
+	got, err := MarshalYAML(objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(want, "---\n"); string(got) != w {
+		t.Errorf("MarshalYAML wrote %d bytes, the documents alone %d", len(got), len(w))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -23,29 +24,55 @@ func (r *Result) Objects() []any {
 }
 
 // MarshalYAML renders objects as one multi-document YAML stream, the way kubectl apply
-// reads it: keys sorted, no empty status or creation timestamp. Each document is
-// written in one scratch buffer and kept at its size, and the stream made at its size:
-// a buffer grown to megabytes would be copied and cleared again and again.
+// reads it: keys sorted, no empty status or creation timestamp.
 func MarshalYAML(objects []any) ([]byte, error) {
+	docs, size, err := documents(objects)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, size)
+	for _, doc := range docs {
+		out = append(out, doc...)
+	}
+	return out, nil
+}
+
+// WriteYAML writes to w the stream MarshalYAML makes, without making it in memory: every
+// document is rendered before the first is written, so that an object that cannot be
+// encoded writes nothing.
+func WriteYAML(w io.Writer, objects []any) error {
+	docs, _, err := documents(objects)
+	if err != nil {
+		return err
+	}
+	for _, doc := range docs {
+		if _, err := w.Write(doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// documents renders each object as a document of a stream, after the separator "---"
+// but the first, and their total size. Each is written in one scratch buffer and kept at
+// its size: a buffer grown to megabytes would be copied and cleared again and again.
+func documents(objects []any) ([][]byte, int, error) {
 	docs := make([][]byte, len(objects))
 	size := 0
 	var scratch []byte
 	for i, obj := range objects {
+		scratch = scratch[:0]
+		if i > 0 {
+			scratch = append(scratch, "---\n"...)
+		}
 		var err error
 		if scratch, err = objectYAML(scratch, obj); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		docs[i] = bytes.Clone(scratch)
-		size += len(scratch) + len("---\n")
+		size += len(scratch)
 	}
-	out := make([]byte, 0, size)
-	for i, doc := range docs {
-		if i > 0 {
-			out = append(out, "---\n"...)
-		}
-		out = append(out, doc...)
-	}
-	return out, nil
+	return docs, size, nil
 }
 
 // ObjectYAML renders one object.
@@ -53,8 +80,8 @@ func ObjectYAML(obj any) ([]byte, error) {
 	return objectYAML(nil, obj)
 }
 
-// objectYAML renders one object, in scratch's memory where it has room.
-func objectYAML(scratch []byte, obj any) ([]byte, error) {
+// objectYAML appends one object's document to dst.
+func objectYAML(dst []byte, obj any) ([]byte, error) {
 	// yaml.v3's output of the object's JSON, keys sorted, strings YAML 1.1 readers
 	// (kubectl) would take for booleans or numbers quoted; treeOf and the emitter write
 	// it faster, and yaml.v3 the rare object they leave.
@@ -62,7 +89,7 @@ func objectYAML(scratch []byte, obj any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	e := emitter{buf: scratch[:0]}
+	e := emitter{buf: dst, start: len(dst)}
 	switch err := e.document(tree); {
 	case err == nil:
 		return e.buf, nil
@@ -73,7 +100,11 @@ func objectYAML(scratch []byte, obj any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encoding %T: %w", obj, err)
 	}
-	return yamlV3(obj, raw)
+	doc, err := yamlV3(obj, raw)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, doc...), nil
 }
 
 // yamlV3 encodes an object's JSON with yaml.v3.

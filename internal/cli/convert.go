@@ -321,11 +321,7 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 			return err
 		}
 	} else {
-		out, err := translate.MarshalYAML(objects)
-		if err != nil {
-			return err
-		}
-		if _, err := s.out.Write(out); err != nil {
+		if err := translate.WriteYAML(s.out, objects); err != nil {
 			return err
 		}
 	}
