@@ -41,6 +41,8 @@ func TestCheckTarget(t *testing.T) {
 	}
 	if r := admin.Check(ctx); !r.OK() {
 		t.Fatalf("the cluster's admin cannot run builds in %s: %+v", ns, r)
+	} else if r.Runner == nil || !r.Runner.Mounted {
+		t.Errorf("the check says builds do not mount the runner on this cluster (Kubernetes 1.36, containerd 2.3): %+v", r.Runner)
 	}
 	// The namespace's Pod Security level, as the admin reads it.
 	enforce(t, ns, "baseline")
@@ -104,7 +106,8 @@ func TestCheckTarget(t *testing.T) {
 	for _, p := range want {
 		wantOut += "    " + p.String() + "\n"
 	}
-	wantOut += "? Pod Security level unknown: namespace " + ns + " cannot be read (get namespaces is not granted)\n"
+	wantOut += "? Pod Security level unknown: namespace " + ns + " cannot be read (get namespaces is not granted)\n" +
+		"! step pods copy the runner in, with a container of their own: the nodes' versions cannot be read (list nodes is not granted)\n"
 	if code != 1 {
 		t.Errorf("check-target exited %d, want 1", code)
 	}

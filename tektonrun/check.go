@@ -123,6 +123,11 @@ type CheckReport struct {
 	// builds run; nil when it could not be read (Err says why). A target that is not
 	// running is still OK: it is as an operator wants it.
 	Status *Status
+	// Runner is how the builds of a backend that mounts the runner where it can (run,
+	// execute and the web node by default) get it; nil when the check assumed the
+	// permissions granted (a heartbeat: it would list every node each time) or the
+	// cluster's version could not be read (Err says why).
+	Runner *RunnerMount
 	// Advice is what the cluster's operator could change in Tekton for faster builds,
 	// each a sentence; it never makes the report fail.
 	Advice []string
@@ -146,6 +151,7 @@ func (r CheckReport) MarshalJSON() ([]byte, error) {
 		Missing         []Permission `json:"missing"`
 		PodSecurity     *PodSecurity `json:"podSecurity,omitempty"`
 		Status          *Status      `json:"status,omitempty"`
+		Runner          *RunnerMount `json:"runner,omitempty"`
 		Advice          []string     `json:"advice,omitempty"`
 		Error           string       `json:"error,omitempty"`
 		OK              bool         `json:"ok"`
@@ -157,6 +163,7 @@ func (r CheckReport) MarshalJSON() ([]byte, error) {
 		Missing:         r.Missing,
 		PodSecurity:     r.PodSecurity,
 		Status:          r.Status,
+		Runner:          r.Runner,
 		Advice:          r.Advice,
 		OK:              r.OK(),
 	}
@@ -187,7 +194,8 @@ type CheckOptions struct {
 	// AssumeGranted takes every permission as granted, without asking: for a caller that
 	// checks the target often (a worker's heartbeat) and found them all granted a moment
 	// ago. Permissions are a few dozen access reviews, and change only when an operator
-	// changes them; the rest is asked each time.
+	// changes them; how builds get the runner (CheckReport.Runner, a listing of every
+	// node) is not asked either; the rest is asked each time.
 	AssumeGranted bool
 }
 
@@ -241,6 +249,13 @@ func (t *Target) CheckWith(ctx context.Context, o CheckOptions) CheckReport {
 		ps, psErr = t.podSecurity(ctx, flags)
 	}
 	r.PodSecurity = ps
+	var runnerErr error
+	if !o.AssumeGranted {
+		var m RunnerMount
+		if m, runnerErr = t.RunnerMount(ctx); runnerErr == nil {
+			r.Runner = &m
+		}
+	}
 	// The state, unless the permissions it takes are missing (and reported so).
 	var statusErr error
 	if !slices.ContainsFunc(r.Missing, func(p Permission) bool { return slices.Contains(statusNeeds, p) }) {
@@ -249,7 +264,7 @@ func (t *Target) CheckWith(ctx context.Context, o CheckOptions) CheckReport {
 			r.Status = &status
 		}
 	}
-	r.Err = errors.Join(lookupErr, reviewErr, psErr, statusErr)
+	r.Err = errors.Join(lookupErr, reviewErr, psErr, statusErr, runnerErr)
 	return r
 }
 

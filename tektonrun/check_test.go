@@ -112,6 +112,7 @@ func TestCheck(t *testing.T) {
 	refused := errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
 	forbidden := errors.New("forbidden")
 	running := &Status{State: StateRunning}
+	noNode := &RunnerMount{Why: "the cluster has no node"}
 	tests := []struct {
 		name    string
 		cluster fakeCluster
@@ -121,7 +122,7 @@ func TestCheck(t *testing.T) {
 	}{{
 		name:    "ready",
 		cluster: fakeCluster{groupVersions: []string{"v1", "tekton.dev/v1"}},
-		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Granted: true, Status: running},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Granted: true, Status: running, Runner: noNode},
 		wantOK:  true,
 	}, {
 		name: "missing permissions, in table order",
@@ -130,17 +131,17 @@ func TestCheck(t *testing.T) {
 			denied:        []Permission{podsExec, watchRuns, getTasks},
 		},
 		want: CheckReport{
-			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Status: running,
+			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Status: running, Runner: noNode,
 			Missing: []Permission{getTasks, watchRuns, podsExec},
 		},
 	}, {
 		name:    "no Tekton",
 		cluster: fakeCluster{groupVersions: []string{"v1"}},
-		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Granted: true, Status: running},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Granted: true, Status: running, Runner: noNode},
 	}, {
 		name:    "only an older Tekton",
 		cluster: fakeCluster{groupVersions: []string{"tekton.dev/v1beta1"}},
-		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Granted: true, Status: running},
+		want:    CheckReport{Target: "ci", ServerVersion: "v1.35.0", Reachable: true, Granted: true, Status: running, Runner: noNode},
 	}, {
 		name:    "unreachable",
 		cluster: fakeCluster{groupVersions: []string{"tekton.dev/v1"}, unreachable: refused},
@@ -154,7 +155,7 @@ func TestCheck(t *testing.T) {
 			failing:       map[Permission]error{podsExec: forbidden, watchRuns: forbidden},
 		},
 		want: CheckReport{
-			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Status: running,
+			Target: "ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Status: running, Runner: noNode,
 			Missing: []Permission{getTasks},
 		},
 		wantErr: "asking whether watch pipelineruns.tekton.dev is allowed in namespace ci: forbidden",
@@ -200,6 +201,54 @@ func TestCheckAssumeGranted(t *testing.T) {
 	}
 	if !assumed.TektonInstalled || assumed.Status == nil {
 		t.Errorf("assumed: the rest was not asked: %+v", assumed)
+	}
+	if asked.Runner == nil || assumed.Runner != nil {
+		t.Errorf("how builds get the runner: asked %+v, assumed %+v; want it asked only without assuming", asked.Runner, assumed.Runner)
+	}
+}
+
+// TestCheckRunner: the check says whether builds that mount the runner where the cluster
+// can mount it, and if not, why.
+func TestCheckRunner(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		server string
+		nodes  [][2]string // kubelet, runtime
+		forbid bool
+		want   RunnerMount
+	}{
+		{"capable", "v1.36.3", [][2]string{{"v1.36.3", "containerd://2.3.7"}, {"v1.35.1", "cri-o://1.35.0"}}, false, RunnerMount{Mounted: true}},
+		{"old API server", "v1.34.2", [][2]string{{"v1.36.3", "containerd://2.3.7"}}, false,
+			RunnerMount{Why: "the API server is v1.34.2 (" + imageVolumesNeed + ")"}},
+		{"old kubelet", "v1.36.3", [][2]string{{"v1.36.3", "containerd://2.3.7"}, {"v1.33.0", "containerd://2.3.7"}}, false,
+			RunnerMount{Why: `node n1's kubelet is "v1.33.0" (` + imageVolumesNeed + ")"}},
+		{"old runtime", "v1.36.3", [][2]string{{"v1.36.3", "containerd://1.7.2"}}, false,
+			RunnerMount{Why: `node n0 runs "containerd://1.7.2" (` + imageVolumesNeed + ")"}},
+		{"other runtime", "v1.36.3", [][2]string{{"v1.36.3", "docker://28.1.0"}}, false,
+			RunnerMount{Why: `node n0 runs "docker://28.1.0" (` + imageVolumesNeed + ")"}},
+		{"nodes forbidden", "v1.36.3", [][2]string{{"v1.36.3", "containerd://2.3.7"}}, true,
+			RunnerMount{Why: "the nodes' versions cannot be read (list nodes is not granted)"}},
+		{"no node", "v1.36.3", nil, false, RunnerMount{Why: "the cluster has no node"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := fakeTarget(t, fakeCluster{groupVersions: []string{"tekton.dev/v1"}, forbidNodes: tc.forbid})
+			kube := target.Kube.(*fake.Clientset)
+			kube.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{GitVersion: tc.server}
+			for i, n := range tc.nodes {
+				node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("n%d", i)}}
+				node.Status.NodeInfo.KubeletVersion, node.Status.NodeInfo.ContainerRuntimeVersion = n[0], n[1]
+				if _, err := kube.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := target.Check(context.Background())
+			if r.Err != nil || r.Runner == nil {
+				t.Fatalf("err %v, runner %v", r.Err, r.Runner)
+			}
+			if diff := cmp.Diff(tc.want, *r.Runner); diff != "" {
+				t.Errorf("runner (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 
@@ -372,6 +421,10 @@ func TestCheckReportJSON(t *testing.T) {
 		name:   "ok",
 		report: CheckReport{Target: "lab/ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true},
 		want:   `{"target":"lab/ci","serverVersion":"v1.35.0","reachable":true,"tektonInstalled":true,"missing":[],"ok":true}`,
+	}, {
+		name:   "runner",
+		report: CheckReport{Target: "lab/ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true, Runner: &RunnerMount{Why: "the cluster has no node"}},
+		want:   `{"target":"lab/ci","serverVersion":"v1.35.0","reachable":true,"tektonInstalled":true,"missing":[],"runner":{"mounted":false,"why":"the cluster has no node"},"ok":true}`,
 	}, {
 		name: "missing",
 		report: CheckReport{Target: "lab/ci", ServerVersion: "v1.35.0", Reachable: true, TektonInstalled: true,

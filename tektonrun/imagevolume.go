@@ -17,7 +17,7 @@ import (
 // which works on every cluster, or mounted as an image volume
 // (translate.Options.RunnerImageVolume), a container fewer a pod, where the cluster mounts
 // images. A backend told to mount it where it can (MountRunnerWhereSupported) asks the
-// cluster, at most once every runnerVolumeRecheck.
+// cluster (Target.RunnerMount), at most once every runnerVolumeRecheck.
 
 // runnerVolumeRecheck is how long a backend goes by what it learnt of the cluster's
 // versions before it asks again (nodes come and go, and are upgraded).
@@ -35,7 +35,7 @@ type runnerVolumeChoice struct {
 
 // MountRunnerWhereSupported makes the backend's builds mount the runner's image as a
 // volume when the cluster is known to mount images with Kubernetes' defaults (see
-// Client.MountsImages), and copy the runner in otherwise. Builds compiled with
+// Target.RunnerMount), and copy the runner in otherwise. Builds compiled with
 // RunnerImageVolume in the backend's defaults always mount it. Call it before the
 // backend runs a build.
 func (b *Backend) MountRunnerWhereSupported() { b.runnerVolume.auto = true }
@@ -52,41 +52,61 @@ func (b *Backend) mountRunner(ctx context.Context) bool {
 	if !c.checked.IsZero() && time.Since(c.checked) < runnerVolumeRecheck {
 		return c.mount
 	}
-	mount, err := b.client.MountsImages(ctx)
+	m, err := b.client.target.RunnerMount(ctx)
 	if err != nil {
 		return false
 	}
-	c.mount, c.checked = mount, time.Now()
-	return mount
+	c.mount, c.checked = m.Mounted, time.Now()
+	return m.Mounted
 }
 
-// MountsImages tells whether the cluster is known to mount images as volumes with
+// RunnerMount is how the builds of a backend that mounts the runner where the cluster
+// can (MountRunnerWhereSupported: run, execute and the web node by default) get it.
+type RunnerMount struct {
+	// Mounted: the runner's image is each step pod's volume; else a container of each
+	// copies the runner in.
+	Mounted bool `json:"mounted"`
+	// Why the runner is copied in: the first thing found that is not known to mount
+	// images.
+	Why string `json:"why,omitempty"`
+}
+
+// imageVolumesNeed is what image volumes need, as the reasons of RunnerMount say it.
+const imageVolumesNeed = "image volumes are on by default from Kubernetes 1.35, with containerd 2.1 or CRI-O 1.31"
+
+// RunnerMount tells whether the cluster is known to mount images as volumes with
 // Kubernetes' defaults: its API server and every node's kubelet of 1.35 or later (where
 // the ImageVolume feature gate is on unless turned off), every node's runtime containerd
-// 2.1 or later or CRI-O 1.31 or later. A cluster of no node, of nodes the client may not
+// 2.1 or later or CRI-O 1.31 or later. A cluster of no node, of nodes the user may not
 // list, or of a runtime of another kind or an unknown version is not known to.
-func (c *Client) MountsImages(ctx context.Context) (bool, error) {
-	server, err := withContext(ctx, c.target.Kube.Discovery().ServerVersion)
+func (t *Target) RunnerMount(ctx context.Context) (RunnerMount, error) {
+	server, err := withContext(ctx, t.Kube.Discovery().ServerVersion)
 	if err != nil {
-		return false, fmt.Errorf("reading the cluster's version: %w", err)
+		return RunnerMount{}, fmt.Errorf("reading the cluster's version: %w", err)
 	}
 	if !versionAtLeast(server.GitVersion, 1, 35) {
-		return false, nil
+		return RunnerMount{Why: fmt.Sprintf("the API server is %s (%s)", server.GitVersion, imageVolumesNeed)}, nil
 	}
-	nodes, err := c.target.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := t.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
-		return false, nil
+		return RunnerMount{Why: "the nodes' versions cannot be read (list nodes is not granted)"}, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("listing nodes to check whether they mount images: %w", err)
+		return RunnerMount{}, fmt.Errorf("listing nodes to check whether they mount images: %w", err)
+	}
+	if len(nodes.Items) == 0 {
+		return RunnerMount{Why: "the cluster has no node"}, nil
 	}
 	for _, n := range nodes.Items {
 		info := n.Status.NodeInfo
-		if mounts, known := runtimeMountsImages(info.ContainerRuntimeVersion); !mounts || !known || !versionAtLeast(info.KubeletVersion, 1, 35) {
-			return false, nil
+		if !versionAtLeast(info.KubeletVersion, 1, 35) {
+			return RunnerMount{Why: fmt.Sprintf("node %s's kubelet is %q (%s)", n.Name, info.KubeletVersion, imageVolumesNeed)}, nil
+		}
+		if mounts, known := runtimeMountsImages(info.ContainerRuntimeVersion); !mounts || !known {
+			return RunnerMount{Why: fmt.Sprintf("node %s runs %q (%s)", n.Name, info.ContainerRuntimeVersion, imageVolumesNeed)}, nil
 		}
 	}
-	return len(nodes.Items) > 0, nil
+	return RunnerMount{Mounted: true}, nil
 }
 
 // mayMountImages tells whether a node may mount images as volumes: false only where its

@@ -111,6 +111,13 @@ func printCheck(w io.Writer, t *tektonrun.Target, r tektonrun.CheckReport) {
 			fmt.Fprintf(w, "! target %s is %s since %s: it takes no new build; %d running\n", t.Name, st.State, st.Since.Format(time.RFC3339), st.Running)
 		}
 	}
+	if m := r.Runner; m != nil {
+		if m.Mounted {
+			fmt.Fprintln(w, "✓ step pods mount the runner's image as a volume: the cluster mounts images")
+		} else {
+			fmt.Fprintf(w, "! step pods copy the runner in, with a container of their own: %s\n", m.Why)
+		}
+	}
 	for _, a := range r.Advice {
 		fmt.Fprintf(w, "! %s\n", a)
 	}

@@ -31,6 +31,8 @@ type fakeWorker struct {
 	unreachable bool
 	enforce     string // the namespace's Pod Security enforce level
 	landing     bool   // an operator landed it
+	// runtime is its one node's runtime (of a kubelet of 1.36.3); none: no node.
+	runtime string
 }
 
 // useFakeTarget makes check-target talk to a fake cluster in namespace "ci", and returns
@@ -50,6 +52,11 @@ func useFakeTarget(t *testing.T, w fakeWorker) *tektonrun.TargetOptions {
 		if w.landing {
 			objects = append(objects, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tektonrun.StateConfigMap, Namespace: "ci"},
 				Data: map[string]string{"state": "landing", "since": "2026-11-24T10:00:00Z"}})
+		}
+		if w.runtime != "" {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n0"}}
+			node.Status.NodeInfo.KubeletVersion, node.Status.NodeInfo.ContainerRuntimeVersion = "v1.36.3", w.runtime
+			objects = append(objects, node)
 		}
 		kube := fake.NewClientset(objects...)
 		disc := kube.Discovery().(*fakediscovery.FakeDiscovery)
@@ -91,18 +98,19 @@ func TestCheckTarget(t *testing.T) {
 		want     []string
 	}{{
 		name:   "ready",
-		worker: fakeWorker{tekton: true},
+		worker: fakeWorker{tekton: true, runtime: "containerd://2.3.7"},
 		want: []string{
 			"✓ API server https://127.0.0.1:6443 answers (v1.35.0)",
 			"✓ Tekton Pipelines (tekton.dev/v1) is installed",
 			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
 			"✓ Pod Security \"privileged\" (latest) admits every step",
 			"✓ target ci is running: it takes builds (0 running)",
+			"✓ step pods mount the runner's image as a volume: the cluster mounts images",
 		},
 	}, {
 		// Baseline: a pipeline's privileged steps cannot run there; the others can.
 		name:   "baseline namespace",
-		worker: fakeWorker{tekton: true, enforce: "baseline"},
+		worker: fakeWorker{tekton: true, enforce: "baseline", runtime: "containerd://1.7.2"},
 		want: []string{
 			"✓ API server https://127.0.0.1:6443 answers (v1.35.0)",
 			"✓ Tekton Pipelines (tekton.dev/v1) is installed",
@@ -110,6 +118,7 @@ func TestCheckTarget(t *testing.T) {
 			`! Pod Security "baseline" (latest) in namespace ci rejects:`,
 			`    privileged steps (privileged: true): privileged (container "step-run" must not set securityContext.privileged=true)`,
 			"✓ target ci is running: it takes builds (0 running)",
+			`! step pods copy the runner in, with a container of their own: node n0 runs "containerd://1.7.2" (image volumes are on by default from Kubernetes 1.35, with containerd 2.1 or CRI-O 1.31)`,
 		},
 	}, {
 		// Restricted: every step that starts as root is rejected, so builds cannot run.
@@ -129,6 +138,7 @@ func TestCheckTarget(t *testing.T) {
 			"    get secrets",
 			"✓ Pod Security \"privileged\" (latest) admits every step",
 			"✓ target ci is running: it takes builds (0 running)",
+			"! step pods copy the runner in, with a container of their own: the cluster has no node",
 		},
 	}, {
 		name:     "no Tekton",
@@ -140,6 +150,7 @@ func TestCheckTarget(t *testing.T) {
 			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
 			"✓ Pod Security \"privileged\" (latest) admits every step",
 			"✓ target ci is running: it takes builds (0 running)",
+			"! step pods copy the runner in, with a container of their own: the cluster has no node",
 		},
 	}, {
 		// Landed by an operator: as wanted, so the check passes, and says so.
@@ -151,6 +162,7 @@ func TestCheckTarget(t *testing.T) {
 			"✓ all " + strconv.Itoa(all) + " permissions are granted in namespace ci",
 			"✓ Pod Security \"privileged\" (latest) admits every step",
 			"! target ci is landed since 2026-11-24T10:00:00Z: it takes no new build (land --undo takes them again)",
+			"! step pods copy the runner in, with a container of their own: the cluster has no node",
 		},
 	}, {
 		name:     "unreachable",
@@ -201,6 +213,7 @@ func TestCheckTargetJSON(t *testing.T) {
 		"missing":         []any{map[string]any{"resource": "pods", "subresource": "log", "verb": "get"}},
 		"podSecurity":     map[string]any{"level": "privileged", "version": "latest", "rejected": []any{}, "tektonSecurityContext": false},
 		"status":          map[string]any{"state": "running", "running": float64(0)},
+		"runner":          map[string]any{"mounted": false, "why": "the cluster has no node"},
 		"ok":              false,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
