@@ -127,7 +127,10 @@ func TestIntercept(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	send("echo ready")
+	// Typed input is echoed before the shell starts: only the command's output, which its
+	// echo does not contain, says the shell runs (and so has the terminal's size, which
+	// follows the process's start).
+	send(`echo "rea""dy"`)
 	waitFor("ready\r\n")
 	send(`echo "pwd=$(pwd)"; echo "color=$COLOR"; ls; echo "size=$(stty size)"`)
 	// The terminal echoes the line (its "size=" too) before the shell runs it: wait for
