@@ -28,9 +28,9 @@ type Backend struct {
 	// defaults are the compile options every build starts from: images, scheduling,
 	// volumes. A build's names come from its BuildMeta.
 	defaults translate.Options
-	// runnerVolume says whether builds mount the runner's image where the cluster can
-	// (MountRunnerWhereSupported), and what was last learnt of it.
-	runnerVolume runnerVolumeChoice
+	// autoRunnerVolume: builds mount the runner's image where the cluster can
+	// (MountRunnerWhereSupported).
+	autoRunnerVolume bool
 }
 
 // NewBackend returns a backend of the target; defaults say how plans are compiled

@@ -26,6 +26,9 @@ type Client struct {
 	exec   Execer
 	stream Streamer
 
+	// runnerVolume is what was last learnt of whether the cluster mounts images.
+	runnerVolume runnerVolumeChoice
+
 	once     sync.Once
 	watch    *watcher
 	watchErr error

@@ -23,11 +23,8 @@ import (
 // versions before it asks again (nodes come and go, and are upgraded).
 const runnerVolumeRecheck = time.Minute
 
-// runnerVolumeChoice is what a backend mounting the runner where it can knows of its
-// cluster.
+// runnerVolumeChoice is what a client last learnt of whether its cluster mounts images.
 type runnerVolumeChoice struct {
-	auto bool
-
 	mu      sync.Mutex
 	mount   bool
 	checked time.Time
@@ -38,26 +35,47 @@ type runnerVolumeChoice struct {
 // Target.RunnerMount), and copy the runner in otherwise. Builds compiled with
 // RunnerImageVolume in the backend's defaults always mount it. Call it before the
 // backend runs a build.
-func (b *Backend) MountRunnerWhereSupported() { b.runnerVolume.auto = true }
+func (b *Backend) MountRunnerWhereSupported() { b.autoRunnerVolume = true }
 
 // mountRunner tells whether the build compiled now mounts the runner's image as a volume.
-// A cluster that cannot be asked gets the copy, which works everywhere.
 func (b *Backend) mountRunner(ctx context.Context) bool {
-	if b.defaults.RunnerImageVolume || !b.runnerVolume.auto {
+	if b.defaults.RunnerImageVolume || !b.autoRunnerVolume {
 		return b.defaults.RunnerImageVolume
 	}
-	c := &b.runnerVolume
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.checked.IsZero() && time.Since(c.checked) < runnerVolumeRecheck {
-		return c.mount
+	return b.client.mountsImages(ctx)
+}
+
+// mountsImages tells whether the cluster mounts images (Target.RunnerMount), as it was
+// learnt less than runnerVolumeRecheck ago, else asking it. A cluster that cannot be
+// asked does not: the runner is copied in, which works everywhere.
+func (c *Client) mountsImages(ctx context.Context) bool {
+	v := &c.runnerVolume
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.recent() {
+		return v.mount
 	}
-	m, err := b.client.target.RunnerMount(ctx)
+	m, err := c.target.RunnerMount(ctx)
 	if err != nil {
 		return false
 	}
-	c.mount, c.checked = m.Mounted, time.Now()
+	v.mount, v.checked = m.Mounted, time.Now()
 	return m.Mounted
+}
+
+// mountedRecently tells whether the cluster was found to mount images less than
+// runnerVolumeRecheck ago: every node could then, and a build's pods need not be
+// checked against them again.
+func (c *Client) mountedRecently() bool {
+	v := &c.runnerVolume
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.recent() && v.mount
+}
+
+// recent tells whether the choice was learnt less than runnerVolumeRecheck ago; hold mu.
+func (v *runnerVolumeChoice) recent() bool {
+	return !v.checked.IsZero() && time.Since(v.checked) < runnerVolumeRecheck
 }
 
 // RunnerMount is how the builds of a backend that mounts the runner where the cluster

@@ -156,6 +156,11 @@ func (c *Client) checkNodes(ctx context.Context, r *translate.Result) error {
 	imageVolumes := slices.ContainsFunc(r.Tasks, func(t *v1.Task) bool {
 		return slices.ContainsFunc(t.Spec.Volumes, func(v corev1.Volume) bool { return v.Image != nil })
 	})
+	if imageVolumes && c.mountedRecently() {
+		// Every node was found to mount images a moment ago (the choice of a backend that
+		// mounts the runner where it can): not listed again for each build.
+		imageVolumes = false
+	}
 	if !userNamespaces && !imageVolumes {
 		return nil
 	}
