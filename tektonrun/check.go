@@ -252,7 +252,7 @@ func (t *Target) CheckWith(ctx context.Context, o CheckOptions) CheckReport {
 	var runnerErr error
 	if !o.AssumeGranted {
 		var m RunnerMount
-		if m, runnerErr = t.RunnerMount(ctx); runnerErr == nil {
+		if m, runnerErr = t.runnerMount(ctx, v.GitVersion); runnerErr == nil {
 			r.Runner = &m
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // images. A backend told to mount it where it can (MountRunnerWhereSupported) asks the
 // cluster (Target.RunnerMount), at most once every runnerVolumeRecheck.
 
-// runnerVolumeRecheck is how long a backend goes by what it learnt of the cluster's
+// runnerVolumeRecheck is how long a client goes by what it learnt of the cluster's
 // versions before it asks again (nodes come and go, and are upgraded).
 const runnerVolumeRecheck = time.Minute
 
@@ -102,8 +102,13 @@ func (t *Target) RunnerMount(ctx context.Context) (RunnerMount, error) {
 	if err != nil {
 		return RunnerMount{}, fmt.Errorf("reading the cluster's version: %w", err)
 	}
-	if !versionAtLeast(server.GitVersion, 1, 35) {
-		return RunnerMount{Why: fmt.Sprintf("the API server is %s (%s)", server.GitVersion, imageVolumesNeed)}, nil
+	return t.runnerMount(ctx, server.GitVersion)
+}
+
+// runnerMount is RunnerMount on a cluster whose API server is of version server.
+func (t *Target) runnerMount(ctx context.Context, server string) (RunnerMount, error) {
+	if !versionAtLeast(server, 1, 35) {
+		return RunnerMount{Why: fmt.Sprintf("the API server is %s (%s)", server, imageVolumesNeed)}, nil
 	}
 	nodes, err := t.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
