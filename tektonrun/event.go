@@ -20,13 +20,15 @@ type Event struct {
 	TaskRun string
 }
 
-// Part is the part of a step an event belongs to. A step's events come in this order.
+// Part is the part of a step an event belongs to. A step's events come in this order,
+// but for its wait, which comes within its head.
 type Part int
 
 // The parts of a step. Build-level events (the status at start and end) have Step "".
 const (
-	// PartWait is waiting-for-worker: shown while the pod cannot be scheduled; a process
-	// that attaches later does not see it.
+	// PartWait is waiting-for-worker: shown while the pod cannot be scheduled, after the
+	// beginning of the head that Concourse shows before it looks for a worker (the
+	// step's initialize); a process that attaches later does not see it.
 	PartWait Part = iota
 	// PartHead are initialize, selected-worker and start.
 	PartHead

@@ -264,6 +264,10 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	}
 	if !started && !trDone {
 		if o.Pod != nil && unschedulable(o.Pod) {
+			// Concourse initializes a step before it looks for a worker to run it on.
+			if !internal(spec.Mode) && !m.after.pastHead(name) {
+				m.waitingHead(name, spec, origin, startTime(tr), m.taskConfig(spec, tr))
+			}
 			m.emit(Key{Step: name, Part: PartWait}, event.WaitingForWorker{Time: unix(o.Pod.CreationTimestamp.Time), Origin: origin})
 		}
 		return false, false
@@ -348,22 +352,7 @@ func internal(m runspec.Mode) bool {
 // first, right after initialize (imageFetch, typeImageFetch); a task that then stopped
 // before its process (processless) goes no further.
 func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at int64, node string, cfg concourse.TaskConfig, fetch imageFetchOf, started, processless bool) {
-	var evs []event.Event
-	sel := event.SelectedWorker{Time: at, Origin: origin, WorkerName: node}
-	shown := event.NewTaskConfig(cfg)
-	switch spec.Mode {
-	case runspec.ModeTask:
-		evs = []event.Event{event.InitializeTask{Time: at, Origin: origin, TaskConfig: shown}, sel, event.StartTask{Time: at, Origin: origin, TaskConfig: shown}}
-	case runspec.ModeGet:
-		evs = []event.Event{event.InitializeGet{Origin: origin, Time: at}, event.StartGet{Origin: origin, Time: at}, sel}
-	case runspec.ModePut:
-		evs = []event.Event{event.InitializePut{Origin: origin, Time: at}, sel, event.StartPut{Origin: origin, Time: at}}
-	case runspec.ModeCheck:
-		evs = []event.Event{event.InitializeCheck{Origin: origin, Time: at, Name: spec.Name}, sel, event.Start{Origin: origin, Time: at}}
-	default:
-		// load_var and set_pipeline run in the ATC, on no worker.
-		evs = []event.Event{event.Initialize{Origin: origin, Time: at}, event.Start{Origin: origin, Time: at}}
-	}
+	evs := headEvents(spec, origin, at, node, cfg)
 	switch {
 	case !started:
 		evs = evs[:1]
@@ -377,6 +366,41 @@ func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at in
 		evs = append(append(evs[:1:1], typeImageFetch(spec.PulledImage, at, node, fetch)...), evs[1:]...)
 	}
 	for i, e := range evs {
+		m.emit(Key{Step: name, Part: PartHead, N: i}, e)
+	}
+}
+
+// headEvents are a step's initialize, selected-worker and start, in Concourse's order for
+// its kind of step, before any fetch of an image.
+func headEvents(spec runspec.Spec, origin event.Origin, at int64, node string, cfg concourse.TaskConfig) []event.Event {
+	sel := event.SelectedWorker{Time: at, Origin: origin, WorkerName: node}
+	shown := event.NewTaskConfig(cfg)
+	switch spec.Mode {
+	case runspec.ModeTask:
+		return []event.Event{event.InitializeTask{Time: at, Origin: origin, TaskConfig: shown}, sel, event.StartTask{Time: at, Origin: origin, TaskConfig: shown}}
+	case runspec.ModeGet:
+		return []event.Event{event.InitializeGet{Origin: origin, Time: at}, event.StartGet{Origin: origin, Time: at}, sel}
+	case runspec.ModePut:
+		return []event.Event{event.InitializePut{Origin: origin, Time: at}, sel, event.StartPut{Origin: origin, Time: at}}
+	case runspec.ModeCheck:
+		return []event.Event{event.InitializeCheck{Origin: origin, Time: at, Name: spec.Name}, sel, event.Start{Origin: origin, Time: at}}
+	}
+	// load_var and set_pipeline run in the ATC, on no worker.
+	return []event.Event{event.Initialize{Origin: origin, Time: at}, event.Start{Origin: origin, Time: at}}
+}
+
+// waitingHead is the beginning of the head of a step whose pod waits for a node, what
+// Concourse shows before it looks for a worker (waiting-for-worker comes next): the
+// step's initialize, and a get's start-get unless the image of a custom type is fetched
+// between them. The rest of the head follows under the same keys once the pod is
+// scheduled, as head makes them then, so that a process attaching later maps the same
+// head whole.
+func (m *mapper) waitingHead(name string, spec runspec.Spec, origin event.Origin, at int64, cfg concourse.TaskConfig) {
+	evs, n := headEvents(spec, origin, at, "", cfg), 1
+	if spec.Mode == runspec.ModeGet && spec.PulledImage == nil {
+		n = 2
+	}
+	for i, e := range evs[:n] {
 		m.emit(Key{Step: name, Part: PartHead, N: i}, e)
 	}
 }
