@@ -41,17 +41,14 @@ func TestOwnUserListener(t *testing.T) {
 	port := strconv.Itoa(inner.Addr().(*net.TCPAddr).Port)
 
 	if os.Getuid() == 0 {
-		// busybox nc as nobody: connected, then refused before ours is accepted.
-		nc := exec.Command("/bin/busybox", "nc", "127.0.0.1", port)
+		// A connection of nobody's (bash's /dev/tcp, which any machine with bash has),
+		// held open until it is closed: connected, then refused before ours is accepted.
+		nc := exec.Command("/bin/bash", "-c", `exec 3<>"/dev/tcp/127.0.0.1/$1" && read -r -u 3`, "bash", port)
 		nc.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		stdin, err := nc.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
 		if err := nc.Start(); err != nil {
-			t.Fatalf("busybox nc: %v", err)
+			t.Fatalf("bash as nobody: %v", err)
 		}
-		defer func() { stdin.Close(); nc.Process.Kill(); nc.Wait() }()
+		defer func() { nc.Process.Kill(); nc.Wait() }()
 	}
 	accepted := make(chan net.Conn, 2)
 	go func() {
@@ -65,10 +62,13 @@ func TestOwnUserListener(t *testing.T) {
 		}
 	}()
 	if os.Getuid() == 0 {
+		deadline := time.After(10 * time.Second)
 		for len(logger.LogMessages()) == 0 {
 			select {
 			case c := <-accepted:
 				t.Fatalf("accepted %s, another user's connection", c.RemoteAddr())
+			case <-deadline:
+				t.Fatal("nobody's connection was neither accepted nor refused")
 			case <-time.After(10 * time.Millisecond):
 			}
 		}
