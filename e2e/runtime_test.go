@@ -325,3 +325,84 @@ func waitForText(t *testing.T, p *cliProc, s string, timeout time.Duration) {
 		}
 	}
 }
+
+// TestWaitingForWorker: a task whose pod no node can take (its worker tag selects nodes
+// by a label none has) shows what Concourse shows of a step that waits for a worker:
+// initialize-task, then waiting-for-worker, and nothing else until the build is
+// aborted, which interrupts it; the build ends aborted, alone or after its ensure hook.
+func TestWaitingForWorker(t *testing.T) {
+	t.Parallel()
+	ns := namespace(t)
+	target, err := tektonrun.NewTarget(tektonrun.TargetOptions{Kubeconfig: kubeconfigPath(), Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := tektonrun.NewBackend(target, translate.Options{
+		RunnerImage:   runnerImage,
+		NodeSelectors: map[string]map[string]string{"nowhere": {"e2e.invalid/nowhere": "true"}},
+	})
+	t.Cleanup(b.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	stuck := `{"id":"s","task":{"name":"stuck","tags":["nowhere"],"config":` + mustMarshal(t, busyboxTask("echo never")) + `}}`
+	for _, tt := range []struct {
+		name, plan string
+		// hook is the ensure hook's output, if the plan has one.
+		hook string
+	}{
+		{"alone", stuck, ""},
+		{"ensure", `{"id":"e","ensure":{"step":` + stuck + `,"ensure":{"id":"h","task":{"name":"cleanup","config":` + mustMarshal(t, busyboxTask("echo cleaned up")) + `}}}}`, "cleaned up\n"},
+	} {
+		build, err := b.RunPlan(ctx, []byte(tt.plan), tektonrun.BuildMeta{Build: tt.name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		follow, stop := context.WithCancel(ctx)
+		_, err = build.Events(follow, tektonrun.Cursor{}, func(e tektonrun.Event) error {
+			if e.Key.Step != "" {
+				got = append(got, string(e.Event.EventType()))
+			}
+			if _, ok := e.Event.(event.WaitingForWorker); ok {
+				stop()
+			}
+			return nil
+		})
+		stop()
+		if follow.Err() == nil {
+			t.Fatalf("%s: the build's events ended (%v) before it waited for a worker: %v", tt.name, err, got)
+		}
+		if want := []string{"initialize-task", "waiting-for-worker"}; !slices.Equal(got, want) {
+			t.Errorf("%s: the task's events: %v, want %v", tt.name, got, want)
+		}
+		if err := build.Abort(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var stuckEvents []string
+		var hook strings.Builder
+		status, err := b.Attach(build.Name).Events(ctx, tektonrun.Cursor{}, func(e tektonrun.Event) error {
+			switch ev := e.Event.(type) {
+			case event.Error:
+				if ev.Origin.ID == "s" {
+					stuckEvents = append(stuckEvents, "error "+ev.Message)
+				}
+			case event.Log:
+				if ev.Origin.ID == "s" {
+					stuckEvents = append(stuckEvents, "log "+ev.Payload)
+				} else if ev.Origin.ID == "h" {
+					hook.WriteString(ev.Payload)
+				}
+			}
+			return nil
+		})
+		if err != nil || status != event.BuildStatusAborted {
+			t.Errorf("%s: after the abort: %s, %v; want it aborted", tt.name, status, err)
+		}
+		if want := []string{"error interrupted"}; !slices.Equal(stuckEvents, want) {
+			t.Errorf("%s: the stuck task's end: %q, want %q", tt.name, stuckEvents, want)
+		}
+		if want := tt.hook; hook.String() != want {
+			t.Errorf("%s: the hook's output: %q, want %q", tt.name, hook.String(), want)
+		}
+	}
+}

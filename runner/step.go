@@ -433,7 +433,7 @@ func (s *step) evaluate(tree runspec.Node, final bool) (runspec.Outcome, bool, e
 	if err != nil {
 		return "", false, err
 	}
-	facts := eval.Facts{Outcomes: outcomes, Fired: s.state.FiredGroups(groups), Present: map[string]int{}}
+	facts := eval.Facts{Outcomes: outcomes, Fired: s.state.FiredGroups(groups), Present: map[string]int{}, Aborted: final && s.state.Aborted()}
 	for _, id := range slotted {
 		c, found, err := s.state.ReadCombinations(id)
 		if err != nil {

@@ -206,10 +206,16 @@ func finalStatus(run *v1.PipelineRun, verdict, fused *v1.TaskRun) (event.BuildSt
 			return event.BuildStatus(o), at
 		}
 	}
-	if c := run.Status.GetCondition(apis.ConditionSucceeded); c != nil && strings.HasPrefix(c.Reason, "Cancelled") || run.Spec.Status != "" {
+	if c := run.Status.GetCondition(apis.ConditionSucceeded); c != nil && strings.HasPrefix(c.Reason, "Cancelled") || buildAborted(run) {
 		return event.BuildStatusAborted, at
 	}
 	return event.BuildStatusErrored, at
+}
+
+// buildAborted tells whether the build was aborted: by Abort (which marks its run before
+// anything else), or by cancelling its run (tkn pipelinerun cancel).
+func buildAborted(run *v1.PipelineRun) bool {
+	return run.Annotations[pvc.AnnotationAborted] != "" || run.Spec.Status != ""
 }
 
 // step maps one TaskRun, and tells whether the step has ended and is the verdict.
@@ -238,6 +244,15 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	}
 	state := containerState(tr, o.Pod)
 	started := ran(state)
+	if trDone && outcome == "" && !started && tr.Spec.Status == v1.TaskRunSpecStatusCancelled && buildAborted(m.obs.Run) {
+		// A step whose pod never started, cancelled by the build's abort (Abort cancels
+		// the steps whose pods wait for a node): Concourse interrupts a step that waits
+		// for a worker. What it showed before it looked for one, then the interruption.
+		outcome = runspec.Aborted
+		if !internal(spec.Mode) && !m.after.pastHead(name) {
+			m.waitingHead(name, spec, origin, startTime(tr), m.taskConfig(spec, tr))
+		}
+	}
 	troubled := trDone && outcome == ""
 	// A task that errored with no exit status never ran its process: Concourse stops it
 	// between initializing and selecting a worker (missing inputs, an unknown user).

@@ -1,6 +1,7 @@
 package tektonrun
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,6 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/pvc"
 )
 
 // TestMapWaitingForWorker: a step whose pod no node can take shows what Concourse shows
@@ -99,4 +103,82 @@ func unscheduledPod(pod *corev1.Pod) *corev1.Pod {
 		Message: "0/1 nodes are available: 1 node(s) were unschedulable.",
 	}}}
 	return pod
+}
+
+// TestMapAbortedWhileWaiting: a step whose pod never started, cancelled by the build's
+// abort, is interrupted, as Concourse interrupts a step that waits for a worker: what it
+// showed before it looked for one, then error "interrupted", with no diagnostic; a
+// process attaching afterwards maps the same. Cancelled otherwise (the build not
+// aborted), it is a step that broke. A build whose verdict never ran ends aborted.
+func TestMapAbortedWhileWaiting(t *testing.T) {
+	whole := recorded(t, "testdata/failed-with-ensure")
+	cancelled := func(step string) *v1.TaskRun {
+		tr := pendingTaskRun(whole.Steps[step].TaskRun)
+		tr.Spec.Status = v1.TaskRunSpecStatusCancelled
+		tr.Status.Conditions = duckv1.Conditions{{Type: apis.ConditionSucceeded, Status: corev1.ConditionFalse, Reason: "TaskRunCancelled", Message: "TaskRun was cancelled"}}
+		tr.Status.CompletionTime = tr.Status.StartTime
+		return tr
+	}
+	aborted := whole
+	aborted.Run = whole.Run.DeepCopy()
+	aborted.Run.Annotations = map[string]string{pvc.AnnotationAborted: "true"}
+	for _, tt := range []struct {
+		step string
+		want []string
+	}{
+		{"task-say", []string{"head/0 initialize-task", "end/0 error interrupted"}},
+		{"get-thing", []string{"head/0 initialize-get", "head/1 start-get", "end/0 error interrupted"}},
+	} {
+		t.Run(tt.step, func(t *testing.T) {
+			so := whole.Steps[tt.step]
+			waiting := withStep(aborted, tt.step, &StepObservation{TaskRun: pendingTaskRun(so.TaskRun), Pod: unscheduledPod(so.Pod)})
+			first, _ := Map(waiting, nil)
+			var cursor Cursor
+			for _, e := range first {
+				if err := cursor.Advance(e.Key); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ended := withStep(aborted, tt.step, &StepObservation{TaskRun: cancelled(tt.step), Pod: unscheduledPod(so.Pod), LogDone: true})
+			rest, _ := Map(ended, &cursor)
+			later, _ := Map(ended, nil)
+			got := withMessages(append(slices.Clone(first), rest...), tt.step)
+			if want := slices.Insert(slices.Clone(tt.want), len(tt.want)-1, "wait/0 waiting-for-worker"); !slices.Equal(got, want) {
+				t.Errorf("followed through: %v, want %v", got, want)
+			}
+			if got := withMessages(later, tt.step); !slices.Equal(got, tt.want) {
+				t.Errorf("attached afterwards: %v, want %v", got, tt.want)
+			}
+			// Not aborted: a step that broke, with its diagnostic.
+			broke, _ := Map(withStep(whole, tt.step, &StepObservation{TaskRun: cancelled(tt.step), Pod: unscheduledPod(so.Pod), LogDone: true}), nil)
+			if got := withMessages(broke, tt.step); slices.Contains(got, "end/0 error interrupted") || len(got) == 0 || !strings.HasPrefix(got[len(got)-1], "end/1 error ") {
+				t.Errorf("cancelled, the build not aborted: %v, want a diagnostic and its error", got)
+			}
+		})
+	}
+
+	run := whole.Run.DeepCopy()
+	if status, _ := finalStatus(run, nil, nil); status != event.BuildStatusErrored {
+		t.Errorf("no verdict: %s, want errored", status)
+	}
+	run.Annotations = map[string]string{pvc.AnnotationAborted: "true"}
+	if status, _ := finalStatus(run, nil, nil); status != event.BuildStatusAborted {
+		t.Errorf("no verdict, the build aborted: %s, want aborted", status)
+	}
+}
+
+// withMessages are a step's events as stepEvents has them, an error's with its message.
+func withMessages(events []Event, step string) []string {
+	out := stepEvents(events, step)
+	i := 0
+	for _, e := range events {
+		if e.Key.Step != step {
+			continue
+		}
+		if ev, ok := e.Event.(event.Error); ok {
+			out[i] += " " + ev.Message
+		}
+		i++
+	}
+	return out
 }

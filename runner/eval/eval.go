@@ -15,12 +15,21 @@ type Facts struct {
 	// many combinations their resolvers wrote: their first Present slots ran, the others
 	// are absent.
 	Present map[string]int
+	// Aborted says the build was aborted (its abort marker is written): a leaf reached
+	// with no outcome was interrupted before it started (a step whose pod waited for a
+	// node, cancelled by the abort), as Concourse interrupts a step that waits for a
+	// worker.
+	Aborted bool
 }
 
 // Final is the outcome of the tree once every leaf that was going to run has run: a leaf
-// the evaluator reaches with no outcome is errored.
+// the evaluator reaches with no outcome is errored (its pod broke), or aborted in a build
+// that was aborted.
 func Final(tree runspec.Node, facts Facts) runspec.Outcome {
 	e := evaluator{facts: facts, absent: runspec.Errored}
+	if facts.Aborted {
+		e.absent = runspec.Aborted
+	}
 	return e.eval(tree)
 }
 

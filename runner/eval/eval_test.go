@@ -34,13 +34,17 @@ func slotted(n runspec.Node) runspec.Node {
 	return n
 }
 
-// facts parses "a=s b=f c=e d=a e=n !g #x=2" into outcomes (s, f, e, a, n), fired groups
-// (!g) and the present slots of slotted across steps (#x=2).
+// facts parses "a=s b=f c=e d=a e=n !g #x=2 ABORT" into outcomes (s, f, e, a, n), fired
+// groups (!g), the present slots of slotted across steps (#x=2) and the build's abort.
 func facts(t *testing.T, s string) Facts {
 	t.Helper()
 	words := map[string]runspec.Outcome{"s": succeeded, "f": failed, "e": errored, "a": aborted, "n": neverRan}
 	f := Facts{Outcomes: map[string]runspec.Outcome{}, Fired: map[string]bool{}, Present: map[string]int{}}
 	for _, field := range strings.Fields(s) {
+		if field == "ABORT" {
+			f.Aborted = true
+			continue
+		}
 		if g, ok := strings.CutPrefix(field, "!"); ok {
 			f.Fired[g] = true
 			continue
@@ -89,6 +93,10 @@ func TestFinal(t *testing.T) {
 		{"leaf failed", leaf("1"), "1=f", failed},
 		{"leaf never ran", leaf("1"), "1=n", neverRan},
 		{"leaf with no outcome errored (its pod died)", leaf("1"), "", errored},
+		{"leaf with no outcome in an aborted build: interrupted before it started", leaf("1"), "ABORT", aborted},
+		{"aborted build: a step interrupted while it waited, then its ensure hook", hook(ensure, "h", leaf("1"), leaf("2")), "2=s ABORT", aborted},
+		{"aborted build: a do interrupted at its second step", seq, "1=s ABORT", aborted},
+		{"aborted build whose steps all ended keeps their outcome", seq, "1=s 2=s 3=f ABORT", failed},
 
 		{"empty do succeeds", many(do, "d"), "", succeeded},
 		{"do all succeed", seq, "1=s 2=s 3=s", succeeded},
