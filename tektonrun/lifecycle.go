@@ -124,10 +124,13 @@ type Usage struct {
 	Volumes    int `json:"volumes"`
 }
 
-// Usage counts the target's pods that have not ended and its volumes, ours alone.
+// Usage counts the target's pods that have not ended and its volumes, ours alone: the pods
+// of builds (Tekton gives the pods it makes a managed-by label of its own, but keeps the
+// build's), and the claims of ours.
 func (t *Target) Usage(ctx context.Context) (Usage, error) {
 	var u Usage
-	err := pages.Each(ctx, oursPaged(), "pods", func(opts metav1.ListOptions) (string, error) {
+	builds := metav1.ListOptions{LabelSelector: buildSelector, Limit: 500}
+	err := pages.Each(ctx, builds, "pods", func(opts metav1.ListOptions) (string, error) {
 		l, err := t.Kube.CoreV1().Pods(t.Namespace).List(ctx, opts)
 		if err != nil {
 			return "", err

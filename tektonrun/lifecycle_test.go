@@ -101,10 +101,13 @@ func TestRunName(t *testing.T) {
 	}
 }
 
-// TestUsage: a target's containers are its pods of ours that have not ended (nor are
-// going), its volumes its claims of ours; others' are not counted.
+// TestUsage: a target's containers are the pods of its builds that have not ended (nor
+// are going), Tekton's step pods (whose managed-by label is Tekton's) and ours alike, its
+// volumes its claims of ours; others' are not counted.
 func TestUsage(t *testing.T) {
-	ours := map[string]string{runspec.LabelManagedBy: runspec.ManagedBy}
+	ours := map[string]string{runspec.LabelManagedBy: runspec.ManagedBy, runspec.LabelBuild: "1"}
+	steps := map[string]string{runspec.LabelManagedBy: "tekton-pipelines", runspec.LabelBuild: "1"}
+	claims := map[string]string{runspec.LabelManagedBy: runspec.ManagedBy}
 	pod := func(name string, phase corev1.PodPhase, labels map[string]string, deleting bool) runtime.Object {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci", Labels: labels}, Status: corev1.PodStatus{Phase: phase}}
 		if deleting {
@@ -117,10 +120,12 @@ func TestUsage(t *testing.T) {
 		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ci", Labels: labels}}
 	}
 	kube := fake.NewClientset(
-		pod("pending", corev1.PodPending, ours, false), pod("running", corev1.PodRunning, ours, false),
-		pod("succeeded", corev1.PodSucceeded, ours, false), pod("failed", corev1.PodFailed, ours, false),
-		pod("going", corev1.PodRunning, ours, true), pod("theirs", corev1.PodRunning, nil, false),
-		claim("build", ours), claim("cache", ours), claim("theirs", nil),
+		pod("pending", corev1.PodPending, steps, false), pod("running", corev1.PodRunning, steps, false),
+		pod("abort", corev1.PodRunning, ours, false),
+		pod("succeeded", corev1.PodSucceeded, steps, false), pod("failed", corev1.PodFailed, ours, false),
+		pod("going", corev1.PodRunning, steps, true), pod("theirs", corev1.PodRunning, nil, false),
+		pod("tekton's", corev1.PodRunning, map[string]string{runspec.LabelManagedBy: "tekton-pipelines"}, false),
+		claim("build", claims), claim("cache", claims), claim("theirs", nil),
 	)
 	// One of ours in another namespace.
 	if _, err := kube.CoreV1().Pods("other").Create(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: ours}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, metav1.CreateOptions{}); err != nil {
@@ -131,7 +136,7 @@ func TestUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Usage{Containers: 2, Volumes: 2}); got != want {
+	if want := (Usage{Containers: 3, Volumes: 2}); got != want {
 		t.Errorf("usage %+v, want %+v", got, want)
 	}
 }
