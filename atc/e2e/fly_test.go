@@ -183,6 +183,55 @@ jobs:
 	}
 }
 
+// TestAbortWhileWaiting aborts a build whose task waits for a worker (its memory limit,
+// which its pod requests, fits on no node): fly shows the wait, then the task interrupted,
+// its ensure hook run and the build aborted, as Concourse shows a build aborted while a
+// step waits for a worker. (Its on_abort hook would not run: README, differences.)
+func TestAbortWhileWaiting(t *testing.T) {
+	dumpOnFailure(t)
+	t.Parallel()
+	setPipeline(t, "abort-waiting", fmt.Sprintf(`
+jobs:
+- name: huge
+  plan:
+  - task: huge
+    config:
+      platform: linux
+      image_resource: %[1]s
+      container_limits: {memory: 1125899906842624}
+      run: {path: echo, args: [never]}
+    ensure:
+      task: cleanup
+      config:
+        platform: linux
+        image_resource: %[1]s
+        run: {path: sh, args: [-c, 'echo ensure ran']}
+`, busybox()))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	watch := startFly(t, ctx, "trigger-job", "-j", "abort-waiting/huge", "-w")
+	eventually(t, "the task to wait for a worker", 3*time.Minute, func(context.Context) (bool, error) {
+		return strings.Contains(watch.output(), "waiting for worker"), nil
+	})
+	out, code := fly(t, time.Minute, "abort-build", "-j", "abort-waiting/huge", "-b", "1")
+	if code != 0 || !strings.Contains(out, "build successfully aborted") {
+		fatalf(t, "fly abort-build: exit %d\n%s", code, out)
+	}
+	out, code = watch.wait(t)
+	t.Logf("fly trigger-job -w, aborted while it waited: exit %d\n%s", code, out)
+	if code != 3 {
+		errorf(t, "exit %d, want 3 (aborted)", code)
+	}
+	inOrder(t, out, "waiting for worker", "interrupted", "ensure ran", "aborted")
+	if strings.Contains(out, "never") {
+		errorf(t, "the task ran")
+	}
+	if b := builds(t, "abort-waiting")["huge/1"]; b.Status != "aborted" {
+		errorf(t, "fly builds: huge #1 %+v; want aborted", b)
+	}
+}
+
 func TestRestartLosesNoEvent(t *testing.T) {
 	dumpOnFailure(t)
 	// Long enough to be running still when the web node is back (web.sh up relinks it).
