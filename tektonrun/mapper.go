@@ -249,9 +249,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		// the steps whose pods wait for a node): Concourse interrupts a step that waits
 		// for a worker. What it showed before it looked for one, then the interruption.
 		outcome = runspec.Aborted
-		if !internal(spec.Mode) && !m.after.pastHead(name) {
-			m.waitingHead(name, spec, origin, startTime(tr), m.taskConfig(spec, tr))
-		}
+		m.waitingHead(name, spec, origin, tr)
 	}
 	troubled := trDone && outcome == ""
 	// A task that errored with no exit status never ran its process: Concourse stops it
@@ -280,9 +278,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	if !started && !trDone {
 		if o.Pod != nil && unschedulable(o.Pod) {
 			// Concourse initializes a step before it looks for a worker to run it on.
-			if !internal(spec.Mode) && !m.after.pastHead(name) {
-				m.waitingHead(name, spec, origin, startTime(tr), m.taskConfig(spec, tr))
-			}
+			m.waitingHead(name, spec, origin, tr)
 			m.emit(Key{Step: name, Part: PartWait}, event.WaitingForWorker{Time: unix(o.Pod.CreationTimestamp.Time), Origin: origin})
 		}
 		return false, false
@@ -409,9 +405,12 @@ func headEvents(spec runspec.Spec, origin event.Origin, at int64, node string, c
 // step's initialize, and a get's start-get unless the image of a custom type is fetched
 // between them. The rest of the head follows under the same keys once the pod is
 // scheduled, as head makes them then, so that a process attaching later maps the same
-// head whole.
-func (m *mapper) waitingHead(name string, spec runspec.Spec, origin event.Origin, at int64, cfg concourse.TaskConfig) {
-	evs, n := headEvents(spec, origin, at, "", cfg), 1
+// head whole. Internal steps have no head, and a head already delivered is not made again.
+func (m *mapper) waitingHead(name string, spec runspec.Spec, origin event.Origin, tr *v1.TaskRun) {
+	if internal(spec.Mode) || m.after.pastHead(name) {
+		return
+	}
+	evs, n := headEvents(spec, origin, startTime(tr), "", m.taskConfig(spec, tr)), 1
 	if spec.Mode == runspec.ModeGet && spec.PulledImage == nil {
 		n = 2
 	}
