@@ -59,7 +59,7 @@ type Spec struct {
 	// Name is the step name (task, get, put, load_var, set_pipeline name).
 	Name  string `json:"name,omitempty"`
 	Build Build  `json:"build"`
-	Paths Paths  `json:"paths"`
+	Paths Paths  `json:"paths,omitzero"`
 	// HookStatus is BUILD_STATUS for resource steps inside a hook: succeeded (on_success),
 	// failed (on_failure), errored (on_error), aborted (on_abort); empty elsewhere,
 	// including under ensure.

@@ -3,6 +3,7 @@ package translate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline/pod"
@@ -392,16 +393,33 @@ func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *r
 		c.shares++
 		params = append(params, v1.Param{Name: runspec.ParamResourceCacheIndex, Value: *v1.NewStructuredValues(runspec.ResourceCacheIndex(c.opts.Team))})
 	}
-	return v1.PipelineTask{
+	pt := v1.PipelineTask{
 		Name:       name,
 		TaskRef:    &v1.TaskRef{Name: c.stepTask(variant)},
 		Params:     params,
 		Workspaces: []v1.WorkspacePipelineTaskBinding{{Name: runspec.Workspace, Workspace: runspec.Workspace}},
 		When:       e.when,
-		RunAfter:   e.after,
 		OnError:    v1.PipelineTaskContinue,
 		Timeout:    &metav1.Duration{},
 	}
+	pt.RunAfter = runAfter(&pt, e.after)
+	return pt
+}
+
+// runAfter is after without the tasks pt reads a result of: Tekton runs a task after
+// those whose results its params or `when` expressions read (v1.PipelineTask.Deps), so
+// saying it again only lengthens the Pipeline.
+func runAfter(pt *v1.PipelineTask, after []string) []string {
+	var out []string
+	for _, a := range after {
+		ref := "$(tasks." + a + ".results."
+		reads := slices.ContainsFunc(pt.When, func(w v1.WhenExpression) bool { return strings.Contains(w.Input, ref) }) ||
+			slices.ContainsFunc(pt.Params, func(p v1.Param) bool { return strings.Contains(p.Value.StringVal, ref) })
+		if !reads {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // buildNamePlaceholder stands for the build's name in a spec until finish makes it the

@@ -172,9 +172,13 @@ func jsonStringsWith(v reflect.Value, sub string, f func(string)) {
 			f(s)
 		}
 	case reflect.Pointer, reflect.Interface:
-		if !v.IsNil() {
-			jsonStringsWith(v.Elem(), sub, f)
+		if v.IsNil() {
+			return
 		}
+		if v.Kind() == reflect.Interface && v.CanInterface() && plainStringsWith(v.Interface(), sub, f) {
+			return
+		}
+		jsonStringsWith(v.Elem(), sub, f)
 	case reflect.Struct:
 		for _, field := range st.fields {
 			fv := v.Field(field.index)
@@ -186,6 +190,10 @@ func jsonStringsWith(v reflect.Value, sub string, f func(string)) {
 			}
 		}
 	case reflect.Map:
+		if v.Type() == mapOfAny && v.CanInterface() {
+			plainStringsWith(v.Interface(), sub, f)
+			return
+		}
 		for it := v.MapRange(); it.Next(); {
 			if k := it.Key(); k.Kind() == reflect.String {
 				// Keys of a string type are written as they are, whatever their methods.
@@ -202,6 +210,40 @@ func jsonStringsWith(v reflect.Value, sub string, f func(string)) {
 			jsonStringsWith(v.Index(i), sub, f)
 		}
 	}
+}
+
+// mapOfAny is the type of decoded JSON objects, which most of a spec's generic values are.
+var mapOfAny = reflect.TypeFor[map[string]any]()
+
+// plainStringsWith is jsonStringsWith for a value of decoded JSON (nil, bool, float64,
+// string, []any, map[string]any, nested), walked without reflection; it tells whether v
+// was one (false: walk it with reflection).
+func plainStringsWith(v any, sub string, f func(string)) bool {
+	switch x := v.(type) {
+	case nil, bool, float64:
+	case string:
+		if strings.Contains(x, sub) {
+			f(x)
+		}
+	case map[string]any:
+		for k, e := range x {
+			if strings.Contains(k, sub) {
+				f(k)
+			}
+			if !plainStringsWith(e, sub, f) {
+				jsonStringsWith(reflect.ValueOf(&e).Elem(), sub, f)
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if !plainStringsWith(e, sub, f) {
+				jsonStringsWith(reflect.ValueOf(&e).Elem(), sub, f)
+			}
+		}
+	default:
+		return false
+	}
+	return true
 }
 
 // stringsWith calls f with each string of the JSON document doc, object keys included,

@@ -141,13 +141,15 @@ func TestJSONStringsWith(t *testing.T) {
 		SelfPtr:        &selfEncoded{secret: "y"},
 		Text:           asText{},
 		Bytes:          []byte("((bytes))"),
-		Keys:           map[string]any{"((key))": "((value))", "n": 1, "deep": []any{map[string]any{"k": "((deep))"}}},
-		TextKeys:       map[textKey]string{"((tk))": "v"},
-		IntKeys:        map[int]string{1: "((int-key-value))"},
-		Any:            map[string]any{"in": "((any))"},
-		Array:          [2]string{"((first))", "second"},
-		Pointers:       []*string{&p, nil},
-		Marshalers:     []json.Marshaler{selfEncoded{secret: "z"}, nil},
+		Keys: map[string]any{"((key))": "((value))", "n": 1, "deep": []any{map[string]any{"k": "((deep))"}},
+			// Typed values inside decoded JSON: walked as encoding/json writes them.
+			"typed": []any{selfEncoded{secret: "w"}, &Embedded{Inner: "((typed))"}, json.Number("3"), true, nil}},
+		TextKeys:   map[textKey]string{"((tk))": "v"},
+		IntKeys:    map[int]string{1: "((int-key-value))"},
+		Any:        map[string]any{"in": "((any))"},
+		Array:      [2]string{"((first))", "second"},
+		Pointers:   []*string{&p, nil},
+		Marshalers: []json.Marshaler{selfEncoded{secret: "z"}, nil},
 	}
 	for _, value := range []any{v, &v, sample{}, []any{v}, map[string]sample{"((outer))": v}} {
 		want, got := refsOfJSON(value), jsonStrings(value)

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -45,6 +46,14 @@ func validate(t testing.TB, r *translate.Result) {
 	p.SetDefaults(ctx)
 	if err := p.Validate(apis.WithinCreate(ctx)); err != nil {
 		t.Errorf("Pipeline %s: %v", p.Name, err)
+	}
+	// Tekton orders a task after those whose results it reads: runAfter says only the rest.
+	for _, pt := range r.Pipeline.Spec.Tasks {
+		for _, ref := range v1.PipelineTaskResultRefs(&pt) {
+			if slices.Contains(pt.RunAfter, ref.PipelineTask) {
+				t.Errorf("Pipeline %s: task %s runs after %s, whose result it reads", p.Name, pt.Name, ref.PipelineTask)
+			}
+		}
 	}
 	pr := r.PipelineRun.DeepCopy()
 	pr.SetDefaults(ctx)
