@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -193,6 +194,10 @@ type compiler struct {
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
 	creds   map[string]Credential
+	// refs and mountsOf keep what secretsOf found: the references in a string, the
+	// mount of a Secret by its directory and name.
+	refs     map[string][]vars.Reference
+	mountsOf map[string]secretMount
 	// images are the artifacts a task can run (`image: name`) as they are, by name: the
 	// image the get that fetched it from a registry names (a result reference), or the
 	// mock resource's own image for its fetch of itself. Any other artifact is published

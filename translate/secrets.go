@@ -50,14 +50,23 @@ type Credential struct {
 
 // refsOf lists the references to credentials in a step's spec: its ((vars)) but the local
 // ones, from each string of the spec's JSON, in no particular order.
-func refsOf(spec runspec.Spec) []vars.Reference {
+// memo, when not nil, keeps each string's references: a build's steps repeat the same
+// sources and params (a check, its get, a put and its get).
+func refsOf(spec runspec.Spec, memo map[string][]vars.Reference) []vars.Reference {
 	var refs []vars.Reference
 	jsonStringsWith(reflect.ValueOf(&spec).Elem(), "((", func(s string) {
-		for _, n := range vars.Names(s) {
-			if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
-				refs = append(refs, ref)
+		found, ok := memo[s]
+		if !ok {
+			for _, n := range vars.Names(s) {
+				if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
+					found = append(found, ref)
+				}
+			}
+			if memo != nil {
+				memo[s] = found
 			}
 		}
+		refs = append(refs, found...)
 	})
 	return refs
 }
@@ -280,7 +289,7 @@ func stringsWith(doc []byte, sub string, f func(string)) {
 // without a var source, each reference with its fields its own key.
 func (c *compiler) suppliedKeys(spec runspec.Spec) []string {
 	keys := map[string]bool{}
-	for _, ref := range refsOf(spec) {
+	for _, ref := range refsOf(spec, c.refs) {
 		cred := Credential{Var: ref.String(), Secrets: []string{c.runName()}, Supplied: true}
 		cred.Key = runspec.CredentialKey(cred.Var)
 		c.creds[cred.Var] = cred
@@ -291,16 +300,17 @@ func (c *compiler) suppliedKeys(spec runspec.Spec) []string {
 
 // secretsOf lists the Secrets a step's ((vars)) may come from.
 func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
-	sources := map[string]bool{}
-	for _, s := range c.opts.VarSources {
-		sources[s] = true
-	}
 	// The keys each mount needs; a nil set is the whole Secret.
 	mounts := map[string]*secretMount{}
 	keys := map[string]map[string]bool{}
 	add := func(dir, name string, fields []string) string {
-		p := path.Join(runspec.DefaultCreds, dir, name)
-		secret := secretName(strings.ReplaceAll(path.Join(dir, name), "/", "."))
+		at, ok := c.mountsOf[dir+"\x00"+name]
+		if !ok {
+			at.path = path.Join(runspec.DefaultCreds, dir, name)
+			at.secret = secretName(strings.ReplaceAll(path.Join(dir, name), "/", "."))
+			c.mountsOf[dir+"\x00"+name] = at
+		}
+		p, secret := at.path, at.secret
 		if secret == "" {
 			return secret
 		}
@@ -318,10 +328,10 @@ func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 		}
 		return secret
 	}
-	for _, ref := range refsOf(spec) {
+	for _, ref := range refsOf(spec, c.refs) {
 		dir := ""
 		if ref.Source != "" {
-			if !sources[ref.Source] {
+			if !slices.Contains(c.opts.VarSources, ref.Source) {
 				continue
 			}
 			dir = ref.Source

@@ -202,7 +202,7 @@ func TestRefsOfCorpus(t *testing.T) {
 					}
 					steps++
 					var got []string
-					for _, ref := range refsOf(spec) {
+					for _, ref := range refsOf(spec, nil) {
 						got = append(got, ref.String())
 					}
 					var want []string

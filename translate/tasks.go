@@ -2,7 +2,6 @@ package translate
 
 import (
 	"encoding/json"
-	"fmt"
 	"path"
 	"sort"
 	"strconv"
@@ -99,19 +98,35 @@ func (c *compiler) stepTask(v taskVariant) string {
 
 // key tells variants apart: two variants with the same key have the same Task.
 func (v taskVariant) key() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%t %t %d %t %t %t %t %t %t %t %t", v.privileged, v.asRoot, v.runAs, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict, v.verdictInline, v.sharedCaches, v.imageVolume)
+	b := make([]byte, 0, 64)
+	for _, f := range []bool{v.privileged, v.asRoot, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict, v.verdictInline, v.sharedCaches, v.imageVolume} {
+		b = strconv.AppendBool(b, f)
+		b = append(b, ' ')
+	}
+	b = strconv.AppendInt(b, v.runAs, 10)
 	if v.limits.CPU != nil {
-		fmt.Fprintf(&b, " cpu=%d", *v.limits.CPU)
+		b = strconv.AppendUint(append(b, " cpu="...), uint64(*v.limits.CPU), 10)
 	}
 	if v.limits.Memory != nil {
-		fmt.Fprintf(&b, " memory=%d", *v.limits.Memory)
+		b = strconv.AppendUint(append(b, " memory="...), uint64(*v.limits.Memory), 10)
 	}
 	for _, s := range v.secrets {
-		b.WriteString("\x00" + s.secret + "\x00" + s.path + "\x00" + strings.Join(s.keys, "\x01"))
+		b = append(append(append(append(append(b, 0), s.secret...), 0), s.path...), 0)
+		for i, k := range s.keys {
+			if i > 0 {
+				b = append(b, 1)
+			}
+			b = append(b, k...)
+		}
 	}
-	b.WriteString("\x02" + strings.Join(v.credentials, "\x01"))
-	return b.String()
+	b = append(b, 2)
+	for i, k := range v.credentials {
+		if i > 0 {
+			b = append(b, 1)
+		}
+		b = append(b, k...)
+	}
+	return string(b)
 }
 
 func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
