@@ -640,13 +640,17 @@ func taskRunsAre(want ...string) func(t *testing.T, ns, pr string) {
 func checkJoinsSucceeded(t *testing.T, ns, pr string) {
 	t.Helper()
 	for _, tr := range taskRunsOf(t, ns, pr) {
-		var mode string
+		var mode runspec.Mode
 		for _, p := range tr.Spec.Params {
-			if p.Name == runspec.ParamMode {
-				mode = p.Value.StringVal
+			if p.Name == runspec.ParamSpec {
+				spec, err := runspec.Decode(p.Value.StringVal)
+				if err != nil {
+					t.Fatalf("TaskRun %s: %v", tr.Name, err)
+				}
+				mode = spec.Mode
 			}
 		}
-		if mode != string(runspec.ModeJoin) {
+		if mode != runspec.ModeJoin {
 			continue
 		}
 		if c := tr.Status.GetCondition(apis.ConditionSucceeded); c == nil || c.Status != corev1.ConditionTrue {

@@ -72,7 +72,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "error: usage: concourse-runner <mode> --spec=<json> | install DEST | abort [--volume=DIR] | hold | receive --dir=DIR --name=NAME | send --name=NAME")
+		fmt.Fprintln(stderr, "error: usage: concourse-runner <mode>|step --spec=<json> | install DEST | abort [--volume=DIR] | hold | receive --dir=DIR --name=NAME | send --name=NAME")
 		return exitUsage
 	}
 	mode := runspec.Mode(args[0])
@@ -156,7 +156,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		session.stage, session.dir = *stage, *dir
 		return intercept(spec, opts, session, fs.Args(), stdout, stderr)
 	}
-	if spec.Mode != mode {
+	if mode != runspec.ModeStep && spec.Mode != mode {
 		fmt.Fprintf(stderr, "error: the command line says %s but the spec says %s\n", mode, spec.Mode)
 		return runspec.Errored.ExitCode()
 	}

@@ -80,6 +80,21 @@ func TestInstall(t *testing.T) {
 	}
 }
 
+// TestModeOnCommandLine: the step Task's command line says `step` and the spec the mode
+// (every other test runs so); the mode may also be said, when it is the spec's.
+func TestModeOnCommandLine(t *testing.T) {
+	w := newWorld(t)
+	spec := w.taskSpec("1", "t", shConfig("echo ran", nil))
+	args := w.args(spec)
+	if args[0] != string(runspec.ModeStep) {
+		t.Fatalf("the spec's command line is %q, want it to say %s", args, runspec.ModeStep)
+	}
+	args[0] = string(runspec.ModeTask)
+	running := w.startArgs(args, nil)
+	running.results = spec.Paths.Results
+	w.checkRun(running.wait(t), "1", runspec.Succeeded)
+}
+
 func TestBadCommandLines(t *testing.T) {
 	w := newWorld(t)
 	task := w.taskSpec("1", "t", shConfig("true", nil))
@@ -97,6 +112,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"no mode", nil, 2, "usage"},
 		{"not JSON", []string{"task", "--spec={"}, 2, "decoding runner spec"},
 		{"mode mismatch", []string{"get", "--spec=" + enc}, 2, "the command line says get but the spec says task"},
+		{"step of no step", []string{"step", `--spec={"mode":"abort","plan_id":"1"}`}, 2, `unknown mode "abort"`},
 		{"unknown flag", []string{"task", "--nope"}, 2, "flag provided but not defined"},
 		{"extra args", []string{"task", "--spec=" + enc, "more"}, 2, "unexpected arguments"},
 		{"install without a destination", []string{"install"}, 2, "usage"},

@@ -30,7 +30,7 @@ func ExampleSpec_Args() {
 	fmt.Println(args[0])
 	fmt.Println(args[1])
 	// Output:
-	// task
+	// step
 	// --spec={"mode":"task","plan_id":"3","name":"unit","build":{"name":"12","team":"main","pipeline":"app","job":"test"},"context":[{"kind":"fail_fast","id":"5","child":{"id":"3","kind":"leaf"}},{"kind":"timeout","id":"3","duration":"10m"}],"task":{"config":{"platform":"linux","run":{"args":["test"],"path":"make"}},"params":{"TOKEN":"((github.token))"}}}
 }
 

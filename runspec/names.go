@@ -42,7 +42,6 @@ const (
 // "step-<step>" by Tekton), and the workspace of the build volume.
 const (
 	ParamImage = "image"
-	ParamMode  = "mode"
 	ParamSpec  = "spec"
 
 	StepInstall = "install-runner"

@@ -43,6 +43,9 @@ const (
 	// ModeIntercept, given a step's spec, replaces the runner with a shell (or the
 	// command after --) in the step's working directory, with its environment and user.
 	ModeIntercept Mode = "intercept"
+	// ModeStep runs the step its spec describes, in the spec's own mode: the step Task's
+	// command line, whose spec says what it is.
+	ModeStep Mode = "step"
 )
 
 // InterceptNotFound is the intercept mode's exit status when the command is not in the
@@ -232,13 +235,14 @@ func (s Spec) Encode() (string, error) {
 	return strings.TrimSuffix(buf.String(), "\n"), nil
 }
 
-// Args returns the runner's arguments for the spec (after the executable's path).
+// Args returns the runner's arguments for the spec (after the executable's path), as the
+// step Task gives them: the spec says the mode.
 func (s Spec) Args() ([]string, error) {
 	enc, err := s.Encode()
 	if err != nil {
 		return nil, err
 	}
-	return []string{string(s.Mode), "--spec=" + enc}, nil
+	return []string{string(ModeStep), "--spec=" + enc}, nil
 }
 
 // Decode parses a spec. Numbers in generic values (sources, params, configs) are kept as

@@ -43,7 +43,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"get", "--spec=" + enc}, args); diff != "" {
+	if diff := cmp.Diff([]string{"step", "--spec=" + enc}, args); diff != "" {
 		t.Errorf("args (-want +got):\n%s", diff)
 	}
 }

@@ -436,7 +436,6 @@ func (c *compiler) finish(tasks []v1.PipelineTask) {
 	for i := range tasks {
 		spec := c.specs[tasks[i].Name]
 		tasks[i].Params = append(tasks[i].Params,
-			v1.Param{Name: runspec.ParamMode, Value: *v1.NewStructuredValues(string(spec.Mode))},
 			v1.Param{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(c.encode(tasks[i].Name, spec))})
 		if tasks[i].Name == c.fused {
 			tasks[i].Params = append(tasks[i].Params,

@@ -162,7 +162,6 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 	}
 	params := v1.ParamSpecs{
 		{Name: runspec.ParamImage, Type: v1.ParamTypeString, Description: "the step's image"},
-		{Name: runspec.ParamMode, Type: v1.ParamTypeString, Description: "the runner's mode"},
 		{Name: runspec.ParamSpec, Type: v1.ParamTypeString, Description: "the runner's spec (JSON)"},
 	}
 	if len(v.credentials) > 0 {
@@ -215,7 +214,7 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		Name:    runspec.StepRun,
 		Image:   "$(params." + runspec.ParamImage + ")",
 		Command: []string{runspec.RunnerPath},
-		Args: append([]string{"$(params." + runspec.ParamMode + ")", "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")",
+		Args: append([]string{string(runspec.ModeStep), "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")",
 			"--image=$(params." + runspec.ParamImage + ")"}, publishArgs...),
 		VolumeMounts: mounts,
 	}

@@ -88,8 +88,12 @@ func stepImages(r *translate.Result) []string {
 		var mode, image string
 		for _, p := range pt.Params {
 			switch p.Name {
-			case runspec.ParamMode:
-				mode = p.Value.StringVal
+			case runspec.ParamSpec:
+				spec, err := runspec.Decode(p.Value.StringVal)
+				if err != nil {
+					panic(err)
+				}
+				mode = string(spec.Mode)
 			case runspec.ParamImage:
 				image = p.Value.StringVal
 			}
