@@ -347,11 +347,6 @@ func (c *compiler) compile(p *concourse.Plan, e cond, sc scope) *handle {
 func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, tags concourse.Tags, e cond) *handle {
 	kind := strings.ReplaceAll(string(spec.Mode), "_", "-")
 	name := c.taskName(kind + "-" + spec.Name)
-	if c.opts.SuppliedCredentials {
-		variant.credentials = c.suppliedKeys(spec)
-	} else {
-		variant.secrets = c.secretsOf(spec)
-	}
 	variant.sharedCaches = c.sharesCaches(spec)
 	c.tasks = append(c.tasks, c.pipelineTask(name, image, variant, &spec, e))
 	c.nodeSelector(name, tags)
@@ -377,15 +372,12 @@ func (c *compiler) sharesCaches(spec runspec.Spec) bool {
 	return spec.Mode == runspec.ModeGet || (spec.MirroredImage != nil && len(spec.MirroredImage.Fetches) > 0)
 }
 
-// pipelineTask makes a PipelineTask running spec; its params are filled in by finish.
+// pipelineTask makes a PipelineTask running spec; its Task, its credentials and its spec
+// are given by finish.
 func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *runspec.Spec, e cond) v1.PipelineTask {
 	c.specs[name] = spec
 	c.variants[name] = variant
 	params := v1.Params{{Name: runspec.ParamImage, Value: *v1.NewStructuredValues(image)}}
-	if len(variant.credentials) > 0 {
-		// The build's Secret is named after its PipelineRun.
-		params = append(params, v1.Param{Name: paramCredentials, Value: *v1.NewStructuredValues("$(context.pipelineRun.name)")})
-	}
 	if variant.taskVars != "" {
 		params = append(params, v1.Param{Name: runspec.ParamTaskVars, Value: *v1.NewStructuredValues(variant.taskVars)})
 	}
@@ -400,7 +392,6 @@ func (c *compiler) pipelineTask(name, image string, variant taskVariant, spec *r
 	}
 	pt := v1.PipelineTask{
 		Name:       name,
-		TaskRef:    &v1.TaskRef{Name: c.stepTask(variant)},
 		Params:     params,
 		Workspaces: []v1.WorkspacePipelineTaskBinding{{Name: runspec.Workspace, Workspace: runspec.Workspace}},
 		When:       e.when,
@@ -431,25 +422,48 @@ func runAfter(pt *v1.PipelineTask, after []string) []string {
 // run's param.
 const buildNamePlaceholder = "concourse-tekton:build-name"
 
-// finish encodes each task's runner spec into its params.
+// finish gives each task its runner spec, the credentials the spec's ((vars)) read (the
+// Secrets they may come from, or with supplied credentials the keys of the build's
+// Secret) and the Task of its variant: once the specs are complete (a fail-fast group
+// adds its layer to its steps' specs after compiling them, the verdict goes to the last
+// step's Task), from the spec's one encoding.
 func (c *compiler) finish(tasks []v1.PipelineTask) {
 	for i := range tasks {
-		spec := c.specs[tasks[i].Name]
-		tasks[i].Params = append(tasks[i].Params,
-			v1.Param{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(c.encode(tasks[i].Name, spec))})
-		if tasks[i].Name == c.fused {
-			tasks[i].Params = append(tasks[i].Params,
-				v1.Param{Name: runspec.ParamVerdictSpec, Value: *v1.NewStructuredValues(c.encode(tasks[i].Name, c.fusedSpec))})
+		name := tasks[i].Name
+		encoded, err := c.specs[name].Encode()
+		if err != nil && c.err == nil {
+			c.err = err
+		}
+		variant := c.variants[name]
+		// A join or the verdict reads no credentials: a ((var)) in its spec is in the
+		// build's names (a job named with one), which nothing interpolates.
+		var refs []vars.Reference
+		if mode := c.specs[name].Mode; mode != runspec.ModeJoin && mode != runspec.ModeVerdict {
+			refs = refsIn(encoded, c.refs)
+		}
+		if c.opts.SuppliedCredentials {
+			if variant.credentials = c.suppliedKeys(refs); len(variant.credentials) > 0 {
+				// The build's Secret is named after its PipelineRun.
+				tasks[i].Params = slices.Insert(tasks[i].Params, 1, v1.Param{Name: paramCredentials, Value: *v1.NewStructuredValues("$(context.pipelineRun.name)")})
+			}
+		} else {
+			variant.secrets = c.secretsOf(refs)
+		}
+		c.variants[name] = variant
+		tasks[i].TaskRef = &v1.TaskRef{Name: c.stepTask(variant)}
+		tasks[i].Params = append(tasks[i].Params, v1.Param{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(c.param(name, encoded))})
+		if name == c.fused {
+			verdict, err := c.fusedSpec.Encode()
+			if err != nil && c.err == nil {
+				c.err = err
+			}
+			tasks[i].Params = append(tasks[i].Params, v1.Param{Name: runspec.ParamVerdictSpec, Value: *v1.NewStructuredValues(c.param(name, verdict))})
 		}
 	}
 }
 
-// encode is the spec of the task name as its param.
-func (c *compiler) encode(name string, spec *runspec.Spec) string {
-	encoded, err := spec.Encode()
-	if err != nil && c.err == nil {
-		c.err = err
-	}
+// param is the encoded spec of the task name as its param.
+func (c *compiler) param(name, encoded string) string {
 	// Tekton reads $(...) in a param as a variable and rejects the ones it does not
 	// know, such as a script's $(pwd). In JSON strings, \u0028 is '(' to the runner.
 	encoded = strings.ReplaceAll(encoded, "$(", `$\u0028`)

@@ -1,8 +1,6 @@
 package translate
 
 import (
-	"slices"
-
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/selection"
 
@@ -121,24 +119,7 @@ func (c *compiler) fuseVerdict(name string, inline bool, spec runspec.Spec, fina
 		}
 		variant := c.variants[name]
 		variant.verdict, variant.verdictInline = true, inline
-		old := c.tasks[i].TaskRef.Name
-		c.tasks[i].TaskRef = &v1.TaskRef{Name: c.stepTask(variant)}
-		c.dropUnused(old, finally)
+		c.variants[name] = variant
 	}
 	finally[0].When = v1.WhenExpressions{{Input: "$(tasks." + name + ".status)", Operator: selection.NotIn, Values: []string{"Succeeded"}}}
-}
-
-// dropUnused forgets the Task name when no task of the build runs it.
-func (c *compiler) dropUnused(name string, finally []v1.PipelineTask) {
-	for _, pt := range slices.Concat(c.tasks, finally) {
-		if pt.TaskRef != nil && pt.TaskRef.Name == name {
-			return
-		}
-	}
-	delete(c.taskDefs, name)
-	for k, n := range c.taskNames {
-		if n == name {
-			delete(c.taskNames, k)
-		}
-	}
 }

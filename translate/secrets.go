@@ -2,15 +2,12 @@ package translate
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/json"
 	"maps"
 	"path"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -48,13 +45,16 @@ type Credential struct {
 	Supplied bool `json:"supplied,omitempty"`
 }
 
-// refsOf lists the references to credentials in a step's spec: its ((vars)) but the local
-// ones, from each string of the spec's JSON, in no particular order.
-// memo, when not nil, keeps each string's references: a build's steps repeat the same
-// sources and params (a check, its get, a put and its get).
-func refsOf(spec runspec.Spec, memo map[string][]vars.Reference) []vars.Reference {
+// refsIn lists the references to credentials in a step's encoded spec: its ((vars)) but
+// the local ones, from each string of the JSON, in no particular order. memo, when not
+// nil, keeps each string's references: a build's steps repeat the same sources and
+// params (a check, its get, a put and its get).
+func refsIn(encoded string, memo map[string][]vars.Reference) []vars.Reference {
+	if !strings.Contains(encoded, "((") {
+		return nil
+	}
 	var refs []vars.Reference
-	jsonStringsWith(reflect.ValueOf(&spec).Elem(), "((", func(s string) {
+	stringsWith([]byte(encoded), "((", func(s string) {
 		found, ok := memo[s]
 		if !ok {
 			for _, n := range vars.Names(s) {
@@ -69,190 +69,6 @@ func refsOf(spec runspec.Spec, memo map[string][]vars.Reference) []vars.Referenc
 		refs = append(refs, found...)
 	})
 	return refs
-}
-
-var (
-	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
-	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
-	// scanTypes caches how jsonStringsWith walks each type (*scanType).
-	scanTypes sync.Map
-)
-
-// How a type encodes itself, if it does: a method of its own, or of its pointer.
-const (
-	encodesNot = iota
-	encodesJSON
-	encodesText
-)
-
-// scanType is how jsonStringsWith walks values of one type, as encoding/json would
-// encode them.
-type scanType struct {
-	// encodes and byAddress: the value's own encoding (MarshalJSON or MarshalText),
-	// byAddress when that is its pointer's method, called when the value can be addressed.
-	encodes   int
-	byAddress bool
-	// stringless: no value of the type holds a string (numbers, booleans, bytes).
-	stringless bool
-	// fields are a struct's fields encoding/json writes: exported or embedded, not "-".
-	fields []scanField
-}
-
-type scanField struct {
-	index int
-	// quoted: a string field with the string option, written as its JSON in a string.
-	quoted bool
-}
-
-func scanTypeOf(t reflect.Type) *scanType {
-	if st, ok := scanTypes.Load(t); ok {
-		return st.(*scanType)
-	}
-	st := &scanType{}
-	switch {
-	case t.Implements(jsonMarshaler):
-		st.encodes = encodesJSON
-	case t.Implements(textMarshaler):
-		st.encodes = encodesText
-	case t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(jsonMarshaler):
-		st.encodes, st.byAddress = encodesJSON, true
-	case t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textMarshaler):
-		st.encodes, st.byAddress = encodesText, true
-	}
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
-		st.stringless = st.encodes == encodesNot && !st.byAddress
-	case reflect.Slice, reflect.Array:
-		// []byte is base64: no parentheses.
-		st.stringless = st.encodes == encodesNot && t.Elem().Kind() == reflect.Uint8 && scanTypeOf(t.Elem()).stringless
-	case reflect.Struct:
-		for i := range t.NumField() {
-			field := t.Field(i)
-			tag := field.Tag.Get("json")
-			if (!field.IsExported() && !field.Anonymous) || tag == "-" {
-				continue
-			}
-			quoted := field.Type.Kind() == reflect.String && slices.Contains(strings.Split(tag, ",")[1:], "string")
-			st.fields = append(st.fields, scanField{index: i, quoted: quoted})
-		}
-	}
-	actual, _ := scanTypes.LoadOrStore(t, st)
-	return actual.(*scanType)
-}
-
-// jsonStringsWith calls f with each string that holds sub among those encoding/json would
-// write of v, object keys included, without encoding v: it walks v as the encoder does
-// (exported and embedded fields but those tagged "-", map keys and values, elements),
-// and encodes only the values that encode themselves (json.Marshaler, whose output it
-// scans with stringsWith, and encoding.TextMarshaler). sub must be of bytes that
-// encoding/json never escapes, as "((" is.
-func jsonStringsWith(v reflect.Value, sub string, f func(string)) {
-	if !v.IsValid() {
-		return
-	}
-	st := scanTypeOf(v.Type())
-	if st.stringless {
-		return
-	}
-	if st.encodes != encodesNot && (!st.byAddress || v.CanAddr()) {
-		if st.byAddress {
-			v = v.Addr()
-		}
-		if k := v.Kind(); (k == reflect.Pointer || k == reflect.Interface) && v.IsNil() {
-			return // null
-		}
-		if !v.CanInterface() {
-			return // behind an unexported field: encoding/json does not reach it either
-		}
-		if st.encodes == encodesJSON {
-			if buf, err := v.Interface().(json.Marshaler).MarshalJSON(); err == nil && bytes.Contains(buf, []byte(sub)) {
-				stringsWith(buf, sub, f)
-			}
-		} else if text, err := v.Interface().(encoding.TextMarshaler).MarshalText(); err == nil && bytes.Contains(text, []byte(sub)) {
-			f(string(text))
-		}
-		return
-	}
-	switch v.Kind() {
-	case reflect.String:
-		if s := v.String(); strings.Contains(s, sub) {
-			f(s)
-		}
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			return
-		}
-		if v.Kind() == reflect.Interface && v.CanInterface() && plainStringsWith(v.Interface(), sub, f) {
-			return
-		}
-		jsonStringsWith(v.Elem(), sub, f)
-	case reflect.Struct:
-		for _, field := range st.fields {
-			fv := v.Field(field.index)
-			if !field.quoted {
-				jsonStringsWith(fv, sub, f)
-			} else if s := fv.String(); strings.Contains(s, sub) {
-				quoted, _ := json.Marshal(s)
-				f(string(quoted))
-			}
-		}
-	case reflect.Map:
-		if v.Type() == mapOfAny && v.CanInterface() {
-			plainStringsWith(v.Interface(), sub, f)
-			return
-		}
-		for it := v.MapRange(); it.Next(); {
-			if k := it.Key(); k.Kind() == reflect.String {
-				// Keys of a string type are written as they are, whatever their methods.
-				if strings.Contains(k.String(), sub) {
-					f(k.String())
-				}
-			} else {
-				jsonStringsWith(k, sub, f)
-			}
-			jsonStringsWith(it.Value(), sub, f)
-		}
-	case reflect.Slice, reflect.Array:
-		for i := range v.Len() {
-			jsonStringsWith(v.Index(i), sub, f)
-		}
-	}
-}
-
-// mapOfAny is the type of decoded JSON objects, which most of a spec's generic values are.
-var mapOfAny = reflect.TypeFor[map[string]any]()
-
-// plainStringsWith is jsonStringsWith for a value of decoded JSON (nil, bool, float64,
-// string, []any, map[string]any, nested), walked without reflection; it tells whether v
-// was one (false: walk it with reflection).
-func plainStringsWith(v any, sub string, f func(string)) bool {
-	switch x := v.(type) {
-	case nil, bool, float64:
-	case string:
-		if strings.Contains(x, sub) {
-			f(x)
-		}
-	case map[string]any:
-		for k, e := range x {
-			if strings.Contains(k, sub) {
-				f(k)
-			}
-			if !plainStringsWith(e, sub, f) {
-				jsonStringsWith(reflect.ValueOf(&e).Elem(), sub, f)
-			}
-		}
-	case []any:
-		for _, e := range x {
-			if !plainStringsWith(e, sub, f) {
-				jsonStringsWith(reflect.ValueOf(&e).Elem(), sub, f)
-			}
-		}
-	default:
-		return false
-	}
-	return true
 }
 
 // stringsWith calls f with each string of the JSON document doc, object keys included,
@@ -287,9 +103,9 @@ func stringsWith(doc []byte, sub string, f func(string)) {
 // suppliedKeys lists the keys of the build's Secret a step's ((vars)) read, sorted, when
 // the build's credentials are supplied (Options.SuppliedCredentials): every var with or
 // without a var source, each reference with its fields its own key.
-func (c *compiler) suppliedKeys(spec runspec.Spec) []string {
+func (c *compiler) suppliedKeys(refs []vars.Reference) []string {
 	keys := map[string]bool{}
-	for _, ref := range refsOf(spec, c.refs) {
+	for _, ref := range refs {
 		cred := Credential{Var: ref.String(), Secrets: []string{c.runName()}, Supplied: true}
 		cred.Key = runspec.CredentialKey(cred.Var)
 		c.creds[cred.Var] = cred
@@ -299,7 +115,7 @@ func (c *compiler) suppliedKeys(spec runspec.Spec) []string {
 }
 
 // secretsOf lists the Secrets a step's ((vars)) may come from.
-func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
+func (c *compiler) secretsOf(refs []vars.Reference) []secretMount {
 	// The keys each mount needs; a nil set is the whole Secret.
 	mounts := map[string]*secretMount{}
 	keys := map[string]map[string]bool{}
@@ -328,7 +144,7 @@ func (c *compiler) secretsOf(spec runspec.Spec) []secretMount {
 		}
 		return secret
 	}
-	for _, ref := range refsOf(spec, c.refs) {
+	for _, ref := range refs {
 		dir := ""
 		if ref.Source != "" {
 			if !slices.Contains(c.opts.VarSources, ref.Source) {

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"encoding"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -23,6 +24,35 @@ import (
 func treeOf(v any) (any, error) {
 	var b treeBuilder
 	return b.value(reflect.ValueOf(v))
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+	// encodingTypes caches how each type encodes itself (*encoding).
+	encodingTypes sync.Map
+)
+
+// encodingOf says whether values of t encode themselves, as encoding/json asks them to:
+// by a MarshalJSON or a MarshalText method of t, or of *t (byAddress), which applies to
+// the values that can be addressed.
+func encodingOf(t reflect.Type) *selfEncoding {
+	if e, ok := encodingTypes.Load(t); ok {
+		return e.(*selfEncoding)
+	}
+	e := &selfEncoding{}
+	switch {
+	case t.Implements(jsonMarshaler), t.Implements(textMarshaler):
+		e.encodes = true
+	case t.Kind() != reflect.Pointer && (reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)):
+		e.encodes, e.byAddress = true, true
+	}
+	actual, _ := encodingTypes.LoadOrStore(t, e)
+	return actual.(*selfEncoding)
+}
+
+type selfEncoding struct {
+	encodes, byAddress bool
 }
 
 // treeBuilder builds trees: stack holds the members of the objects being built, each
@@ -50,7 +80,7 @@ func (b *treeBuilder) value(v reflect.Value) (any, error) {
 		}
 		return b.value(v.Elem())
 	}
-	if st := scanTypeOf(t); st.encodes != encodesNot && (!st.byAddress || v.CanAddr()) {
+	if e := encodingOf(t); e.encodes && (!e.byAddress || v.CanAddr()) {
 		return b.marshaled(v) // by its own MarshalJSON or MarshalText, as encoding/json
 	}
 	switch t.Kind() {
