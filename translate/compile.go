@@ -194,8 +194,9 @@ type compiler struct {
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
 	creds   map[string]Credential
-	// refs and mountsOf keep what secretsOf found: the references in a string, the
-	// mount of a Secret by its directory and name.
+	// refs and mountsOf keep, for the build's compile, the references found in each
+	// string of a spec (refsIn) and the mount of a Secret by its directory and name
+	// (secretsOf).
 	refs     map[string][]vars.Reference
 	mountsOf map[string]secretMount
 	// images are the artifacts a task can run (`image: name`) as they are, by name: the
