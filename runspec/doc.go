@@ -10,9 +10,10 @@
 // (the user's image) runs it:
 //
 //	concourse-runner install /concourse-runner/concourse-runner
-//	/concourse-runner/concourse-runner <mode> --spec=<json>
+//	/concourse-runner/concourse-runner step --spec=<json>
 //
-// Spec.Args gives the second argv (mode and --spec); the mode word must equal Spec.Mode.
+// Spec.Args gives the second argv: `step` runs the step in the mode its spec says
+// (Spec.Mode). A mode word in its place (task, get, ...) is checked against the spec's.
 // The JSON is compact and deterministic (object keys sorted, fields in a fixed order), so
 // the translator can pass it as one Tekton param. A spec never carries credentials: secret
 // values are resolved by the runner at run time from ((vars)) left in the spec.

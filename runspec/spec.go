@@ -9,7 +9,8 @@ import (
 	"strings"
 )
 
-// Mode is what the runner does: the first argument of its command line.
+// Mode is what the runner does: the first argument of its command line, or, where that
+// is ModeStep, its spec's mode.
 type Mode string
 
 // The modes of the runner.
