@@ -114,7 +114,12 @@ func (t *Target) runningBuilds(ctx context.Context) (int, error) {
 
 // oursPaged lists the objects of ours, 500 a page.
 func oursPaged() metav1.ListOptions {
-	return metav1.ListOptions{LabelSelector: runspec.LabelManagedBy + "=" + runspec.ManagedBy, Limit: 500}
+	return paged(runspec.LabelManagedBy + "=" + runspec.ManagedBy)
+}
+
+// paged lists the objects a label selector selects, 500 a page.
+func paged(selector string) metav1.ListOptions {
+	return metav1.ListOptions{LabelSelector: selector, Limit: 500}
 }
 
 // Usage is what a target holds of ours, as Concourse counts a worker's: the pods of its
@@ -129,8 +134,7 @@ type Usage struct {
 // build's), and the claims of ours.
 func (t *Target) Usage(ctx context.Context) (Usage, error) {
 	var u Usage
-	builds := metav1.ListOptions{LabelSelector: buildSelector, Limit: 500}
-	err := pages.Each(ctx, builds, "pods", func(opts metav1.ListOptions) (string, error) {
+	err := pages.Each(ctx, paged(buildSelector), "pods", func(opts metav1.ListOptions) (string, error) {
 		l, err := t.Kube.CoreV1().Pods(t.Namespace).List(ctx, opts)
 		if err != nil {
 			return "", err
