@@ -430,8 +430,8 @@ const buildNamePlaceholder = "concourse-tekton:build-name"
 // step's Task), from the spec's one encoding.
 func (c *compiler) finish(tasks []v1.PipelineTask) {
 	for i := range tasks {
-		name := tasks[i].Name
-		encoded, err := c.specs[name].Encode()
+		name, spec := tasks[i].Name, c.specs[tasks[i].Name]
+		encoded, err := spec.Encode()
 		if err != nil && c.err == nil {
 			c.err = err
 		}
@@ -439,7 +439,7 @@ func (c *compiler) finish(tasks []v1.PipelineTask) {
 		// A join or the verdict reads no credentials: a ((var)) in its spec is in the
 		// build's names (a job named with one), which nothing interpolates.
 		var refs []vars.Reference
-		if mode := c.specs[name].Mode; mode != runspec.ModeJoin && mode != runspec.ModeVerdict {
+		if spec.Mode != runspec.ModeJoin && spec.Mode != runspec.ModeVerdict {
 			refs = refsIn(encoded, c.refs)
 		}
 		if c.opts.SuppliedCredentials {

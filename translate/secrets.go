@@ -120,11 +120,12 @@ func (c *compiler) secretsOf(refs []vars.Reference) []secretMount {
 	mounts := map[string]*secretMount{}
 	keys := map[string]map[string]bool{}
 	add := func(dir, name string, fields []string) string {
-		at, ok := c.mountsOf[dir+"\x00"+name]
+		key := dir + "\x00" + name
+		at, ok := c.mountsOf[key]
 		if !ok {
 			at.path = path.Join(runspec.DefaultCreds, dir, name)
 			at.secret = secretName(strings.ReplaceAll(path.Join(dir, name), "/", "."))
-			c.mountsOf[dir+"\x00"+name] = at
+			c.mountsOf[key] = at
 		}
 		p, secret := at.path, at.secret
 		if secret == "" {
