@@ -51,7 +51,7 @@ func TestCorpusConvert(t *testing.T) {
 			}
 			validate(t, r)
 			for _, obj := range r.Objects() {
-				if err := translate.TreeOfIsJSON(obj); err != nil {
+				if err := translate.ObjectYAMLIsJSONs(obj); err != nil {
 					t.Errorf("%s: job %s: %v", filepath.Base(file), job, err)
 				}
 				y, err := translate.ObjectYAML(obj)

@@ -31,32 +31,30 @@ const maxSimpleKey = 128
 
 // document writes v as a whole document.
 func (e *emitter) document(v any) error {
-	switch x := v.(type) {
-	case *object:
-		if len(x.members) > 0 {
-			return e.end(e.mapping(x, 0, false))
-		}
-	case []any:
-		if len(x) > 0 {
-			return e.end(e.sequence(x, 0, false))
-		}
-	default:
-		if err := e.scalar(v, 0); err != nil {
-			return err
-		}
-		e.buf = append(e.buf, '\n')
-		return nil
+	if err := e.root(v); err != nil {
+		return err
 	}
-	// An empty collection at the root is a flow one.
-	e.flowEmpty(v)
 	e.buf = append(e.buf, '\n')
 	return nil
 }
 
-// end ends the document's last line.
-func (e *emitter) end(err error) error {
-	e.buf = append(e.buf, '\n')
-	return err
+// root writes v as a document, but for the line break that ends it.
+func (e *emitter) root(v any) error {
+	switch x := v.(type) {
+	case *object:
+		if len(x.members) > 0 {
+			return e.mapping(x, 0, false)
+		}
+	case []any:
+		if len(x) > 0 {
+			return e.sequence(x, 0, false)
+		}
+	default:
+		return e.scalar(v, 0)
+	}
+	// An empty collection at the root is a flow one.
+	e.flowEmpty(v)
+	return nil
 }
 
 // mapping writes o's members at column indent; inline says the first key follows on the
@@ -84,29 +82,28 @@ func (e *emitter) sequence(s []any, indent int, inline bool) error {
 			e.indent(indent)
 		}
 		e.buf = append(e.buf, '-')
-		switch x := v.(type) {
-		case *object:
-			if len(x.members) > 0 {
-				e.buf = append(e.buf, ' ')
-				if err := e.mapping(x, indent+2, true); err != nil {
-					return err
-				}
-				continue
-			}
-		case []any:
-			if len(x) > 0 {
-				e.buf = append(e.buf, ' ')
-				if err := e.sequence(x, indent+2, true); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		if err := e.leaf(v, indent); err != nil {
+		if err := e.item(v, indent); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// item writes a sequence's item after its "-", the dash being at column indent.
+func (e *emitter) item(v any, indent int) error {
+	switch x := v.(type) {
+	case *object:
+		if len(x.members) > 0 {
+			e.buf = append(e.buf, ' ')
+			return e.mapping(x, indent+2, true)
+		}
+	case []any:
+		if len(x) > 0 {
+			e.buf = append(e.buf, ' ')
+			return e.sequence(x, indent+2, true)
+		}
+	}
+	return e.leaf(v, indent)
 }
 
 // value writes a mapping's value after its "key:", the key being at column indent.

@@ -83,14 +83,10 @@ func ObjectYAML(obj any) ([]byte, error) {
 // objectYAML appends one object's document to dst.
 func objectYAML(dst []byte, obj any) ([]byte, error) {
 	// yaml.v3's output of the object's JSON, keys sorted, strings YAML 1.1 readers
-	// (kubectl) would take for booleans or numbers quoted; treeOf and the emitter write
-	// it faster, and yaml.v3 the rare object they leave.
-	tree, err := treeOf(obj)
-	if err != nil {
-		return nil, fmt.Errorf("encoding %T: %w", obj, err)
-	}
+	// (kubectl) would take for booleans or numbers quoted; writeObject writes it
+	// faster, and yaml.v3 the rare object it leaves.
 	e := emitter{buf: dst, start: len(dst)}
-	switch err := e.document(tree); {
+	switch err := writeObject(&e, obj); {
 	case err == nil:
 		return e.buf, nil
 	case !errors.Is(err, errUnplaced):

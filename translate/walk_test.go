@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// Types with encoding/json's corner cases, for TestTreeOfIsJSON.
+// Types with encoding/json's corner cases, for TestWalkIsJSON.
 type (
 	inner struct {
 		A string `json:"a"`
@@ -93,9 +93,10 @@ func (t textual) MarshalText() ([]byte, error) { return []byte("text:" + string(
 
 func (a *addrMarshaler) MarshalJSON() ([]byte, error) { return []byte(`"by pointer"`), nil }
 
-// TestTreeOfIsJSON: the walk makes the tree JSON's round trip made, for every rule of
-// encoding/json the objects may meet.
-func TestTreeOfIsJSON(t *testing.T) {
+// TestWalkIsJSON: the walk writes the YAML of the value's JSON, for every rule of
+// encoding/json the objects may meet, at every place a value can stand (the document,
+// a mapping's value, a sequence's item), and refuses what encoding/json refuses.
+func TestWalkIsJSON(t *testing.T) {
 	seven := metav1.NewTime(time.Unix(7, 0).UTC())
 	values := []any{
 		nil, true, 3, -2.5, "plain", "bad \xff\xfe utf-8", []any{1, "x", nil},
@@ -129,15 +130,17 @@ func TestTreeOfIsJSON(t *testing.T) {
 		},
 	}
 	for _, v := range values {
-		if err := TreeOfIsJSON(v); err != nil {
-			t.Errorf("%#v: %v", v, err)
+		for _, placed := range []any{v, map[string]any{"k": v, "status": v, "creationTimestamp": v}, map[string]any{"list": []any{v, []any{v}, map[string]any{"k": v}}}, &embeds{Inner: Inner{A: "a"}, Deeper: &Deeper{E: []string{}, F: map[string]string{}}}} {
+			if err := ObjectYAMLIsJSONs(placed); err != nil {
+				t.Errorf("%#v: %v", placed, err)
+			}
 		}
 	}
-	// What encoding/json refuses, treeOf refuses.
+	// What encoding/json refuses, the walk refuses.
 	for _, v := range []any{map[string]any{"f": func() {}}, &zeroes{F: math.NaN()}, &v1.Param{Value: v1.ParamValue{Type: "bogus"}}} {
 		_, want := json.Marshal(v)
-		if _, err := treeOf(v); err == nil || want == nil {
-			t.Errorf("%#v: treeOf says %v, encoding/json %v; want both to refuse it", v, err, want)
+		if _, err := ObjectYAML(v); err == nil || want == nil {
+			t.Errorf("%#v: ObjectYAML says %v, encoding/json %v; want both to refuse it", v, err, want)
 		}
 	}
 }
