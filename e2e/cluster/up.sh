@@ -164,7 +164,7 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.availa
 imageGCHighThresholdPercent: 99
 imageGCLowThresholdPercent: 98
 clusterDomain: cluster.local
-clusterDNS: []
+clusterDNS: ["$CLUSTER_DNS"]
 resolvConf: /etc/resolv.conf
 serializeImagePulls: false
 fileCheckFrequency: 20s
