@@ -21,6 +21,8 @@
 //     and, when they did not all fit, all of them in one frame on stdout, the step's last
 //     line (runspec.CheckedVersions).
 //     A get registers its artifact and its metadata as the local var named after the step.
+//     A get given no version (runspec.Get.Latest) first runs check, with no version, and
+//     fetches the last version it printed.
 //   - load_var, set_pipeline, resolve: read `artifact/path` files; load_var sets a local
 //     var (redacted unless reveal); set_pipeline validates the child pipeline and hands
 //     it to the backend in one frame on stdout (runspec.PipelineToSet); resolve reads a file task's

@@ -316,6 +316,31 @@ func runCheck(ctx context.Context, s *step) (bool, error) {
 	return true, s.publishCheck(versions)
 }
 
+// latest runs the resource's check for a get given no version (Get.Latest), and returns
+// the last version it printed. A check that fails fails the get, with the check's exit
+// status; one that finds no version is an error.
+func (s *step) latest(ctx context.Context, source map[string]any) (map[string]string, bool, error) {
+	request := struct {
+		Source map[string]any `json:"source"`
+	}{Source: nonNil(source)}
+	stdout, status, err := s.runScript(ctx, "check", nil, "", request, resourceEnv(s.spec.Build, s.spec.HookStatus, false))
+	if err != nil {
+		return nil, false, err
+	}
+	if status != 0 {
+		s.exited(status)
+		return nil, false, nil
+	}
+	var versions []map[string]string
+	if err := json.Unmarshal(stdout, &versions); err != nil {
+		return nil, false, fmt.Errorf("reading the versions the check of %s printed: %w", s.spec.Name, err)
+	}
+	if len(versions) == 0 {
+		return nil, false, fmt.Errorf("no version to fetch: the check of %s found none", s.spec.Name)
+	}
+	return versions[len(versions)-1], true, nil
+}
+
 func runGet(ctx context.Context, s *step) (bool, error) {
 	g := s.spec.Get
 	source, err := s.interpolateMap(g.Source)
@@ -327,7 +352,8 @@ func runGet(ctx context.Context, s *step) (bool, error) {
 		return false, err
 	}
 	version := g.Version
-	if g.VersionFrom != "" {
+	switch {
+	case g.VersionFrom != "":
 		r, found, err := s.state.ReadResult(g.VersionFrom)
 		if err != nil {
 			return false, err
@@ -336,6 +362,11 @@ func runGet(ctx context.Context, s *step) (bool, error) {
 			return false, fmt.Errorf("no version to fetch: step %s produced none", g.VersionFrom)
 		}
 		version = r.Version
+	case g.Latest:
+		var ok bool
+		if version, ok, err = s.latest(ctx, source); err != nil || !ok {
+			return false, err
+		}
 	}
 	cache, cacheable := s.resourceCache(g.Type, source, params, version)
 	if cacheable {

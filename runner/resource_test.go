@@ -162,6 +162,66 @@ func TestCheckThenGetVersionFrom(t *testing.T) {
 	}
 }
 
+// TestGetLatest: a get given no version runs check first, in its own run, and fetches
+// the last version it printed; the check's stderr is in the get's log, its failure the
+// get's, with its exit status.
+func TestGetLatest(t *testing.T) {
+	w := newWorld(t)
+	rec := w.recordingScript("check", `echo '[{"v":"1"},{"v":"2"}]'`)
+	w.recordingScript("in", `echo '{"version":{"v":"2"}}'`)
+	get := w.spec(runspec.ModeGet, "g", "repo")
+	get.Get = &runspec.Get{Type: "git", Source: map[string]any{"uri": "x"}, Latest: true}
+	r := w.run(get)
+	w.checkRun(r, "g", runspec.Succeeded)
+	got := map[string]string{
+		"check stdin": readFile(t, rec+"/check.stdin"),
+		"in stdin":    readFile(t, rec+"/in.stdin"),
+		"version":     w.result("g", "version"),
+		"stderr":      r.stderr,
+	}
+	want := map[string]string{
+		"check stdin": `{"source":{"uri":"x"}}`,
+		"in stdin":    `{"source":{"uri":"x"},"version":{"v":"2"}}`,
+		"version":     `{"v":"2"}`,
+		"stderr":      "check is working\nin is working\n",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if env := readFile(t, rec+"/check.env"); !strings.Contains(env, "BUILD_NAME=7") {
+		t.Errorf("the check ran without the build's environment:\n%s", env)
+	}
+
+	for _, tt := range []struct {
+		name, check string
+		want        runspec.Outcome
+		exit, said  string
+	}{
+		{"check fails", `echo oops >&2; exit 3`, runspec.Failed, "3", "oops\n"},
+		{"no version", `echo '[]'`, runspec.Errored, "", "no version to fetch: the check of repo found none"},
+		{"bad JSON", `echo 'not json'`, runspec.Errored, "", "reading the versions the check of repo printed"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.script("check", tt.check)
+			rec := w.recordingScript("in", `echo '{"version":{"v":"2"}}'`)
+			get := w.spec(runspec.ModeGet, "g", "repo")
+			get.Get = &runspec.Get{Type: "git", Latest: true}
+			r := w.run(get)
+			w.checkRun(r, "g", tt.want)
+			if !strings.Contains(r.said(), tt.said) {
+				t.Errorf("said %q, want %q in it", r.said(), tt.said)
+			}
+			if exit := w.result("g", "exit-status"); exit != tt.exit {
+				t.Errorf("exit-status = %q, want %q", exit, tt.exit)
+			}
+			if _, err := os.Stat(rec + "/in.stdin"); err == nil {
+				t.Error("in ran after the check gave no version")
+			}
+		})
+	}
+}
+
 func TestCheckPublishesEveryVersion(t *testing.T) {
 	w := newWorld(t)
 	w.script("check", `echo '[{"v":"1"},{"v":"2"},{"v":"3"}]'`)

@@ -69,6 +69,11 @@ type Get struct {
 	Version  map[string]string `json:"version,omitempty"`
 	// VersionFrom is the plan ID of the check or put whose version this get fetches.
 	VersionFrom string `json:"version_from,omitempty"`
+	// Latest says the get was given no version: the runner first runs the resource's
+	// check (no version in its request), in the same container, and fetches the last
+	// version it prints, so that a job runs on its own as its scheduler would have run
+	// it, with the versions found now.
+	Latest bool `json:"latest,omitempty"`
 }
 
 // Put inputs modes (Put.Inputs).

@@ -59,6 +59,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"missing payload", `{"mode":"get","plan_id":"1"}`, `mode get needs a "get" payload`},
 		{"extra payload", `{"mode":"get","plan_id":"1","get":{"type":"git"},"put":{"type":"git"}}`, `mode get has a "put" payload`},
 		{"no plan id", `{"mode":"task","task":{}}`, "plan_id is empty"},
+		{"latest and a version", `{"mode":"get","plan_id":"1","get":{"type":"git","version":{"v":"1"},"latest":true}}`, "latest with a version"},
+		{"latest and version_from", `{"mode":"get","plan_id":"1","get":{"type":"git","version_from":"0","latest":true}}`, "latest with a version"},
 		{"bad layer", `{"mode":"task","plan_id":"1","task":{},"context":[{"kind":"fail_fast","id":"2"}]}`, "needs its child"},
 		{"bad tree", `{"mode":"join","plan_id":"1","join":{"tree":{"id":"1","kind":"ensure","step":{"id":"2","kind":"leaf"}}}}`, "has step true and hook false"},
 	}

@@ -37,6 +37,9 @@ func (s Spec) Validate() error {
 			errs = append(errs, fmt.Errorf("mode %s has a %q payload", s.Mode, m))
 		}
 	}
+	if g := s.Get; g != nil && g.Latest && (g.Version != nil || g.VersionFrom != "") {
+		errs = append(errs, errors.New("get: latest with a version or a version_from: the version is given"))
+	}
 	for i, l := range s.Context {
 		switch l.Kind {
 		case LayerTimeout, LayerDetach:

@@ -229,21 +229,14 @@ func (c *compiler) get(p *concourse.Plan, e cond, sc scope) *handle {
 		c.producedBy(g.Name, g.Type, h.leaf, g.Source)
 		return h
 	}
-	if g.Version != nil || g.VersionFrom != nil {
-		h := c.leaf(spec, img, variant, g.Tags, c.after(before, e))
-		c.producedBy(g.Name, g.Type, h.leaf, g.Source)
-		return c.prepared(string(p.ID)+"/image", before, h)
+	if g.Version == nil && g.VersionFrom == nil {
+		// No version given: the runner checks for the latest first, in the get's own
+		// container, so that the job runs standalone.
+		spec.Get.Latest = true
 	}
-	// No version given: find the latest first, so the job runs standalone. The check runs
-	// in the image the get runs in.
-	checkPlan := &concourse.Plan{ID: p.ID + "/check", Check: &concourse.CheckPlan{
-		Name: g.Name, Type: g.Type, Resource: g.Resource, Source: g.Source, TypeImage: g.TypeImage, Tags: g.Tags}}
-	c.derive(checkPlan.ID, p.ID)
-	check := c.checkIn(checkPlan, img, c.after(before, e), sc, nil)
-	spec.Get.VersionFrom = string(checkPlan.ID)
-	get := c.leaf(spec, img, variant, g.Tags, c.test(check, onlySuccess))
-	c.producedBy(g.Name, g.Type, get.leaf, g.Source)
-	return c.prepared(string(p.ID)+"/checked", append(before, check), get)
+	h := c.leaf(spec, img, variant, g.Tags, c.after(before, e))
+	c.producedBy(g.Name, g.Type, h.leaf, g.Source)
+	return c.prepared(string(p.ID)+"/image", before, h)
 }
 
 // prepared is the handle of step with the steps that run before it (fetching or

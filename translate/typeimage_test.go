@@ -16,7 +16,7 @@ import (
 // types down, runs the mock resource's image; a registry image known when the pipeline
 // is converted runs as it is; any other is fetched when the build runs (a check, a get,
 // and unless that get is of a registry image, the publishing of what it fetched), before
-// the steps that run it.
+// the steps that run it. The job's get, given no version, checks for it in its own pod.
 func TestCustomTypeImages(t *testing.T) {
 	const types = `resource_types:
 - {name: custom-resource-type, type: mock, source: {mirror_self: true}}
@@ -32,28 +32,22 @@ func TestCustomTypeImages(t *testing.T) {
 		typ  string
 		want []string // each PipelineTask of the job: name, mode, image
 	}{
-		{typ: "custom-resource-type", want: []string{
-			"check-r check example.com/mock:v1", "get-r get example.com/mock:v1"}},
-		{typ: "of-custom", want: []string{
-			"check-r check example.com/mock:v1", "get-r get example.com/mock:v1"}},
-		{typ: "from-registry", want: []string{
-			"check-r check example.com/type:latest", "get-r get example.com/type:latest"}},
+		{typ: "custom-resource-type", want: []string{"get-r get example.com/mock:v1"}},
+		{typ: "of-custom", want: []string{"get-r get example.com/mock:v1"}},
+		{typ: "from-registry", want: []string{"get-r get example.com/type:latest"}},
 		{typ: "not-mirrored", want: []string{
 			"check-not-mirrored check example.com/mock:v1",
 			"get-not-mirrored get example.com/mock:v1",
 			"publish-not-mirrored publish " + runner,
-			"check-r check $(tasks.publish-not-mirrored.results.image)",
 			"get-r get $(tasks.publish-not-mirrored.results.image)"}},
 		{typ: "of-registry-type", want: []string{
 			"check-of-registry-type check example.com/type:latest",
 			"get-of-registry-type get example.com/type:latest",
 			"publish-of-registry-type publish " + runner,
-			"check-r check $(tasks.publish-of-registry-type.results.image)",
 			"get-r get $(tasks.publish-of-registry-type.results.image)"}},
 		{typ: "var-repo", want: []string{
 			"check-var-repo check concourse/registry-image-resource",
 			"get-var-repo get concourse/registry-image-resource",
-			"check-r check $(tasks.get-var-repo.results.image)",
 			"get-r get $(tasks.get-var-repo.results.image)"}},
 	}
 	for _, tt := range tests {
@@ -213,7 +207,6 @@ jobs:
 	typeFetch := runspec.ImageFetch{Source: map[string]any{"mirror_self": true, "initial_version": "type-v"}}
 	ofCustomFetch := runspec.ImageFetch{Source: map[string]any{"mirror_self": true}}
 	want := map[string]*runspec.MirroredImage{
-		"check-r":       {Fetches: []runspec.ImageFetch{typeFetch, ofCustomFetch}},
 		"get-r":         {Fetches: []runspec.ImageFetch{typeFetch, ofCustomFetch}},
 		"put-r":         {Fetches: []runspec.ImageFetch{typeFetch, ofCustomFetch}},
 		"get-r-2":       {Fetches: []runspec.ImageFetch{typeFetch, ofCustomFetch}},
