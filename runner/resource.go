@@ -27,17 +27,15 @@ type versionResult struct {
 	Metadata []state.MetadataField `json:"metadata,omitempty"`
 }
 
-// script runs one of /opt/resource/{check,in,out}: the request on stdin, stderr to the log,
-// stdout kept as the result and never logged. ok is false for a non-zero exit, whose
-// stdout is not looked at. The exit status of in and out is the step's.
+// script runs /opt/resource/in or out: the request on stdin, stderr to the log, stdout
+// kept as the result and never logged. ok is false for a non-zero exit, whose stdout is
+// not looked at. The exit status is the step's (a check's is not: step.check).
 func (s *step) script(ctx context.Context, name string, args []string, dir string, request any, env []string) (stdout []byte, ok bool, err error) {
 	stdout, status, err := s.runScript(ctx, name, args, dir, request, env)
 	if err != nil {
 		return nil, false, err
 	}
-	if name != "check" {
-		s.exited(status)
-	}
+	s.exited(status)
 	return stdout, status == 0, nil
 }
 
@@ -301,12 +299,8 @@ func runCheck(ctx context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	request := struct {
-		Source  map[string]any    `json:"source"`
-		Version map[string]string `json:"version,omitempty"`
-	}{Source: nonNil(source), Version: c.FromVersion}
-	stdout, ok, err := s.script(ctx, "check", nil, "", request, resourceEnv(s.spec.Build, s.spec.HookStatus, false))
-	if err != nil || !ok {
+	stdout, status, err := s.check(ctx, source, c.FromVersion)
+	if err != nil || status != 0 {
 		return false, err
 	}
 	var versions []map[string]string
@@ -316,14 +310,22 @@ func runCheck(ctx context.Context, s *step) (bool, error) {
 	return true, s.publishCheck(versions)
 }
 
+// check runs the resource's check script from the version from (nil: none, for the
+// latest) with the build's environment, and returns its stdout and exit status, which it
+// does not make the step's.
+func (s *step) check(ctx context.Context, source map[string]any, from map[string]string) ([]byte, int, error) {
+	request := struct {
+		Source  map[string]any    `json:"source"`
+		Version map[string]string `json:"version,omitempty"`
+	}{Source: nonNil(source), Version: from}
+	return s.runScript(ctx, "check", nil, "", request, resourceEnv(s.spec.Build, s.spec.HookStatus, false))
+}
+
 // latest runs the resource's check for a get given no version (Get.Latest), and returns
 // the last version it printed. A check that fails fails the get, with the check's exit
 // status; one that finds no version is an error.
 func (s *step) latest(ctx context.Context, source map[string]any) (map[string]string, bool, error) {
-	request := struct {
-		Source map[string]any `json:"source"`
-	}{Source: nonNil(source)}
-	stdout, status, err := s.runScript(ctx, "check", nil, "", request, resourceEnv(s.spec.Build, s.spec.HookStatus, false))
+	stdout, status, err := s.check(ctx, source, nil)
 	if err != nil {
 		return nil, false, err
 	}
