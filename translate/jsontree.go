@@ -109,7 +109,7 @@ func (p *jsonParser) object() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !zeroAdded(key, val) {
+		if !dropped(key, wroteOf(val)) {
 			o.members = append(o.members, member{key, val})
 		}
 		more, err := p.separator('}')
@@ -138,18 +138,6 @@ func (p *jsonParser) separator(close byte) (more bool, err error) {
 		return false, nil
 	}
 	return false, p.errorf("expected ',' or '%c'", close)
-}
-
-// zeroAdded says a member is an empty status or a null creation timestamp.
-func zeroAdded(key string, val any) bool {
-	switch key {
-	case "status":
-		o, ok := val.(*object)
-		return ok && len(o.members) == 0
-	case "creationTimestamp":
-		return val == nil
-	}
-	return false
 }
 
 func (p *jsonParser) array() (any, error) {

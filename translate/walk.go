@@ -57,8 +57,8 @@ const (
 	wroteEmptyObject
 )
 
-// dropped says a member is one of what Go's zero values add and nobody wrote, as
-// zeroAdded does for parseJSON.
+// dropped says a member is one of what Go's zero values add and nobody wrote: an empty
+// status or a null creation timestamp (left out by the walker, and by parseJSON).
 func dropped(key string, w wrote) bool {
 	return key == "status" && w == wroteEmptyObject || key == "creationTimestamp" && w == wroteNull
 }
@@ -322,25 +322,28 @@ func (w *walker) viaJSON(v reflect.Value, at place, indent int) (wrote, error) {
 	if err != nil {
 		return wroteOther, err
 	}
-	switch x := tree.(type) {
-	case nil:
-		w.leaf(at)
-		w.e.buf = append(w.e.buf, "null"...)
-		return wroteNull, nil
-	case *object:
-		if len(x.members) == 0 {
-			w.leaf(at)
-			w.e.buf = append(w.e.buf, "{}"...)
-			return wroteEmptyObject, nil
-		}
-	}
 	switch at {
 	case afterKey:
-		return wroteOther, w.e.value(tree, indent)
+		err = w.e.value(tree, indent)
 	case afterDash:
-		return wroteOther, w.e.item(tree, indent)
+		err = w.e.item(tree, indent)
+	default:
+		err = w.e.root(tree)
 	}
-	return wroteOther, w.e.root(tree)
+	return wroteOf(tree), err
+}
+
+// wroteOf is what the emitter writes a tree of parseJSON's as, for dropped.
+func wroteOf(tree any) wrote {
+	switch x := tree.(type) {
+	case nil:
+		return wroteNull
+	case *object:
+		if len(x.members) == 0 {
+			return wroteEmptyObject
+		}
+	}
+	return wroteOther
 }
 
 var (
