@@ -288,22 +288,14 @@ func (c *compiler) check(p *concourse.Plan, e cond, sc scope) *handle {
 	if !ok {
 		return stub(p.ID, runspec.KindLeaf, ck.Name, e)
 	}
-	if img == "" {
-		spec := c.spec(runspec.ModeCheck, p.ID, ck.Name, sc)
-		spec.Check = &runspec.Check{Type: ck.Type, Resource: ck.Resource, Source: ck.Source, FromVersion: ck.FromVersion}
-		return c.unavailable(spec, ck.Type, ck.TypeImage, ck.Tags, e)
-	}
-	return c.prepared(string(p.ID)+"/image", before, c.checkIn(p, img, c.after(before, e), sc, pulledImage(ck.TypeImage)))
-}
-
-// checkIn is the check step p, run in img; pulled is the fetch of its image to show (nil
-// for the check a get without a version runs first, which Concourse has not).
-func (c *compiler) checkIn(p *concourse.Plan, img string, e cond, sc scope, pulled *runspec.PulledImage) *handle {
-	ck := p.Check
 	spec := c.spec(runspec.ModeCheck, p.ID, ck.Name, sc)
 	spec.Check = &runspec.Check{Type: ck.Type, Resource: ck.Resource, Source: ck.Source, FromVersion: ck.FromVersion}
-	spec.MirroredImage, spec.PulledImage = c.mirroredTypeImage(ck.TypeImage), pulled
-	return c.leaf(spec, img, taskVariant{privileged: ck.TypeImage.Privileged}, ck.Tags, e)
+	if img == "" {
+		return c.unavailable(spec, ck.Type, ck.TypeImage, ck.Tags, e)
+	}
+	spec.MirroredImage, spec.PulledImage = c.mirroredTypeImage(ck.TypeImage), pulledImage(ck.TypeImage)
+	check := c.leaf(spec, img, taskVariant{privileged: ck.TypeImage.Privileged}, ck.Tags, c.after(before, e))
+	return c.prepared(string(p.ID)+"/image", before, check)
 }
 
 func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {

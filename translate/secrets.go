@@ -48,7 +48,7 @@ type Credential struct {
 // refsIn lists the references to credentials in a step's encoded spec: its ((vars)) but
 // the local ones, from each string of the JSON, in no particular order. memo, when not
 // nil, keeps each string's references: a build's steps repeat the same sources and
-// params (a check, its get, a put and its get).
+// params (a get of a resource, a put to it and the put's get).
 func refsIn(encoded string, memo map[string][]vars.Reference) []vars.Reference {
 	if !strings.Contains(encoded, "((") {
 		return nil
