@@ -99,7 +99,7 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 	var taskVars *taskVarsSupplier
 	indexer := newCacheIndexer(c)
 	for {
-		pr, trs, pods, err := w.observe(ns, run)
+		pr, trs, pods, deleted, err := w.observe(ns, run)
 		switch {
 		case apierrors.IsNotFound(err):
 			if missingSince.IsZero() {
@@ -110,6 +110,8 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 			}
 		case err != nil:
 			return "", err
+		case deleted && !isDone(pr.Status.GetCondition(apis.ConditionSucceeded)):
+			return "", fmt.Errorf("build %s was deleted from namespace %s before it ended", run, ns)
 		default:
 			if secrets == nil {
 				if secrets, err = c.buildSecrets(ctx, pr); err != nil {
@@ -119,12 +121,15 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 					taskVars = &taskVarsSupplier{client: c, creds: creds, secrets: secrets, made: map[string]bool{}}
 				}
 			}
-			if taskVars != nil {
+			if taskVars != nil && !deleted {
 				if err := taskVars.supply(ctx, pr, trs); err != nil {
 					return "", err
 				}
 			}
-			indexer.record(ctx, pr, trs)
+			if !deleted {
+				// A deleted build leaves nothing new behind it (retire counts on that).
+				indexer.record(ctx, pr, trs)
+			}
 			if isDone(pr.Status.GetCondition(apis.ConditionSucceeded)) && endedSince.IsZero() {
 				endedSince = time.Now()
 			}

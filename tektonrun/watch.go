@@ -3,6 +3,8 @@ package tektonrun
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -10,6 +12,7 @@ import (
 	tektoninformers "github.com/tektoncd/pipeline/pkg/client/informers/externalversions"
 	tektonlisters "github.com/tektoncd/pipeline/pkg/client/listers/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeinformers "k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -41,10 +44,20 @@ type watcher struct {
 
 	mu   sync.Mutex
 	subs map[string]map[chan struct{}]bool
+	// gone holds the last state of the deleted PipelineRuns and TaskRuns of the builds
+	// being followed, by build, until their last follower leaves: a build deleted as it
+	// ends (by retire, gc or kubectl) still maps to its end.
+	gone map[string]*goneBuild
+}
+
+// goneBuild is what was last seen of a deleted build's objects.
+type goneBuild struct {
+	run      *v1.PipelineRun
+	taskRuns map[string]*v1.TaskRun
 }
 
 func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
-	w := &watcher{subs: map[string]map[chan struct{}]bool{}}
+	w := &watcher{subs: map[string]map[chan struct{}]bool{}, gone: map[string]*goneBuild{}}
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = buildSelector }
 	tf := tektoninformers.NewSharedInformerFactoryWithOptions(t.Tekton, 0, tektoninformers.WithNamespace(t.Namespace), tektoninformers.WithTweakListOptions(tweak))
 	kf := kubeinformers.NewSharedInformerFactoryWithOptions(t.Kube, 0, kubeinformers.WithNamespace(t.Namespace), kubeinformers.WithTweakListOptions(tweak))
@@ -68,9 +81,9 @@ func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
 	w.taskRuns, w.podIndex = taskRuns.Informer().GetIndexer(), pods.Informer().GetIndexer()
 	for _, inf := range []cache.SharedIndexInformer{runs.Informer(), taskRuns.Informer(), pods.Informer()} {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    w.changed,
+			AddFunc:    w.added,
 			UpdateFunc: func(_, obj any) { w.changed(obj) },
-			DeleteFunc: w.changed,
+			DeleteFunc: w.deleted,
 		}); err != nil {
 			return nil, err
 		}
@@ -92,21 +105,64 @@ func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
 
 // changed wakes the followers of the build an object belongs to.
 func (w *watcher) changed(obj any) {
+	if name := buildOf(obj); name != "" {
+		w.wake(name)
+	}
+}
+
+// added is changed; a PipelineRun added under a deleted one's name is a new build, and
+// what was kept of the old one goes.
+func (w *watcher) added(obj any) {
+	if pr, ok := obj.(*v1.PipelineRun); ok {
+		w.mu.Lock()
+		delete(w.gone, pr.Name)
+		w.mu.Unlock()
+	}
+	w.changed(obj)
+}
+
+// deleted is changed; it keeps the last state of a followed build's PipelineRun or
+// TaskRun.
+func (w *watcher) deleted(obj any) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	name := ""
+	name := buildOf(obj)
+	if name == "" {
+		return
+	}
+	w.mu.Lock()
+	if len(w.subs[name]) > 0 {
+		g := w.gone[name]
+		if g == nil {
+			g = &goneBuild{taskRuns: map[string]*v1.TaskRun{}}
+			w.gone[name] = g
+		}
+		switch o := obj.(type) {
+		case *v1.PipelineRun:
+			g.run = o
+		case *v1.TaskRun:
+			g.taskRuns[o.Name] = o
+		}
+	}
+	w.mu.Unlock()
+	w.wake(name)
+}
+
+// buildOf is the name of the build (PipelineRun) an object of the caches belongs to.
+func buildOf(obj any) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
 	switch o := obj.(type) {
 	case *v1.PipelineRun:
-		name = o.Name
+		return o.Name
 	case *v1.TaskRun:
-		name = o.Labels[labelPipelineRun]
+		return o.Labels[labelPipelineRun]
 	case *corev1.Pod:
-		name = o.Labels[labelPipelineRun]
+		return o.Labels[labelPipelineRun]
 	}
-	if name != "" {
-		w.wake(name)
-	}
+	return ""
 }
 
 func (w *watcher) wake(run string) {
@@ -135,34 +191,49 @@ func (w *watcher) subscribe(run string) (<-chan struct{}, func()) {
 		delete(w.subs[run], ch)
 		if len(w.subs[run]) == 0 {
 			delete(w.subs, run)
+			delete(w.gone, run)
 		}
 		w.mu.Unlock()
 	}
 }
 
-// observe fetches a build's objects from the caches.
-func (w *watcher) observe(namespace, run string) (*v1.PipelineRun, []*v1.TaskRun, map[string]*corev1.Pod, error) {
-	pr, err := w.runs.PipelineRuns(namespace).Get(run)
+// observe fetches a build's objects from the caches. A followed build that was deleted is
+// what was last seen of it, with deleted set; its pods are gone.
+func (w *watcher) observe(namespace, run string) (pr *v1.PipelineRun, trs []*v1.TaskRun, pods map[string]*corev1.Pod, deleted bool, err error) {
+	pr, err = w.runs.PipelineRuns(namespace).Get(run)
+	var gone map[string]*v1.TaskRun
+	if apierrors.IsNotFound(err) {
+		w.mu.Lock()
+		if g := w.gone[run]; g != nil && g.run != nil {
+			pr, gone, deleted, err = g.run, maps.Clone(g.taskRuns), true, nil
+		}
+		w.mu.Unlock()
+	}
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, false, err
 	}
 	key := namespace + "/" + run
 	objs, err := w.taskRuns.ByIndex(indexPipelineRun, key)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, false, err
 	}
-	trs := make([]*v1.TaskRun, 0, len(objs))
+	trs = make([]*v1.TaskRun, 0, len(objs)+len(gone))
 	for _, o := range objs {
-		trs = append(trs, o.(*v1.TaskRun))
+		tr := o.(*v1.TaskRun)
+		delete(gone, tr.Name)
+		trs = append(trs, tr)
+	}
+	for _, name := range slices.Sorted(maps.Keys(gone)) {
+		trs = append(trs, gone[name])
 	}
 	objs, err = w.podIndex.ByIndex(indexPipelineRun, key)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, false, err
 	}
-	byName := make(map[string]*corev1.Pod, len(objs))
+	pods = make(map[string]*corev1.Pod, len(objs))
 	for _, o := range objs {
 		p := o.(*corev1.Pod)
-		byName[p.Name] = p
+		pods[p.Name] = p
 	}
-	return pr, trs, byName, nil
+	return pr, trs, pods, deleted, nil
 }

@@ -1,0 +1,115 @@
+package tektonrun
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+)
+
+// following says whether a follower of the build is subscribed.
+func (w *watcher) following(run string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.subs[run]) > 0
+}
+
+// followDeleted follows a recorded build loaded as still running, and once the follower
+// is subscribed, writes the run as ended (unless running) and deletes the run, its
+// TaskRuns and its pods at once, as retire does once the builds have ended.
+func followDeleted(t *testing.T, dir string, running bool) (event.BuildStatus, []Event, error) {
+	t.Helper()
+	c := newMemCluster("ci")
+	run := c.loadRecorded(t, dir)
+	ctx := context.Background()
+	ended, err := c.tekton.TektonV1().PipelineRuns("ci").Get(ctx, run, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := ended.DeepCopy()
+	pr.Status.Conditions = nil
+	if err := c.put(pr); err != nil {
+		t.Fatal(err)
+	}
+	cl := c.client()
+	defer cl.Close()
+	if err := c.watching(cl); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		status event.BuildStatus
+		events []Event
+		err    error
+	}
+	done := make(chan result, 1)
+	fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	go func() {
+		var r result
+		r.status, r.err = cl.Follow(fctx, run, Cursor{}, func(e Event) error {
+			r.events = append(r.events, e)
+			return nil
+		})
+		done <- r
+	}()
+	for !cl.watch.following(run) {
+		time.Sleep(time.Millisecond)
+	}
+	if !running {
+		if err := c.put(ended); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.remove(ended); err != nil {
+		t.Fatal(err)
+	}
+	trs, _ := c.tekton.TektonV1().TaskRuns("ci").List(ctx, metav1.ListOptions{})
+	for i := range trs.Items {
+		if err := c.remove(&trs.Items[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pods, _ := c.kube.CoreV1().Pods("ci").List(ctx, metav1.ListOptions{})
+	for i := range pods.Items {
+		if err := c.remove(&pods.Items[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := <-done
+	return r.status, r.events, r.err
+}
+
+// TestFollowDeletedAsItEnds: a build deleted as soon as it ends (retire, gc) maps to its
+// end from what was last seen of it, with the status following it live gives; one deleted
+// while it ran is an error that says so, not a wait.
+func TestFollowDeletedAsItEnds(t *testing.T) {
+	for _, dir := range recordedCases(t) {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			obs := recorded(t, dir)
+			events, _ := Map(obs, nil)
+			want := events[len(events)-1].Event.(event.Status).Status
+
+			status, got, err := followDeleted(t, dir, false)
+			if err != nil || status != want {
+				t.Fatalf("Follow of a build deleted as it ended = %q, %v; want %q", status, err, want)
+			}
+			if last, ok := got[len(got)-1].Event.(event.Status); !ok || last.Status != want {
+				t.Errorf("the last event is %#v, want the status %q", got[len(got)-1].Event, want)
+			}
+
+			start := time.Now()
+			status, _, err = followDeleted(t, dir, true)
+			if err == nil || !strings.Contains(err.Error(), "was deleted from namespace ci before it ended") {
+				t.Errorf("Follow of a build deleted while it ran = %q, %v", status, err)
+			}
+			if d := time.Since(start); d > notFoundGrace {
+				t.Errorf("Follow of a build deleted while it ran took %v", d)
+			}
+		})
+	}
+}
