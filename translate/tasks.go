@@ -129,7 +129,14 @@ func (v taskVariant) key() string {
 	return string(b)
 }
 
+// stepTaskFor is the step Task of the variant v for runnerImage. Made once per process
+// (stepTasks): the caller must not modify it.
 func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
+	return stepTasks.task(runnerImage+"\x03"+v.key(), func() *v1.Task { return makeStepTask(runnerImage, v) })
+}
+
+// makeStepTask makes the step Task of the variant v for runnerImage.
+func makeStepTask(runnerImage string, v taskVariant) *v1.Task {
 	// Every Concourse container has an empty /scratch.
 	mounts := []corev1.VolumeMount{{Name: "runner", MountPath: runspec.RunnerDir}, {Name: "scratch", MountPath: "/scratch"}}
 	runner := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
@@ -303,10 +310,8 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 		}
 		labels[runspec.LabelVerdict] = runspec.VerdictFused
 	}
-	name := taskNames.name(runnerImage+"\x03"+v.key(), func() string {
-		buf, _ := json.Marshal(spec)
-		return "concourse-step-" + runspec.ShortHash(buf)
-	})
+	buf, _ := json.Marshal(spec)
+	name := "concourse-step-" + runspec.ShortHash(buf)
 	return &v1.Task{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Task"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -324,34 +329,34 @@ func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
 // as RunnerDir when the image is a volume.
 var runnerImageDir = strings.TrimPrefix(path.Dir(runspec.RunnerBinary), "/")
 
-// taskNames are the names of the step Tasks made in this process, by runner image and
-// variant key: a variant's spec is always the same, and its JSON (to hash) need not be
-// made again for every job of every pipeline. It starts afresh past maxTaskNames.
-var taskNames nameCache
+// stepTasks are the step Tasks made in this process, by runner image and variant key: a
+// variant's Task is always the same, and need not be made (nor its spec's JSON hashed for
+// its name) again for every job of every pipeline. It starts afresh past maxStepTasks.
+var stepTasks taskCache
 
-const maxTaskNames = 4096
+const maxStepTasks = 4096
 
-type nameCache struct {
+type taskCache struct {
 	sync.Mutex
-	names map[string]string
+	tasks map[string]*v1.Task
 }
 
-// name is key's name, made by mk the first time.
-func (n *nameCache) name(key string, mk func() string) string {
+// task is key's Task, made by mk the first time.
+func (n *taskCache) task(key string, mk func() *v1.Task) *v1.Task {
 	n.Lock()
-	name, ok := n.names[key]
+	t, ok := n.tasks[key]
 	n.Unlock()
 	if ok {
-		return name
+		return t
 	}
-	name = mk()
+	t = mk()
 	n.Lock()
 	defer n.Unlock()
-	if n.names == nil || len(n.names) >= maxTaskNames {
-		n.names = map[string]string{}
+	if n.tasks == nil || len(n.tasks) >= maxStepTasks {
+		n.tasks = map[string]*v1.Task{}
 	}
-	n.names[key] = name
-	return name
+	n.tasks[key] = t
+	return t
 }
 
 // StepKinds are the kinds of step pods a build runs, by what their containers may do,

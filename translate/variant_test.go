@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -60,7 +62,7 @@ func TestTaskVariantKey(t *testing.T) {
 }
 
 // TestStepTaskNames: a step Task's name is the hash of its spec, whether made or
-// remembered (taskNames), for each runner image apart; the memory stays bounded.
+// remembered (stepTasks), for each runner image apart; the memory stays bounded.
 func TestStepTaskNames(t *testing.T) {
 	cpu := concourse.CPULimit(256)
 	variants := []taskVariant{{}, {privileged: true}, {runAs: 1000, count: true}, {limits: concourse.ContainerLimits{CPU: &cpu}},
@@ -77,13 +79,16 @@ func TestStepTaskNames(t *testing.T) {
 				if want := "concourse-step-" + runspec.ShortHash(buf); task.Name != want {
 					t.Errorf("%s %+v: named %s, its spec's hash is %s", image, v, task.Name, want)
 				}
+				if made := makeStepTask(image, v); !reflect.DeepEqual(task, made) {
+					t.Errorf("%s %+v: the Task remembered is not the one made", image, v)
+				}
 			}
 		}
 	}
-	for i := range maxTaskNames + 10 {
-		taskNames.name(strconv.Itoa(i), func() string { return "x" })
+	for i := range maxStepTasks + 10 {
+		stepTasks.task(strconv.Itoa(i), func() *v1.Task { return &v1.Task{} })
 	}
-	if n := len(taskNames.names); n > maxTaskNames {
-		t.Errorf("%d names remembered, over %d", n, maxTaskNames)
+	if n := len(stepTasks.tasks); n > maxStepTasks {
+		t.Errorf("%d Tasks remembered, over %d", n, maxStepTasks)
 	}
 }
