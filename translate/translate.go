@@ -19,7 +19,8 @@ import (
 )
 
 // Result is a compiled build: the Tasks its steps share, the Pipeline of its job and the
-// PipelineRun of the build.
+// PipelineRun of the build. Its Tasks are shared with other Results: read them, copy them
+// to change them.
 type Result struct {
 	Tasks       []*v1.Task
 	Pipeline    *v1.Pipeline
