@@ -381,6 +381,9 @@ type analysis struct {
 	plain, single, block bool
 }
 
+// analysed are the bytes analyse looks at past a scalar's first.
+var analysed = [256]bool{' ': true, '\n': true, ':': true, '#': true}
+
 func analyse(s string) analysis {
 	var blockIndicators, lineBreaks, leadingSpace, leadingBreak, trailingSpace, trailingBreak, breakSpace, spaceBreak bool
 	if strings.HasPrefix(s, "---") || strings.HasPrefix(s, "...") {
@@ -389,6 +392,14 @@ func analyse(s string) analysis {
 	precededByWhitespace, previousSpace, previousBreak := true, false, false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if i > 0 && !analysed[c] {
+			// A run of bytes that say nothing on their own: skip it.
+			for i+1 < len(s) && !analysed[s[i+1]] {
+				i++
+			}
+			precededByWhitespace, previousSpace, previousBreak = false, false, false
+			continue
+		}
 		followedByWhitespace := i+1 >= len(s) || s[i+1] == ' ' || s[i+1] == '\n'
 		if i == 0 {
 			switch c {
