@@ -48,6 +48,13 @@ SERVICE_CIDR=10.96.0.0/24
 # sync of every pod, a fifth of the API server's event writes in the e2e suites.
 CLUSTER_DNS=10.96.0.10
 NODE_NAME=labnode
+# The Go daemons' GOGC (the apiserver, etcd, the kubelet, containerd, Tekton, ...): on
+# these 2-core machines the e2e suites wait on CPU, and at Go's default (100) a tenth or
+# more of the apiserver's went to collecting garbage. At 400 each heap grows to five
+# times its live data before a collection, not twice: the apiserver to about 2 GB. The
+# soft memory limit makes a daemon collect sooner rather than grow past it.
+DAEMON_GOGC=${E2E_DAEMON_GOGC:-400}
+DAEMON_GOMEMLIMIT=3GiB
 
 # Image references: non-latest tags so the pull policy is IfNotPresent and nothing asks a
 # registry; the .invalid domain guarantees a pull could never resolve anyway.

@@ -15,7 +15,8 @@ start() {
 	mkdir -p "$E2E_STATE/logs" "$E2E_STATE/pids"
 	# setsid: the daemon outlives the shell that started it (make, CI) and its signals.
 	# 9>&-: the daemon must not inherit (and so hold) cluster.sh's lock.
-	setsid env "${envs[@]}" "$@" >"$E2E_STATE/logs/$name.log" 2>&1 </dev/null 9>&- &
+	# GOGC: the Go daemons collect garbage less often than by default (DAEMON_GOGC).
+	setsid env GOGC="$DAEMON_GOGC" GOMEMLIMIT="$DAEMON_GOMEMLIMIT" "${envs[@]}" "$@" >"$E2E_STATE/logs/$name.log" 2>&1 </dev/null 9>&- &
 	echo $! >"$E2E_STATE/pids/$name.pid"
 	# Not a job of this shell: down kills it by PID, and bash need not report that.
 	disown $!
