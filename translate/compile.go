@@ -194,11 +194,11 @@ type compiler struct {
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
 	creds   map[string]Credential
-	// refs and mountsOf keep, for the build's compile, the references found in each
-	// string of a spec (refsIn) and the mount of a Secret by its directory and name
-	// (secretsOf).
-	refs     map[string][]vars.Reference
+	// mountsOf keeps, for the build's compile, the mount of a Secret by its directory
+	// and name (secretsOf).
 	mountsOf map[string]secretMount
+	// secretsFor keeps what secretsOf made, by the references it was given.
+	secretsFor map[string][]secretMount
 	// images are the artifacts a task can run (`image: name`) as they are, by name: the
 	// image the get that fetched it from a registry names (a result reference), or the
 	// mock resource's own image for its fetch of itself. Any other artifact is published
@@ -440,7 +440,7 @@ func (c *compiler) finish(tasks []v1.PipelineTask) {
 		// build's names (a job named with one), which nothing interpolates.
 		var refs []vars.Reference
 		if spec.Mode != runspec.ModeJoin && spec.Mode != runspec.ModeVerdict {
-			refs = refsIn(encoded, c.refs)
+			refs = refsIn(encoded, &stringRefs)
 		}
 		if c.opts.SuppliedCredentials {
 			if variant.credentials = c.suppliedKeys(refs); len(variant.credentials) > 0 {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -47,28 +48,65 @@ type Credential struct {
 
 // refsIn lists the references to credentials in a step's encoded spec: its ((vars)) but
 // the local ones, from each string of the JSON, in no particular order. memo, when not
-// nil, keeps each string's references: a build's steps repeat the same sources and
-// params (a get of a resource, a put to it and the put's get).
-func refsIn(encoded string, memo map[string][]vars.Reference) []vars.Reference {
+// nil, keeps each string's references: the steps of a pipeline's jobs repeat the same
+// sources and params (a get of a resource, a put to it and the put's get).
+func refsIn(encoded string, memo *refMemo) []vars.Reference {
 	if !strings.Contains(encoded, "((") {
 		return nil
 	}
 	var refs []vars.Reference
 	stringsWith([]byte(encoded), "((", func(s string) {
-		found, ok := memo[s]
+		found, ok := memo.get(s)
 		if !ok {
 			for _, n := range vars.Names(s) {
 				if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
 					found = append(found, ref)
 				}
 			}
-			if memo != nil {
-				memo[s] = found
-			}
+			memo.put(s, found)
 		}
 		refs = append(refs, found...)
 	})
 	return refs
+}
+
+// refMemo keeps the references of the strings refsIn scanned, shared by the process's
+// translations. It forgets everything past maxRefMemo strings, and keeps none longer
+// than maxRefMemoString bytes (a script with a ((var)) is seldom repeated).
+type refMemo struct {
+	sync.Mutex
+	refs map[string][]vars.Reference
+}
+
+const (
+	maxRefMemo       = 8192
+	maxRefMemoString = 1024
+)
+
+// stringRefs is the process's memo of references.
+var stringRefs refMemo
+
+// get is what the memo keeps of s; a nil memo keeps nothing.
+func (m *refMemo) get(s string) ([]vars.Reference, bool) {
+	if m == nil {
+		return nil, false
+	}
+	m.Lock()
+	defer m.Unlock()
+	found, ok := m.refs[s]
+	return found, ok
+}
+
+func (m *refMemo) put(s string, found []vars.Reference) {
+	if m == nil || len(s) > maxRefMemoString {
+		return
+	}
+	m.Lock()
+	defer m.Unlock()
+	if m.refs == nil || len(m.refs) >= maxRefMemo {
+		m.refs = map[string][]vars.Reference{}
+	}
+	m.refs[s] = slices.Clip(found)
 }
 
 // stringsWith calls f with each string of the JSON document doc, object keys included,
@@ -114,8 +152,31 @@ func (c *compiler) suppliedKeys(refs []vars.Reference) []string {
 	return slices.Sorted(maps.Keys(keys))
 }
 
-// secretsOf lists the Secrets a step's ((vars)) may come from.
+// secretsOf lists the Secrets a step's ((vars)) may come from. The build's steps that
+// read the same references (the same resource's source) share one list.
 func (c *compiler) secretsOf(refs []vars.Reference) []secretMount {
+	if len(refs) == 0 {
+		return nil
+	}
+	key := make([]byte, 0, 64)
+	for _, ref := range refs {
+		key = append(append(append(append(key, ref.Source...), 1), ref.Path...), 1)
+		for _, f := range ref.Fields {
+			key = append(append(key, f...), 2)
+		}
+		key = append(key, 0)
+	}
+	if out, ok := c.secretsFor[string(key)]; ok {
+		return out
+	}
+	out := c.secretMounts(refs)
+	c.secretsFor[string(key)] = out
+	return out
+}
+
+// secretMounts is secretsOf, made: it records the build's credentials the references
+// read and the Secrets they may come from.
+func (c *compiler) secretMounts(refs []vars.Reference) []secretMount {
 	// The keys each mount needs; a nil set is the whole Secret.
 	mounts := map[string]*secretMount{}
 	keys := map[string]map[string]bool{}

@@ -84,7 +84,7 @@ func TestRefsInCorpus(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			memo := map[string][]vars.Reference{}
+			memo := &refMemo{}
 			for _, pt := range slices.Concat(r.Pipeline.Spec.Tasks, r.Pipeline.Spec.Finally) {
 				for _, param := range pt.Params {
 					if param.Name != runspec.ParamSpec {

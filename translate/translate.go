@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
-	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -79,8 +78,8 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		variants:       map[string]taskVariant{},
 		secrets:        map[string]bool{},
 		creds:          map[string]Credential{},
-		refs:           map[string][]vars.Reference{},
 		mountsOf:       map[string]secretMount{},
+		secretsFor:     map[string][]secretMount{},
 		images:         map[string]string{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
