@@ -440,7 +440,7 @@ func (c *compiler) finish(tasks []v1.PipelineTask) {
 		// build's names (a job named with one), which nothing interpolates.
 		var refs []vars.Reference
 		if spec.Mode != runspec.ModeJoin && spec.Mode != runspec.ModeVerdict {
-			refs = refsIn(encoded, &stringRefs)
+			refs = refsIn(encoded, stringRefs)
 		}
 		if c.opts.SuppliedCredentials {
 			if variant.credentials = c.suppliedKeys(refs); len(variant.credentials) > 0 {

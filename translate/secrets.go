@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -50,7 +49,7 @@ type Credential struct {
 // the local ones, from each string of the JSON, in no particular order. memo, when not
 // nil, keeps each string's references: the steps of a pipeline's jobs repeat the same
 // sources and params (a get of a resource, a put to it and the put's get).
-func refsIn(encoded string, memo *refMemo) []vars.Reference {
+func refsIn(encoded string, memo *processMemo[[]vars.Reference]) []vars.Reference {
 	if !strings.Contains(encoded, "((") {
 		return nil
 	}
@@ -63,51 +62,20 @@ func refsIn(encoded string, memo *refMemo) []vars.Reference {
 					found = append(found, ref)
 				}
 			}
-			memo.put(s, found)
+			if len(s) <= maxRefMemoString {
+				memo.put(s, slices.Clip(found))
+			}
 		}
 		refs = append(refs, found...)
 	})
 	return refs
 }
 
-// refMemo keeps the references of the strings refsIn scanned, shared by the process's
-// translations. It forgets everything past maxRefMemo strings, and keeps none longer
-// than maxRefMemoString bytes (a script with a ((var)) is seldom repeated).
-type refMemo struct {
-	sync.Mutex
-	refs map[string][]vars.Reference
-}
+// stringRefs are the references of the strings refsIn scanned in this process, none
+// longer than maxRefMemoString bytes (a script with a ((var)) is seldom repeated).
+var stringRefs = &processMemo[[]vars.Reference]{max: 8192}
 
-const (
-	maxRefMemo       = 8192
-	maxRefMemoString = 1024
-)
-
-// stringRefs is the process's memo of references.
-var stringRefs refMemo
-
-// get is what the memo keeps of s; a nil memo keeps nothing.
-func (m *refMemo) get(s string) ([]vars.Reference, bool) {
-	if m == nil {
-		return nil, false
-	}
-	m.Lock()
-	defer m.Unlock()
-	found, ok := m.refs[s]
-	return found, ok
-}
-
-func (m *refMemo) put(s string, found []vars.Reference) {
-	if m == nil || len(s) > maxRefMemoString {
-		return
-	}
-	m.Lock()
-	defer m.Unlock()
-	if m.refs == nil || len(m.refs) >= maxRefMemo {
-		m.refs = map[string][]vars.Reference{}
-	}
-	m.refs[s] = slices.Clip(found)
-}
+const maxRefMemoString = 1024
 
 // stringsWith calls f with each string of the JSON document doc, object keys included,
 // that holds sub, unescaped: a scan of doc's strings, with no value built for the rest.

@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -132,7 +131,13 @@ func (v taskVariant) key() string {
 // stepTaskFor is the step Task of the variant v for runnerImage. Made once per process
 // (stepTasks): the caller must not modify it.
 func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
-	return stepTasks.task(runnerImage+"\x03"+v.key(), func() *v1.Task { return makeStepTask(runnerImage, v) })
+	key := runnerImage + "\x03" + v.key()
+	if t, ok := stepTasks.get(key); ok {
+		return t
+	}
+	t := makeStepTask(runnerImage, v)
+	stepTasks.put(key, t)
+	return t
 }
 
 // makeStepTask makes the step Task of the variant v for runnerImage.
@@ -331,33 +336,8 @@ var runnerImageDir = strings.TrimPrefix(path.Dir(runspec.RunnerBinary), "/")
 
 // stepTasks are the step Tasks made in this process, by runner image and variant key: a
 // variant's Task is always the same, and need not be made (nor its spec's JSON hashed for
-// its name) again for every job of every pipeline. It starts afresh past maxStepTasks.
-var stepTasks taskCache
-
-const maxStepTasks = 4096
-
-type taskCache struct {
-	sync.Mutex
-	tasks map[string]*v1.Task
-}
-
-// task is key's Task, made by mk the first time.
-func (n *taskCache) task(key string, mk func() *v1.Task) *v1.Task {
-	n.Lock()
-	t, ok := n.tasks[key]
-	n.Unlock()
-	if ok {
-		return t
-	}
-	t = mk()
-	n.Lock()
-	defer n.Unlock()
-	if n.tasks == nil || len(n.tasks) >= maxStepTasks {
-		n.tasks = map[string]*v1.Task{}
-	}
-	n.tasks[key] = t
-	return t
-}
+// its name) again for every job of every pipeline.
+var stepTasks = &processMemo[*v1.Task]{max: 4096}
 
 // StepKinds are the kinds of step pods a build runs, by what their containers may do,
 // each with its step Task (for checking them against a namespace's Pod Security level).

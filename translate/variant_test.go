@@ -85,10 +85,10 @@ func TestStepTaskNames(t *testing.T) {
 			}
 		}
 	}
-	for i := range maxStepTasks + 10 {
-		stepTasks.task(strconv.Itoa(i), func() *v1.Task { return &v1.Task{} })
+	for i := range stepTasks.max + 10 {
+		stepTasks.put(strconv.Itoa(i), &v1.Task{})
 	}
-	if n := len(stepTasks.tasks); n > maxStepTasks {
-		t.Errorf("%d Tasks remembered, over %d", n, maxStepTasks)
+	if n := len(stepTasks.m); n > stepTasks.max {
+		t.Errorf("%d Tasks remembered, over %d", n, stepTasks.max)
 	}
 }
