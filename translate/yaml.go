@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/concourse-tekton/concourse-tekton/internal/parallel"
 )
 
 // Objects returns the build's objects in the order to apply them: Tasks, the Pipeline
@@ -54,26 +56,41 @@ func WriteYAML(w io.Writer, objects []any) error {
 }
 
 // documents renders each object as a document of a stream, after the separator "---"
-// but the first, and their total size. Each is written in one scratch buffer and kept at
-// its size: a buffer grown to megabytes would be copied and cleared again and again.
+// but the first, and their total size. The objects are rendered by as many goroutines as
+// the process may run at once, each taking the next object: the documents, and which
+// error is returned (the first object's that fails), do not depend on their timing. Each
+// goroutine writes in one scratch buffer and keeps each document at its size: a buffer
+// grown to megabytes would be copied and cleared again and again.
 func documents(objects []any) ([][]byte, int, error) {
 	docs := make([][]byte, len(objects))
+	errs := make([]error, len(objects))
+	parallel.ForEach(len(objects), minObjectsPerWorker, func() func(int) {
+		var scratch []byte
+		return func(i int) {
+			scratch = scratch[:0]
+			if i > 0 {
+				scratch = append(scratch, "---\n"...)
+			}
+			var err error
+			if scratch, err = objectYAML(scratch, objects[i]); err != nil {
+				errs[i] = err
+				return
+			}
+			docs[i] = bytes.Clone(scratch)
+		}
+	})
 	size := 0
-	var scratch []byte
-	for i, obj := range objects {
-		scratch = scratch[:0]
-		if i > 0 {
-			scratch = append(scratch, "---\n"...)
+	for i, doc := range docs {
+		if errs[i] != nil {
+			return nil, 0, errs[i]
 		}
-		var err error
-		if scratch, err = objectYAML(scratch, obj); err != nil {
-			return nil, 0, err
-		}
-		docs[i] = bytes.Clone(scratch)
-		size += len(scratch)
+		size += len(doc)
 	}
 	return docs, size, nil
 }
+
+// minObjectsPerWorker is the fewest objects worth a goroutine of their own.
+const minObjectsPerWorker = 4
 
 // ObjectYAML renders one object.
 func ObjectYAML(obj any) ([]byte, error) {

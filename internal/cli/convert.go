@@ -20,6 +20,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/outdir"
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/varuse"
+	"github.com/concourse-tekton/concourse-tekton/internal/parallel"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
@@ -385,16 +386,19 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 			}
 		}
 	}
+	// The jobs compile at the same time; what each made is then taken in their order,
+	// so that the output, the warnings and the error that stops the conversion are
+	// those of a conversion one job after another.
+	compiled := make([]compiledJob, len(jobs))
+	parallel.ForEach(len(jobs), 1, func() func(int) {
+		return func(i int) { compiled[i] = compileJob(p, opts, jobs[i]) }
+	})
 	tasks := map[string]bool{}
-	for _, name := range jobs {
-		b, err := planner.PlanBuild(p, name, planner.Options{ManuallyTriggered: true})
-		if err != nil {
+	for i, name := range jobs {
+		b, r, err := compiled[i].build, compiled[i].result, compiled[i].err
+		if err != nil && b == nil {
 			return nil, err
 		}
-		jobOpts := opts
-		jobOpts.Job = name
-		jobOpts.BuildLogRetention = b.Retention
-		r, err := translate.Translate(b.Plan, jobOpts)
 		if err != nil {
 			msg := stepError(p, b.Paths, name, err)
 			var unsupported *translate.UnsupportedError
@@ -423,6 +427,27 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// compiledJob is a job's build plan and what Translate made of it; err is the
+// planner's when build is nil, else the translator's.
+type compiledJob struct {
+	build  *planner.Build
+	result *translate.Result
+	err    error
+}
+
+// compileJob plans a build of the job and translates it. It reads p and opts only, so
+// that jobs compile at the same time.
+func compileJob(p *concourse.Pipeline, opts translate.Options, job string) compiledJob {
+	b, err := planner.PlanBuild(p, job, planner.Options{ManuallyTriggered: true})
+	if err != nil {
+		return compiledJob{err: err}
+	}
+	opts.Job = job
+	opts.BuildLogRetention = b.Retention
+	r, err := translate.Translate(b.Plan, opts)
+	return compiledJob{build: &b, result: r, err: err}
 }
 
 // stepError says what went wrong translating a job: an unsupported construct at the step
