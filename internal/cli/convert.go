@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -262,7 +263,8 @@ type converted struct {
 	jobs     int
 }
 
-// convert compiles every pipeline, then writes all their objects at once: to stdout in
+// convert compiles every pipeline (at the same time, each saying what it says in the
+// order of paths), then writes all their objects at once: to stdout in
 // the order of paths, each pipeline's Tasks (those an earlier one did not write) before
 // its Pipelines and PipelineRuns, or into the -o directory. When any pipeline fails,
 // every failure is reported and nothing is written.
@@ -285,11 +287,31 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 			return err
 		}
 	}
+	// The pipelines convert at the same time, each saying what it says into a buffer
+	// of its own; the buffers are then written in the order of paths.
+	type conversion struct {
+		c    *converted
+		err  error
+		said bytes.Buffer
+	}
+	results := make([]conversion, len(paths))
+	parallel.ForEach(len(paths), 1, func() func(int) {
+		return func(i int) {
+			own := *s
+			if len(paths) > 1 {
+				own.err = &results[i].said
+			}
+			results[i].c, results[i].err = own.convertOne(paths[i], f)
+		}
+	})
 	var convs []*converted
 	var failed []string
 	files := map[string]string{} // pipeline name -> the file converted into it
-	for _, path := range paths {
-		c, err := s.convertOne(path, f)
+	for i, path := range paths {
+		if _, err := s.err.Write(results[i].said.Bytes()); err != nil {
+			return err
+		}
+		c, err := results[i].c, results[i].err
 		if err == nil {
 			if other, ok := files[c.opts.Pipeline]; ok {
 				err = fmt.Errorf("%s and %s are both pipeline %q: convert them one at a time with --pipeline, or rename one", other, c.file, c.opts.Pipeline)

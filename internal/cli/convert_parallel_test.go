@@ -36,11 +36,14 @@ func parallelPipeline() string {
 	return b.String()
 }
 
-// TestConvertParallel: the jobs of a pipeline compile, and the documents render, at the
-// same time; what convert writes and says, and the error that stops it, are those of
-// the conversion one job after another (GOMAXPROCS=1), whatever the timing.
+// TestConvertParallel: pipelines convert, the jobs of a pipeline compile, and the
+// documents render, at the same time; what convert writes and says, and the error that
+// stops it, are those of the conversion one after another (GOMAXPROCS=1), whatever the
+// timing.
 func TestConvertParallel(t *testing.T) {
 	file := writeFile(t, "odd.yml", parallelPipeline())
+	again := writeFile(t, "again.yml", parallelPipeline())
+	bad := writeFile(t, "bad.yml", "jobs:\n- name: j\n  plan: [{get: nowhere}]\n")
 	largest, size := "", int64(0)
 	for _, f := range testcorpus.Pipelines(t) {
 		if st, err := os.Stat(f); err == nil && st.Size() > size {
@@ -51,6 +54,8 @@ func TestConvertParallel(t *testing.T) {
 		{"convert", "--skip-unsupported", file},
 		{"convert", file},
 		{"convert", largest},
+		{"convert", "--skip-unsupported", largest, file, again},
+		{"convert", "--skip-unsupported", file, bad, largest, again},
 	} {
 		type outcome struct {
 			Code           int
@@ -62,13 +67,31 @@ func TestConvertParallel(t *testing.T) {
 			return outcome{code, stdout, stderr}
 		}
 		want := convert(1)
-		for range 5 {
+		for range 3 {
 			if diff := cmp.Diff(want, convert(4)); diff != "" {
 				t.Fatalf("%v: on 4 processors (-1 +4):\n%s", args, diff)
 			}
 		}
-		switch args[1] {
-		case "--skip-unsupported":
+		switch {
+		case len(args) > 3:
+			// What each pipeline says comes in the order of the files, before the
+			// summary.
+			var order []string
+			for _, line := range strings.Split(want.Stderr, "\n") {
+				if strings.HasPrefix(line, "converted ") || strings.Contains(line, "could not be converted") {
+					break
+				}
+				for _, f := range []string{file, again, bad, largest} {
+					if strings.Contains(line, f) && (len(order) == 0 || order[len(order)-1] != f) {
+						order = append(order, f)
+					}
+				}
+			}
+			wantOrder := args[2:]
+			if diff := cmp.Diff(wantOrder, order); diff != "" {
+				t.Errorf("%v: the files spoken of, in order (-want +got):\n%s\n%s", args, diff, want.Stderr)
+			}
+		case args[1] == "--skip-unsupported":
 			// The warnings follow the jobs.
 			var jobs []string
 			for _, line := range strings.Split(want.Stderr, "\n") {
@@ -80,7 +103,7 @@ func TestConvertParallel(t *testing.T) {
 			if diff := cmp.Diff(wantJobs, jobs); want.Code != 0 || diff != "" {
 				t.Errorf("code %d, the jobs warned of (-want +got):\n%s\n%s", want.Code, diff, want.Stderr)
 			}
-		case file:
+		case args[1] == file:
 			// The first job that cannot be converted, in the pipeline's order, and no
 			// warning of a job after it.
 			if want.Code != 1 || want.Stdout != "" || !strings.Contains(want.Stderr, "jobs[job-03].plan[0].task: rootfs_uri") ||
