@@ -36,8 +36,8 @@ func parallelPipeline() string {
 	return b.String()
 }
 
-// TestConvertParallel: pipelines convert, the jobs of a pipeline compile, and the
-// documents render, at the same time; what convert writes and says, and the error that
+// TestConvertParallel: pipelines convert (and validate), the jobs of a pipeline compile,
+// and the documents render, at the same time; what convert writes and says, and the error that
 // stops it, are those of the conversion one after another (GOMAXPROCS=1), whatever the
 // timing.
 func TestConvertParallel(t *testing.T) {
@@ -56,6 +56,7 @@ func TestConvertParallel(t *testing.T) {
 		{"convert", largest},
 		{"convert", "--skip-unsupported", largest, file, again},
 		{"convert", "--skip-unsupported", file, bad, largest, again},
+		{"validate", file, bad, largest, again},
 	} {
 		type outcome struct {
 			Code           int
@@ -78,7 +79,7 @@ func TestConvertParallel(t *testing.T) {
 			// summary.
 			var order []string
 			for _, line := range strings.Split(want.Stderr, "\n") {
-				if strings.HasPrefix(line, "converted ") || strings.Contains(line, "could not be converted") {
+				if strings.HasPrefix(line, "converted ") || strings.Contains(line, "could not be converted") || strings.Contains(line, "are invalid") {
 					break
 				}
 				for _, f := range []string{file, again, bad, largest} {
@@ -88,6 +89,9 @@ func TestConvertParallel(t *testing.T) {
 				}
 			}
 			wantOrder := args[2:]
+			if args[0] == "validate" {
+				wantOrder = args[1:]
+			}
 			if diff := cmp.Diff(wantOrder, order); diff != "" {
 				t.Errorf("%v: the files spoken of, in order (-want +got):\n%s\n%s", args, diff, want.Stderr)
 			}

@@ -7,6 +7,7 @@
 package pipelinecmd
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/internal/cli/varuse"
+	"github.com/concourse-tekton/concourse-tekton/internal/parallel"
 )
 
 // VarFlags are fly's flags for static vars.
@@ -124,8 +126,9 @@ func NewValidate(s *Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate PIPELINE...",
 		Short: "Check pipelines the way Concourse does, reporting every problem with its position",
-		Long: `Check pipelines the way Concourse does, each in turn, in one process. Every error is
-printed as file:line:col: path: message, warnings are prefixed with "warning:". One
+		Long: `Check pipelines the way Concourse does, in one process, on every processor. Every
+error is printed as file:line:col: path: message, warnings are prefixed with "warning:",
+each pipeline's in the order of the arguments. One
 PIPELINE may be - for standard input. The vars of -v, -y and -l apply to every pipeline.
 The exit code is 1 when any of them is invalid.`,
 		Args: cobra.MinimumNArgs(1),
@@ -133,9 +136,29 @@ The exit code is 1 when any of them is invalid.`,
 			if err := StdinOnce(args); err != nil {
 				return err
 			}
+			// The pipelines are checked at the same time, each saying what it says into
+			// a buffer of its own; the buffers are written in the order of args.
+			type check struct {
+				p    *concourse.Pipeline
+				err  error
+				said bytes.Buffer
+			}
+			checks := make([]check, len(args))
+			parallel.ForEach(len(args), 1, func() func(int) {
+				return func(i int) {
+					own := *s
+					if len(args) > 1 {
+						own.Err = &checks[i].said
+					}
+					checks[i].p, checks[i].err = own.LoadPipeline(args[i], &flags)
+				}
+			})
 			var invalid []string
-			for _, path := range args {
-				p, err := s.LoadPipeline(path, &flags)
+			for i, path := range args {
+				if _, err := s.Err.Write(checks[i].said.Bytes()); err != nil {
+					return err
+				}
+				p, err := checks[i].p, checks[i].err
 				if err != nil {
 					if len(args) == 1 {
 						return err
