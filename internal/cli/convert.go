@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -287,31 +286,16 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 			return err
 		}
 	}
-	// The pipelines convert at the same time, each saying what it says into a buffer
-	// of its own; the buffers are then written in the order of paths.
-	type conversion struct {
-		c    *converted
-		err  error
-		said bytes.Buffer
-	}
-	results := make([]conversion, len(paths))
-	parallel.ForEach(len(paths), 1, func() func(int) {
-		return func(i int) {
-			own := *s
-			if len(paths) > 1 {
-				own.err = &results[i].said
-			}
-			results[i].c, results[i].err = own.convertOne(paths[i], f)
-		}
-	})
+	each := make([]*converted, len(paths))
+	errs := make([]error, len(paths))
 	var convs []*converted
 	var failed []string
 	files := map[string]string{} // pipeline name -> the file converted into it
-	for i, path := range paths {
-		if _, err := s.err.Write(results[i].said.Bytes()); err != nil {
-			return err
-		}
-		c, err := results[i].c, results[i].err
+	err := s.pipelines().EachPath(paths, func(i int, own *pipelinecmd.Streams) {
+		each[i], errs[i] = (&streams{in: own.In, out: own.Out, err: own.Err}).convertOne(paths[i], f)
+	}, func(i int) error {
+		path := paths[i]
+		c, err := each[i], errs[i]
 		if err == nil {
 			if other, ok := files[c.opts.Pipeline]; ok {
 				err = fmt.Errorf("%s and %s are both pipeline %q: convert them one at a time with --pipeline, or rename one", other, c.file, c.opts.Pipeline)
@@ -326,10 +310,14 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 			}
 			fmt.Fprintf(s.err, "error: %v\n", err)
 			failed = append(failed, path)
-			continue
+			return nil
 		}
 		files[c.opts.Pipeline] = c.file
 		convs = append(convs, c)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d pipelines could not be converted, nothing was written: %s", len(failed), len(paths), strings.Join(failed, ", "))

@@ -136,38 +136,26 @@ The exit code is 1 when any of them is invalid.`,
 			if err := StdinOnce(args); err != nil {
 				return err
 			}
-			// The pipelines are checked at the same time, each saying what it says into
-			// a buffer of its own; the buffers are written in the order of args.
-			type check struct {
-				p    *concourse.Pipeline
-				err  error
-				said bytes.Buffer
-			}
-			checks := make([]check, len(args))
-			parallel.ForEach(len(args), 1, func() func(int) {
-				return func(i int) {
-					own := *s
-					if len(args) > 1 {
-						own.Err = &checks[i].said
-					}
-					checks[i].p, checks[i].err = own.LoadPipeline(args[i], &flags)
-				}
-			})
+			pipelines := make([]*concourse.Pipeline, len(args))
+			errs := make([]error, len(args))
 			var invalid []string
-			for i, path := range args {
-				if _, err := s.Err.Write(checks[i].said.Bytes()); err != nil {
-					return err
-				}
-				p, err := checks[i].p, checks[i].err
-				if err != nil {
+			err := s.EachPath(args, func(i int, own *Streams) {
+				pipelines[i], errs[i] = own.LoadPipeline(args[i], &flags)
+			}, func(i int) error {
+				if err := errs[i]; err != nil {
 					if len(args) == 1 {
 						return err
 					}
 					fmt.Fprintf(s.Err, "error: %v\n", err)
-					invalid = append(invalid, path)
-					continue
+					invalid = append(invalid, args[i])
+					return nil
 				}
+				p := pipelines[i]
 				fmt.Fprintf(s.Err, "%s: valid: %s, %s\n", p.File, Plural(len(p.Config.Jobs), "job"), Plural(len(p.Config.Resources), "resource"))
+				return nil
+			})
+			if err != nil {
+				return err
 			}
 			if len(invalid) > 0 {
 				return fmt.Errorf("%d of %d pipelines are invalid: %s", len(invalid), len(args), strings.Join(invalid, ", "))
@@ -230,6 +218,33 @@ var Version = "dev"
 type Streams struct {
 	In       io.Reader
 	Out, Err io.Writer
+}
+
+// EachPath works on the pipelines of paths at the same time (parallel.ForEach): work(i,
+// own) for each, where own are these streams but, when there are several paths, an Err
+// of its own, a buffer. Then, in the order of paths, it writes each one's buffer to
+// s.Err and calls then(i), and stops at the first error then returns. What is said is
+// that of the pipelines worked on one after another.
+func (s *Streams) EachPath(paths []string, work func(i int, own *Streams), then func(i int) error) error {
+	said := make([]bytes.Buffer, len(paths))
+	parallel.ForEach(len(paths), 1, func() func(int) {
+		return func(i int) {
+			own := *s
+			if len(paths) > 1 {
+				own.Err = &said[i]
+			}
+			work(i, &own)
+		}
+	})
+	for i := range paths {
+		if _, err := s.Err.Write(said[i].Bytes()); err != nil {
+			return err
+		}
+		if err := then(i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ExitError ends the command with a code, having already said why (or with a message to
