@@ -177,6 +177,8 @@ type compiler struct {
 	taskDefs map[string]*v1.Task
 	// taskNames are the Tasks' names by their variant's key.
 	taskNames map[string]string
+	// keyBuf is stepTask's buffer for a variant's key.
+	keyBuf []byte
 	// acrossSubsteps are the public substeps of each across step whose values are known
 	// at compile time, by its plan ID, for the verdict's tree (withSubsteps).
 	acrossSubsteps map[string][]json.RawMessage

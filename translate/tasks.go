@@ -85,19 +85,25 @@ const paramCredentials = "credentials"
 // content hashes, so the same Task is the same object in every pipeline.
 func (c *compiler) stepTask(v taskVariant) string {
 	v.imageVolume = c.opts.RunnerImageVolume
-	key := v.key()
-	if name, ok := c.taskNames[key]; ok {
+	// The key is made in the compiler's buffer, and a string of it only for a variant
+	// the job has not had: most of a job's steps share a few variants.
+	c.keyBuf = v.appendKey(c.keyBuf[:0])
+	if name, ok := c.taskNames[string(c.keyBuf)]; ok {
 		return name
 	}
 	t := stepTaskFor(c.opts.RunnerImage, v)
 	c.taskDefs[t.Name] = t
-	c.taskNames[key] = t.Name
+	c.taskNames[string(c.keyBuf)] = t.Name
 	return t.Name
 }
 
 // key tells variants apart: two variants with the same key have the same Task.
 func (v taskVariant) key() string {
-	b := make([]byte, 0, 64)
+	return string(v.appendKey(make([]byte, 0, 64)))
+}
+
+// appendKey appends the variant's key to b.
+func (v taskVariant) appendKey(b []byte) []byte {
 	for _, f := range []bool{v.privileged, v.asRoot, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict, v.verdictInline, v.sharedCaches, v.imageVolume} {
 		b = strconv.AppendBool(b, f)
 		b = append(b, ' ')
@@ -125,7 +131,7 @@ func (v taskVariant) key() string {
 		}
 		b = append(b, k...)
 	}
-	return string(b)
+	return b
 }
 
 // stepTaskFor is the step Task of the variant v for runnerImage. Made once per process
