@@ -91,18 +91,14 @@ func (c *compiler) stepTask(v taskVariant) string {
 	if name, ok := c.taskNames[string(c.keyBuf)]; ok {
 		return name
 	}
-	t := stepTaskFor(c.opts.RunnerImage, v)
+	t := stepTaskOfKey(c.opts.RunnerImage, v, c.keyBuf)
 	c.taskDefs[t.Name] = t
 	c.taskNames[string(c.keyBuf)] = t.Name
 	return t.Name
 }
 
-// key tells variants apart: two variants with the same key have the same Task.
-func (v taskVariant) key() string {
-	return string(v.appendKey(make([]byte, 0, 64)))
-}
-
-// appendKey appends the variant's key to b.
+// appendKey appends the variant's key to b. The key tells variants apart: two variants
+// with the same key have the same Task.
 func (v taskVariant) appendKey(b []byte) []byte {
 	for _, f := range []bool{v.privileged, v.asRoot, v.count, v.publish, v.varsResult, v.taskVars != "", v.verdict, v.verdictInline, v.sharedCaches, v.imageVolume} {
 		b = strconv.AppendBool(b, f)
@@ -137,7 +133,12 @@ func (v taskVariant) appendKey(b []byte) []byte {
 // stepTaskFor is the step Task of the variant v for runnerImage. Made once per process
 // (stepTasks): the caller must not modify it.
 func stepTaskFor(runnerImage string, v taskVariant) *v1.Task {
-	key := runnerImage + "\x03" + v.key()
+	return stepTaskOfKey(runnerImage, v, v.appendKey(nil))
+}
+
+// stepTaskOfKey is stepTaskFor, given the variant's key (appendKey).
+func stepTaskOfKey(runnerImage string, v taskVariant, variantKey []byte) *v1.Task {
+	key := runnerImage + "\x03" + string(variantKey)
 	if t, ok := stepTasks.get(key); ok {
 		return t
 	}

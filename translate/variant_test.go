@@ -47,12 +47,12 @@ func TestTaskVariantKey(t *testing.T) {
 		"two secrets":     func(v *taskVariant) { v.secrets = []secretMount{{secret: "s", path: "/p"}, {secret: "t", path: "/p"}} },
 		"two credentials": func(v *taskVariant) { v.credentials = []string{"k", "l"} },
 	}
-	keys := map[string]string{taskVariant{}.key(): "the zero variant"}
+	keys := map[string]string{string(taskVariant{}.appendKey(nil)): "the zero variant"}
 	for _, m := range []map[string]func(*taskVariant){set, more} {
 		for name, f := range m {
 			var v taskVariant
 			f(&v)
-			k := v.key()
+			k := string(v.appendKey(nil))
 			if other, ok := keys[k]; ok {
 				t.Errorf("%s has the key of %s: %q", name, other, k)
 			}
