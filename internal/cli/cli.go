@@ -30,9 +30,34 @@ type varFlags = pipelinecmd.VarFlags
 // as `error: ...`, never with a stack trace.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	s := &streams{in: stdin, out: stdout, err: stderr}
-	return pipelinecmd.Execute(newRoot(s), s.pipelines(), args)
+	return pipelinecmd.Execute(newRoot(s, args), s.pipelines(), args)
 }
 
-func newRoot(s *streams) *cobra.Command {
-	return pipelinecmd.NewRoot(s.pipelines(), newConvert(s), newRun(s), newExecute(s), newIntercept(s), newEvents(s), newAbort(s), newCheckTarget(s), newGC(s), newLand(s), newRetire(s))
+// commands are this binary's commands beside validate and plan, by name.
+var commands = []struct {
+	name string
+	make func(*streams) *cobra.Command
+}{
+	{"convert", newConvert}, {"run", newRun}, {"execute", newExecute}, {"intercept", newIntercept},
+	{"events", newEvents}, {"abort", newAbort}, {"check-target", newCheckTarget}, {"gc", newGC},
+	{"land", newLand}, {"retire", newRetire},
+}
+
+// newRoot is the root command for args. A command line that names one of commands gets
+// that command alone, and one that pipelinecmd handles (validate, plan, the version)
+// none: making a command's flags is most of the work before it runs, and none of the
+// others' is needed. Any other (help, a mistake) gets them all, so that help lists them
+// and a misspelt name is suggested.
+func newRoot(s *streams, args []string) *cobra.Command {
+	if pipelinecmd.Handles(args) {
+		return pipelinecmd.NewRoot(s.pipelines())
+	}
+	var made []*cobra.Command
+	for _, c := range commands {
+		if len(args) > 0 && args[0] == c.name {
+			return pipelinecmd.NewRoot(s.pipelines(), c.make(s))
+		}
+		made = append(made, c.make(s))
+	}
+	return pipelinecmd.NewRoot(s.pipelines(), made...)
 }

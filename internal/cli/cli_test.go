@@ -148,3 +148,42 @@ func TestPlanErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandsByName: a command line that names a command makes that command alone, the
+// same command the whole tree has (validate and plan are always there); help, and a name
+// that is none, make every command.
+func TestCommandsByName(t *testing.T) {
+	s := &streams{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &bytes.Buffer{}}
+	all := newRoot(s, []string{"--help"})
+	if got, want := len(all.Commands()), len(commands)+2; got != want {
+		t.Fatalf("help's root has %d commands, want %d (validate, plan and every one of commands)", got, want)
+	}
+	for _, c := range commands {
+		root := newRoot(s, []string{c.name, "--flag"})
+		if len(root.Commands()) != 3 {
+			t.Errorf("%s: root has %d commands, want it, validate and plan", c.name, len(root.Commands()))
+		}
+		cmd, _, err := root.Find([]string{c.name})
+		if err != nil || cmd.Name() != c.name {
+			t.Fatalf("%s: found %v (%v)", c.name, cmd, err)
+		}
+		whole, _, err := all.Find([]string{c.name})
+		if err != nil || whole.UsageString() != cmd.UsageString() {
+			t.Errorf("%s: alone, its usage differs from the one in the whole tree:\n%s\nwant\n%s", c.name, cmd.UsageString(), whole.UsageString())
+		}
+	}
+	for _, args := range [][]string{{"validate", "p.yml"}, {"plan", "p.yml", "-j", "j"}, {"--version"}} {
+		if n := len(newRoot(s, args).Commands()); n != 2 {
+			t.Errorf("%q: root has %d commands, want validate and plan", args, n)
+		}
+	}
+	code, stdout, _ := run(t, "", "--help")
+	for _, c := range commands {
+		if code != 0 || !strings.Contains(stdout, "\n  "+c.name+" ") {
+			t.Errorf("--help (exit %d) does not list %s:\n%s", code, c.name, stdout)
+		}
+	}
+	if code, _, stderr := run(t, "", "conver", "p.yml"); code == 0 || !strings.Contains(stderr, "convert") {
+		t.Errorf("a misspelt command: exit %d, stderr %q, want the suggestion of convert", code, stderr)
+	}
+}
