@@ -144,6 +144,7 @@ func stepTaskOfKey(runnerImage string, v taskVariant, variantKey []byte) *v1.Tas
 	}
 	t := makeStepTask(runnerImage, v)
 	stepTasks.put(key, t)
+	stepTaskDocs.shared(t)
 	return t
 }
 

@@ -1,9 +1,11 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -90,5 +92,45 @@ func TestStepTaskNames(t *testing.T) {
 	}
 	if n := len(stepTasks.m); n > stepTasks.max {
 		t.Errorf("%d Tasks remembered, over %d", n, stepTasks.max)
+	}
+}
+
+// TestStepTaskDocs: the document of a step Task the process made is rendered once, and
+// is the document the same Task has when rendered afresh; any other Task is rendered
+// every time and kept nowhere.
+func TestStepTaskDocs(t *testing.T) {
+	task := stepTaskFor("runner:docs", taskVariant{count: true, runAs: 1000})
+	fresh, err := renderObject(nil, task.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		doc, err := objectYAML([]byte("---\n"), task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "---\n" + string(fresh); string(doc) != want {
+			t.Fatalf("render %d:\n%s\nwant\n%s", i, doc, want)
+		}
+		kept, shared := stepTaskDocs.get(task)
+		if !shared || !bytes.Equal(kept, fresh) {
+			t.Fatalf("render %d: kept %q (shared %v), want the Task's document", i, kept, shared)
+		}
+		doc[len(doc)-1] = 'x' // the caller's bytes are its own
+	}
+	other := task.DeepCopy()
+	other.Spec.Description = "not shared"
+	doc, err := objectYAML(nil, other)
+	if err != nil || !strings.Contains(string(doc), "not shared") {
+		t.Fatalf("another Task: %s (%v)", doc, err)
+	}
+	if _, shared := stepTaskDocs.get(other); shared {
+		t.Error("a Task the process did not make as a step Task was kept")
+	}
+	for range stepTaskDocs.max + 10 {
+		stepTaskDocs.shared(&v1.Task{})
+	}
+	if n := len(stepTaskDocs.m); n > stepTaskDocs.max {
+		t.Errorf("%d documents kept, over %d", n, stepTaskDocs.max)
 	}
 }

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"sync"
 
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/concourse-tekton/concourse-tekton/internal/parallel"
 )
 
 // Objects returns the build's objects in the order to apply them: Tasks, the Pipeline
@@ -28,77 +27,49 @@ func (r *Result) Objects() []any {
 // MarshalYAML renders objects as one multi-document YAML stream, the way kubectl apply
 // reads it: keys sorted, no empty status or creation timestamp.
 func MarshalYAML(objects []any) ([]byte, error) {
-	docs, size, err := documents(objects)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, size)
-	for _, doc := range docs {
-		out = append(out, doc...)
+	var out []byte
+	for i, obj := range objects {
+		if i > 0 {
+			out = append(out, "---\n"...)
+		}
+		var err error
+		if out, err = objectYAML(out, obj); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
-
-// WriteYAML writes to w the stream MarshalYAML makes, without making it in memory: every
-// document is rendered before the first is written, so that an object that cannot be
-// encoded writes nothing.
-func WriteYAML(w io.Writer, objects []any) error {
-	docs, _, err := documents(objects)
-	if err != nil {
-		return err
-	}
-	for _, doc := range docs {
-		if _, err := w.Write(doc); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// documents renders each object as a document of a stream, after the separator "---"
-// but the first, and their total size. The objects are rendered by as many goroutines as
-// the process may run at once, each taking the next object: the documents, and which
-// error is returned (the first object's that fails), do not depend on their timing. Each
-// goroutine writes in one scratch buffer and keeps each document at its size: a buffer
-// grown to megabytes would be copied and cleared again and again.
-func documents(objects []any) ([][]byte, int, error) {
-	docs := make([][]byte, len(objects))
-	errs := make([]error, len(objects))
-	parallel.ForEach(len(objects), minObjectsPerWorker, func() func(int) {
-		var scratch []byte
-		return func(i int) {
-			scratch = scratch[:0]
-			if i > 0 {
-				scratch = append(scratch, "---\n"...)
-			}
-			var err error
-			if scratch, err = objectYAML(scratch, objects[i]); err != nil {
-				errs[i] = err
-				return
-			}
-			docs[i] = bytes.Clone(scratch)
-		}
-	})
-	size := 0
-	for i, doc := range docs {
-		if errs[i] != nil {
-			return nil, 0, errs[i]
-		}
-		size += len(doc)
-	}
-	return docs, size, nil
-}
-
-// minObjectsPerWorker is the fewest objects worth a goroutine of their own.
-const minObjectsPerWorker = 4
 
 // ObjectYAML renders one object.
 func ObjectYAML(obj any) ([]byte, error) {
 	return objectYAML(nil, obj)
 }
 
-// objectYAML appends one object's document to dst.
+// AppendYAML appends one object's document to dst, as ObjectYAML renders it.
+func AppendYAML(dst []byte, obj any) ([]byte, error) {
+	return objectYAML(dst, obj)
+}
+
+// objectYAML appends one object's document to dst. A step Task of the process's
+// (stepTasks) is rendered once: every pipeline the process converts writes the same few.
 func objectYAML(dst []byte, obj any) ([]byte, error) {
+	t, shared := obj.(*v1.Task)
+	if shared {
+		var doc []byte
+		if doc, shared = stepTaskDocs.get(t); doc != nil {
+			return append(dst, doc...), nil
+		}
+	}
+	start := len(dst)
+	dst, err := renderObject(dst, obj)
+	if err == nil && shared {
+		stepTaskDocs.rendered(t, bytes.Clone(dst[start:]))
+	}
+	return dst, err
+}
+
+// renderObject appends one object's document to dst.
+func renderObject(dst []byte, obj any) ([]byte, error) {
 	// yaml.v3's output of the object's JSON, keys sorted, strings YAML 1.1 readers
 	// (kubectl) would take for booleans or numbers quoted; writeObject writes it
 	// faster, and yaml.v3 the rare object it leaves.
@@ -157,5 +128,45 @@ func dropEmpty(v any) {
 		for _, e := range x {
 			dropEmpty(e)
 		}
+	}
+}
+
+// stepTaskDocs are the documents of the step Tasks in stepTasks, which nothing modifies.
+var stepTaskDocs = &taskDocs{max: 4096}
+
+// taskDocs keeps the documents of shared Tasks, by the Task. It is safe for concurrent
+// use, and forgets everything once it holds max Tasks.
+type taskDocs struct {
+	max int
+	mu  sync.Mutex
+	m   map[*v1.Task][]byte // nil until rendered
+}
+
+// shared says that t is never modified: its document may be kept.
+func (d *taskDocs) shared(t *v1.Task) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.m == nil || len(d.m) >= d.max {
+		d.m = map[*v1.Task][]byte{}
+	}
+	if _, ok := d.m[t]; !ok {
+		d.m[t] = nil
+	}
+}
+
+// get returns t's document if it was rendered, and whether t is shared.
+func (d *taskDocs) get(t *v1.Task) ([]byte, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	doc, ok := d.m[t]
+	return doc, ok
+}
+
+// rendered keeps the document of the shared t.
+func (d *taskDocs) rendered(t *v1.Task, doc []byte) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.m[t]; ok {
+		d.m[t] = doc
 	}
 }

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -257,6 +260,7 @@ type converted struct {
 	opts     translate.Options
 	keepJobs map[string]bool // the jobs -j did not select
 	objects  []any           // in apply order: Tasks first
+	docs     [][]byte        // for each object, its YAML document
 	held     [][]string      // for each object, the static vars whose values it holds
 	secrets  []string
 	jobs     int
@@ -322,17 +326,17 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d pipelines could not be converted, nothing was written: %s", len(failed), len(paths), strings.Join(failed, ", "))
 	}
-	objects, held := mergeConverted(convs)
+	docs, held := mergeConverted(convs)
 	if f.outDir != "" {
 		conv := outdir.Conversion{Team: f.team, Pipelines: map[string]map[string]bool{}}
 		for _, c := range convs {
 			conv.Pipelines[c.opts.Pipeline] = c.keepJobs
 		}
-		if err := writeObjects(f.outDir, objects, held, conv); err != nil {
+		if err := writeObjects(f.outDir, docs, held, conv); err != nil {
 			return err
 		}
 	} else {
-		if err := translate.WriteYAML(s.out, objects); err != nil {
+		if err := writeStream(s.out, docs); err != nil {
 			return err
 		}
 	}
@@ -356,10 +360,10 @@ func inputName(path string) string {
 	return path
 }
 
-// mergeConverted lists the objects of pipelines in order, each Task once (Task names are
-// hashes of their specs: one name, one object), with the vars each holds.
-func mergeConverted(convs []*converted) ([]any, [][]string) {
-	var objects []any
+// mergeConverted lists the documents of pipelines' objects in order, each Task once (Task
+// names are hashes of their specs: one name, one object), with the vars each holds.
+func mergeConverted(convs []*converted) ([][]byte, [][]string) {
+	var docs [][]byte
 	var held [][]string
 	tasks := map[string]bool{}
 	for _, c := range convs {
@@ -370,11 +374,23 @@ func mergeConverted(convs []*converted) ([]any, [][]string) {
 				}
 				tasks[t.Name] = true
 			}
-			objects = append(objects, obj)
+			docs = append(docs, c.docs[i])
 			held = append(held, c.held[i])
 		}
 	}
-	return objects, held
+	return docs, held
+}
+
+// writeStream writes documents as one YAML stream, the stream translate.MarshalYAML makes.
+func writeStream(w io.Writer, docs [][]byte) error {
+	out := bufio.NewWriterSize(w, 64<<10)
+	for i, doc := range docs {
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(doc)
+	}
+	return out.Flush()
 }
 
 // convertOne compiles the jobs of one pipeline (those of -j, or every job).
@@ -396,14 +412,19 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 			}
 		}
 	}
-	// The jobs compile at the same time; what each made is then taken in their order,
-	// so that the output, the warnings and the error that stops the conversion are
-	// those of a conversion one job after another.
+	// The jobs compile, and their objects render, at the same time; what each made is
+	// then taken in their order, so that the output, the warnings and the error that
+	// stops the conversion are those of a conversion one job after another.
 	compiled := make([]compiledJob, len(jobs))
 	parallel.ForEach(len(jobs), 1, func() func(int) {
-		return func(i int) { compiled[i] = compileJob(p, opts, jobs[i]) }
+		var scratch []byte
+		return func(i int) { compiled[i] = compileJob(p, opts, jobs[i], &scratch) }
 	})
-	tasks := map[string]bool{}
+	// In apply order: Tasks, so that kubectl apply creates them before what refers to
+	// them, then Pipelines, then PipelineRuns.
+	var tasks, pipelines, runs []any
+	var taskDocs, pipelineDocs, runDocs [][]byte
+	taken := map[string]bool{}
 	for i, name := range jobs {
 		b, r, err := compiled[i].build, compiled[i].result, compiled[i].err
 		if err != nil && b == nil {
@@ -422,34 +443,38 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 			fmt.Fprintf(s.err, "warning: %s\n", stepWarning(p, b.Paths, name, w))
 		}
 		c.jobs++
-		for _, t := range r.Tasks {
-			if !tasks[t.Name] {
-				tasks[t.Name] = true
-				c.objects = append(c.objects, t)
+		for k, t := range r.Tasks {
+			if !taken[t.Name] {
+				taken[t.Name] = true
+				tasks, taskDocs = append(tasks, t), append(taskDocs, compiled[i].docs[k])
 			}
 		}
-		c.objects = append(c.objects, r.Pipeline, r.PipelineRun)
+		pipelines, pipelineDocs = append(pipelines, r.Pipeline), append(pipelineDocs, compiled[i].docs[len(r.Tasks)])
+		runs, runDocs = append(runs, r.PipelineRun), append(runDocs, compiled[i].docs[len(r.Tasks)+1])
 		c.secrets = append(c.secrets, r.Secrets...)
 	}
-	// Tasks first, so that kubectl apply creates them before what refers to them.
-	sort.SliceStable(c.objects, func(i, j int) bool { return kindRank(c.objects[i]) < kindRank(c.objects[j]) })
+	c.objects = slices.Concat(tasks, pipelines, runs)
+	c.docs = slices.Concat(taskDocs, pipelineDocs, runDocs)
 	if c.held, err = varsHeld(c.objects, used); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// compiledJob is a job's build plan and what Translate made of it; err is the
-// planner's when build is nil, else the translator's.
+// compiledJob is a job's build plan, what Translate made of it and the YAML documents of
+// its Tasks, Pipeline and PipelineRun, in that order; err is the planner's when build is
+// nil, else the translator's.
 type compiledJob struct {
 	build  *planner.Build
 	result *translate.Result
+	docs   [][]byte
 	err    error
 }
 
-// compileJob plans a build of the job and translates it. It reads p and opts only, so
-// that jobs compile at the same time.
-func compileJob(p *concourse.Pipeline, opts translate.Options, job string) compiledJob {
+// compileJob plans a build of the job, translates it and renders what it made, in
+// *scratch (a buffer the caller's goroutine reuses). It reads p and opts only, so that
+// jobs compile at the same time.
+func compileJob(p *concourse.Pipeline, opts translate.Options, job string, scratch *[]byte) compiledJob {
 	b, err := planner.PlanBuild(p, job, planner.Options{ManuallyTriggered: true})
 	if err != nil {
 		return compiledJob{err: err}
@@ -457,7 +482,23 @@ func compileJob(p *concourse.Pipeline, opts translate.Options, job string) compi
 	opts.Job = job
 	opts.BuildLogRetention = b.Retention
 	r, err := translate.Translate(b.Plan, opts)
-	return compiledJob{build: &b, result: r, err: err}
+	if err != nil {
+		return compiledJob{build: &b, result: r, err: err}
+	}
+	objects := make([]any, 0, len(r.Tasks)+2)
+	for _, t := range r.Tasks {
+		objects = append(objects, t)
+	}
+	docs := make([][]byte, 0, len(objects)+2)
+	for _, obj := range append(objects, r.Pipeline, r.PipelineRun) {
+		if *scratch, err = translate.AppendYAML((*scratch)[:0], obj); err != nil {
+			return compiledJob{build: &b, result: r, err: err}
+		}
+		// Each document at its size: a buffer grown to megabytes would be copied and
+		// cleared again and again.
+		docs = append(docs, bytes.Clone(*scratch))
+	}
+	return compiledJob{build: &b, result: r, docs: docs}
 }
 
 // stepError says what went wrong translating a job: an unsupported construct at the step
@@ -480,16 +521,6 @@ func stepWarning(p *concourse.Pipeline, paths map[concourse.PlanID]concourse.Pat
 		return p.Diagnostic(concourse.SeverityWarning, at, "%s", w.Reason).Error()
 	}
 	return fmt.Sprintf("job %s: %v", job, w)
-}
-
-func kindRank(obj any) int {
-	switch obj.(type) {
-	case *v1.Task:
-		return 0
-	case *v1.Pipeline:
-		return 1
-	}
-	return 2
 }
 
 func uniq(in []string) []string {
@@ -543,14 +574,10 @@ func (s *streams) warnPlainText(held [][]string) {
 // writeObjects writes one file per object into dir, all at once (see outdir.Replace),
 // removing the files of earlier conversions that conv leaves over. A file that holds a
 // static var's value is readable by its owner only.
-func writeObjects(dir string, objects []any, held [][]string, conv outdir.Conversion) error {
-	files := make([]outdir.File, 0, len(objects))
+func writeObjects(dir string, docs [][]byte, held [][]string, conv outdir.Conversion) error {
+	files := make([]outdir.File, 0, len(docs))
 	conv.Files = map[string]bool{}
-	for i, obj := range objects {
-		doc, err := translate.ObjectYAML(obj)
-		if err != nil {
-			return err
-		}
+	for i, doc := range docs {
 		var meta struct {
 			Kind     string `json:"kind"`
 			Metadata struct {

@@ -36,8 +36,8 @@ func parallelPipeline() string {
 	return b.String()
 }
 
-// TestConvertParallel: pipelines convert (and validate), the jobs of a pipeline compile,
-// and the documents render, at the same time; what convert writes and says, and the error that
+// TestConvertParallel: pipelines convert (and validate), and the jobs of a pipeline
+// compile and render, at the same time; what convert writes and says, and the error that
 // stops it, are those of the conversion one after another (GOMAXPROCS=1), whatever the
 // timing.
 func TestConvertParallel(t *testing.T) {
