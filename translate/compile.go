@@ -21,9 +21,11 @@ import (
 // Composite steps become guards: each compiled node knows the condition under which it
 // starts (its entry) and answers "did it end in one of these outcomes?" with a condition
 // later tasks can take as their entry. Cheap answers are `when` expressions over a leaf's
-// outcome; an answer no `when` can give (an OR of outcomes, or "errored", which a pod that
-// never started cannot report) comes from a join task: the runner evaluating the node's
-// subtree from the outcomes in the build's state directory.
+// outcome; "failed" of a composite step is an OR of ways to fail (failedTerms), for which
+// an on_failure hook is compiled once each (hookCopies); an answer no `when` can give
+// ("errored", which a pod that never started cannot report, and other ORs) comes from a
+// join task: the runner evaluating the node's subtree from the outcomes in the build's
+// state directory.
 //
 // This file holds that machinery and the dispatch over plan types; compile_leaf.go
 // compiles the steps that run (get, put, task, check, load_var, set_pipeline),
@@ -93,6 +95,8 @@ type handle struct {
 	success *cond
 	// join is the node's join task, made on first need.
 	join string
+	// failed, when set, are cheap conditions for "the node failed" (failedTerms).
+	failed []cond
 }
 
 // stub is the handle of a node that could not be compiled; the compiler has failed, so
@@ -157,6 +161,48 @@ func (c *compiler) joinFor(h *handle) string {
 	return h.join
 }
 
+// failedTerms are conditions of which one holds when h failed, and none when it did not:
+// `when` expressions over the outcomes of leaves, each reading only leaves that have run
+// when it holds (Tekton skips a task whose `when` reads a result nobody wrote). A hook
+// that runs when h failed is compiled once for each of them, instead of after a join
+// (hook): a failure is an OR of ways to fail, which no one `when` can say, and a join is
+// a pod on the critical path of every build, failed or not. nil when h has no such
+// conditions, or more than maxFailedTerms.
+func (c *compiler) failedTerms(h *handle) []cond {
+	if h.failed != nil {
+		return h.failed
+	}
+	if h.leaf != "" {
+		return []cond{c.test(h, onlyFailed)}
+	}
+	return nil
+}
+
+// maxFailedTerms bounds the ways to fail a node's failedTerms list; maxHookCopies
+// bounds the steps a hook compiled once for each of them adds to the Pipeline.
+const (
+	maxFailedTerms = 16
+	maxHookCopies  = 64
+)
+
+// seqFailed is failedTerms of nodes that run one after another, each once the one
+// before it succeeded (a do): the node fails when one of them fails, and only the one
+// that failed has run last. nil when one of them has none.
+func (c *compiler) seqFailed(nodes []*handle) []cond {
+	var terms []cond
+	for _, n := range nodes {
+		t := c.failedTerms(n)
+		if t == nil {
+			return nil
+		}
+		terms = append(terms, t...)
+	}
+	if len(terms) == 0 || len(terms) > maxFailedTerms {
+		return nil
+	}
+	return terms
+}
+
 // successOf is a cheap success condition for h, if it has one.
 func (c *compiler) successOf(h *handle) *cond {
 	if h.success != nil {
@@ -189,6 +235,9 @@ type compiler struct {
 	specs map[string]*runspec.Spec
 	// variants are the PipelineTasks' Task variants.
 	variants map[string]taskVariant
+	// failureHooks are the tasks of the on_failure hooks compiled once for each way
+	// their step can fail (hookCopies), by the hook node's plan ID.
+	failureHooks map[concourse.PlanID][]string
 	// fused is the task that holds the build's verdict after its step (fuseVerdict), if
 	// any, and fusedSpec that verdict's spec.
 	fused     string

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"maps"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 
@@ -16,23 +17,25 @@ func (c *compiler) do(p *concourse.Plan, e cond, sc scope) *handle {
 	steps := *p.Do
 	h := &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindDo, Steps: []runspec.Node{}}, name: "do", entry: e}
 	next := e
-	var last *handle
+	var children []*handle
 	for i := range steps {
 		child := c.compile(&steps[i], next, sc)
 		h.tree.Steps = append(h.tree.Steps, child.tree)
 		h.tasks = append(h.tasks, child.tasks...)
 		next = c.test(child, onlySuccess)
-		last = child
+		children = append(children, child)
 	}
-	if last == nil {
+	if len(children) == 0 {
 		// An empty do succeeds as soon as it starts.
 		h.success = &e
 		return h
 	}
+	last := children[len(children)-1]
 	h.name = last.name
 	if len(steps) == 1 {
 		h.leaf = last.leaf
 	}
+	h.failed = c.seqFailed(children)
 	// A child runs only if the one before it succeeded: the last one's success is the do's.
 	h.success = &next
 	return h
@@ -92,7 +95,42 @@ func (c *compiler) parallel(g group, e cond, sc scope) *handle {
 	if !g.slotted {
 		h.success = &success
 	}
+	if g.kind == runspec.KindInParallel && !g.failFast && g.entry == nil && g.scope == nil {
+		h.failed = parallelFailed(children)
+	}
 	return h
+}
+
+// parallelFailed is failedTerms of an in_parallel step whose children are leaves: it
+// fails when every child succeeded or failed and one failed (an error or an abort of
+// any child is the step's). Condition k holds when child k is the first that failed:
+// every child has run then, and written its outcome.
+func parallelFailed(children []*handle) []cond {
+	if len(children) == 0 || len(children) > maxFailedTerms {
+		return nil
+	}
+	for _, ch := range children {
+		if ch.leaf == "" {
+			return nil
+		}
+	}
+	terms := make([]cond, len(children))
+	for k := range children {
+		for j, ch := range children {
+			var values outcomes
+			switch {
+			case j < k:
+				values = onlySuccess
+			case j == k:
+				values = onlyFailed
+			default:
+				values = outcomes{runspec.Succeeded, runspec.Failed}
+			}
+			terms[k].when = append(terms[k].when, v1.WhenExpression{Input: outcomeOf(ch.leaf), Operator: "in", Values: values.values()})
+			terms[k].after = append(terms[k].after, ch.leaf)
+		}
+	}
+	return terms
 }
 
 // addLayer inserts a context layer into the specs of the steps of tasks, at depth (the
@@ -181,20 +219,45 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 		when, hsc.hookStatus = anyOutcome, ""
 		hsc = hsc.with(runspec.Layer{Kind: runspec.LayerDetach, ID: string(next.ID)})
 	}
-	hk := c.compile(next, c.test(inner, when), hsc)
+	var hk *handle
+	var copies []*handle
+	tasks := append([]string{}, inner.tasks...)
+	terms := c.failedTerms(inner)
+	if kind == runspec.KindOnFailure && terms != nil && len(terms)*planSteps(next) <= maxHookCopies {
+		// The hook once for each way the step can fail: at most one of them runs.
+		hk, copies = c.hookCopies(next, terms, hsc)
+		c.failureHooks[p.ID] = hk.tasks
+	} else {
+		hk = c.compile(next, c.test(inner, when), hsc)
+	}
+	tasks = append(tasks, hk.tasks...)
 	h := &handle{
 		tree:  runspec.Node{ID: string(p.ID), Kind: kind, Step: &inner.tree, Hook: &hk.tree},
 		name:  inner.name,
 		entry: e,
-		tasks: append(append([]string{}, inner.tasks...), hk.tasks...),
+		tasks: tasks,
 	}
 	switch kind {
 	case runspec.KindOnSuccess:
 		// The hook runs only on success, and its result is the step's.
 		h.success = c.successOf(hk)
+		// It fails when the step does, or when the hook does (it has run: the step
+		// succeeded).
+		if a, b := c.failedTerms(inner), c.failedTerms(hk); a != nil && b != nil && len(a)+len(b) <= maxFailedTerms {
+			h.failed = append(append([]cond{}, a...), b...)
+		}
 	case runspec.KindOnFailure, runspec.KindOnError, runspec.KindOnAbort:
 		// The hook cannot turn the step into a success, nor a success into anything else.
 		h.success = c.successOf(inner)
+		switch {
+		case kind != runspec.KindOnFailure:
+			// Its hook does not run when the step failed, and the step's outcome is the
+			// node's.
+			h.failed = terms
+		case copies != nil:
+			// It fails when its step failed and the hook that ran then did not error.
+			h.failed = failedThenHook(terms, copies)
+		}
 	case runspec.KindEnsure:
 		if a, b := c.successOf(inner), c.successOf(hk); a != nil && b != nil {
 			s := a.and(*b)
@@ -202,4 +265,47 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 		}
 	}
 	return h
+}
+
+// hookCopies compiles the hook next once for each of terms, of which at most one holds:
+// the handle's tasks are every copy's. The copies are the same steps (their plan IDs
+// too), so the handle's tree is the first copy's. An artifact the hook registers as an
+// image (producedBy) is left as it was before the hook: no one copy's fetch is the one
+// that ran.
+func (c *compiler) hookCopies(next *concourse.Plan, terms []cond, sc scope) (*handle, []*handle) {
+	images := maps.Clone(c.images)
+	copies := make([]*handle, len(terms))
+	var tasks []string
+	for i, term := range terms {
+		copies[i] = c.compile(next, term, sc)
+		tasks = append(tasks, copies[i].tasks...)
+	}
+	c.images = images
+	first := copies[0]
+	return &handle{tree: first.tree, name: first.name, entry: first.entry, tasks: tasks}, copies
+}
+
+// failedThenHook is failedTerms of an on_failure step whose hook copies (hookCopies) ran
+// under terms: its step failed, and the copy that ran then succeeded or failed (a hook
+// that errored or was aborted makes the node's outcome its own). nil unless each copy is
+// a leaf, whose outcome one `when` reads: it has run when its term holds.
+func failedThenHook(terms []cond, copies []*handle) []cond {
+	out := make([]cond, len(terms))
+	for i, hk := range copies {
+		if hk.leaf == "" {
+			return nil
+		}
+		out[i] = terms[i].and(cond{
+			when:  v1.WhenExpressions{{Input: outcomeOf(hk.leaf), Operator: "in", Values: outcomes{runspec.Succeeded, runspec.Failed}.values()}},
+			after: []string{hk.leaf},
+		})
+	}
+	return out
+}
+
+// planSteps counts the steps of p, composites included.
+func planSteps(p *concourse.Plan) int {
+	n := 0
+	p.Each(func(*concourse.Plan) { n++ })
+	return n
 }

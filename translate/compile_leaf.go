@@ -260,6 +260,7 @@ func (c *compiler) prepared(id string, before []*handle, step *handle) *handle {
 		tasks:   tasks,
 		success: &s,
 		step:    step.step,
+		failed:  c.seqFailed(append(append([]*handle{}, before...), step)),
 	}
 }
 

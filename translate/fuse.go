@@ -4,6 +4,7 @@ import (
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"k8s.io/apimachinery/pkg/selection"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -33,7 +34,8 @@ func (c *compiler) fusedVerdictTask(root runspec.Node) (string, bool) {
 		// is not for the files of the build's other pods.
 		return "", false
 	}
-	last := lastStep(root)
+	unless := map[string]bool{}
+	last := c.lastStep(root, unless)
 	if last.Kind != runspec.KindLeaf {
 		return "", false
 	}
@@ -60,31 +62,39 @@ func (c *compiler) fusedVerdictTask(root runspec.Node) (string, bool) {
 		}
 		name = pt.Name
 	}
-	if name == "" || !c.runsLast(name) {
+	if name == "" || !c.runsLast(name, unless) {
 		return "", false
 	}
 	return name, inline
 }
 
-// lastStep is the step of n that, when it runs, runs last and makes n's outcome its own:
-// the last step of a do, the hook of an on_success (it runs only once the step
-// succeeded), the step a timeout bounds. A put's implicit get is the hook of its
-// on_success.
-func lastStep(n runspec.Node) runspec.Node {
+// lastStep is the step of n whose success makes n's outcome a success, and after which,
+// when it succeeded, nothing of n runs: the last step of a do, the hook of an on_success
+// (it runs only once the step succeeded), the step a timeout bounds, the step of an
+// on_failure whose hook was compiled once for each way the step can fail (hookCopies):
+// none of those copies runs once that step succeeded, and their tasks go into unless. A
+// put's implicit get is the hook of its on_success.
+func (c *compiler) lastStep(n runspec.Node, unless map[string]bool) runspec.Node {
 	switch {
 	case n.Kind == runspec.KindDo && len(n.Steps) > 0:
-		return lastStep(n.Steps[len(n.Steps)-1])
+		return c.lastStep(n.Steps[len(n.Steps)-1], unless)
 	case (n.Kind == runspec.KindOnSuccess && n.Hook != nil):
-		return lastStep(*n.Hook)
+		return c.lastStep(*n.Hook, unless)
 	case n.Kind == runspec.KindTimeout && n.Step != nil:
-		return lastStep(*n.Step)
+		return c.lastStep(*n.Step, unless)
+	case n.Kind == runspec.KindOnFailure && n.Step != nil && c.failureHooks[concourse.PlanID(n.ID)] != nil:
+		for _, t := range c.failureHooks[concourse.PlanID(n.ID)] {
+			unless[t] = true
+		}
+		return c.lastStep(*n.Step, unless)
 	}
 	return n
 }
 
-// runsLast tells whether every other task of the build runs before the task name: its
-// dependencies as Tekton's DAG has them (runAfter, the results it reads) lead to each.
-func (c *compiler) runsLast(name string) bool {
+// runsLast tells whether every other task of the build runs before the task name (its
+// dependencies as Tekton's DAG has them, runAfter and the results it reads, lead to
+// each), but those in unless, which do not run once it succeeded.
+func (c *compiler) runsLast(name string, unless map[string]bool) bool {
 	deps := v1.PipelineTaskList(c.tasks).Deps()
 	before := map[string]bool{}
 	var visit func(string)
@@ -98,7 +108,7 @@ func (c *compiler) runsLast(name string) bool {
 	}
 	visit(name)
 	for _, pt := range c.tasks {
-		if pt.Name != name && !before[pt.Name] {
+		if pt.Name != name && !before[pt.Name] && !unless[pt.Name] {
 			return false
 		}
 	}

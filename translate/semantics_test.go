@@ -416,6 +416,20 @@ func TestSemanticsTable(t *testing.T) {
 		"ensure":                {ID: "9", Ensure: &concourse.EnsurePlan{Step: task("1"), Next: task("2")}},
 		"ensure on a composite": {ID: "9", Ensure: &concourse.EnsurePlan{Step: do("8", task("1"), task("3")), Next: task("2")}},
 		"hook on a composite":   {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8", task("1"), task("3")), Next: task("2")}},
+		// on_failure hooks compiled once for each way their step can fail.
+		"on_failure of in_parallel": {ID: "9", OnFailure: &concourse.OnFailurePlan{
+			Step: concourse.Plan{ID: "8", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("3"), task("4")}}}, Next: task("2")}},
+		"on_failure of a sequence": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8",
+			concourse.Plan{ID: "7", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("3")}, Limit: 1}},
+			concourse.Plan{ID: "6", OnSuccess: &concourse.OnSuccessPlan{Step: task("4"), Next: task("5")}}),
+			Next: do("a", task("2"), task("b"))}},
+		"nested on_failure": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8",
+			concourse.Plan{ID: "7", OnFailure: &concourse.OnFailurePlan{Step: do("6", task("1"), task("3")), Next: task("4")}}, task("5")),
+			Next: task("2")}},
+		"on_failure of on_error and on_abort": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8",
+			concourse.Plan{ID: "7", OnError: &concourse.OnErrorPlan{Step: task("1"), Next: task("3")}},
+			concourse.Plan{ID: "6", OnAbort: &concourse.OnAbortPlan{Step: task("4"), Next: task("5")}}),
+			Next: task("2")}},
 	}
 	for name, plan := range plans {
 		t.Run(name, func(t *testing.T) {

@@ -81,6 +81,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		mountsOf:       map[string]secretMount{},
 		secretsFor:     map[string][]secretMount{},
 		images:         map[string]string{},
+		failureHooks:   map[concourse.PlanID][]string{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
 	if c.err != nil {
