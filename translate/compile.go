@@ -95,8 +95,10 @@ type handle struct {
 	success *cond
 	// join is the node's join task, made on first need.
 	join string
-	// failed, when set, are cheap conditions for "the node failed" (failedTerms).
-	failed []cond
+	// failedBy, when set, makes the node's failedTerms, on first need (most nodes are
+	// never asked).
+	failedBy func() []cond
+	failed   []cond
 }
 
 // stub is the handle of a node that could not be compiled; the compiler has failed, so
@@ -169,6 +171,9 @@ func (c *compiler) joinFor(h *handle) string {
 // a pod on the critical path of every build, failed or not. nil when h has no such
 // conditions, or more than maxFailedTerms.
 func (c *compiler) failedTerms(h *handle) []cond {
+	if h.failedBy != nil {
+		h.failed, h.failedBy = h.failedBy(), nil
+	}
 	if h.failed != nil {
 		return h.failed
 	}

@@ -35,7 +35,7 @@ func (c *compiler) do(p *concourse.Plan, e cond, sc scope) *handle {
 	if len(steps) == 1 {
 		h.leaf = last.leaf
 	}
-	h.failed = c.seqFailed(children)
+	h.failedBy = func() []cond { return c.seqFailed(children) }
 	// A child runs only if the one before it succeeded: the last one's success is the do's.
 	h.success = &next
 	return h
@@ -96,7 +96,7 @@ func (c *compiler) parallel(g group, e cond, sc scope) *handle {
 		h.success = &success
 	}
 	if g.kind == runspec.KindInParallel && !g.failFast && g.entry == nil && g.scope == nil {
-		h.failed = parallelFailed(children)
+		h.failedBy = func() []cond { return parallelFailed(children) }
 	}
 	return h
 }
@@ -222,8 +222,11 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 	var hk *handle
 	var copies []*handle
 	tasks := append([]string{}, inner.tasks...)
-	terms := c.failedTerms(inner)
-	if kind == runspec.KindOnFailure && terms != nil && len(terms)*planSteps(next) <= maxHookCopies {
+	var terms []cond
+	if kind == runspec.KindOnFailure {
+		terms = c.failedTerms(inner)
+	}
+	if terms != nil && len(terms)*planSteps(next) <= maxHookCopies {
 		// The hook once for each way the step can fail: at most one of them runs.
 		hk, copies = c.hookCopies(next, terms, hsc)
 		c.failureHooks[p.ID] = hk.tasks
@@ -243,8 +246,11 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 		h.success = c.successOf(hk)
 		// It fails when the step does, or when the hook does (it has run: the step
 		// succeeded).
-		if a, b := c.failedTerms(inner), c.failedTerms(hk); a != nil && b != nil && len(a)+len(b) <= maxFailedTerms {
-			h.failed = append(append([]cond{}, a...), b...)
+		h.failedBy = func() []cond {
+			if a, b := c.failedTerms(inner), c.failedTerms(hk); a != nil && b != nil && len(a)+len(b) <= maxFailedTerms {
+				return append(append([]cond{}, a...), b...)
+			}
+			return nil
 		}
 	case runspec.KindOnFailure, runspec.KindOnError, runspec.KindOnAbort:
 		// The hook cannot turn the step into a success, nor a success into anything else.
@@ -253,10 +259,10 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 		case kind != runspec.KindOnFailure:
 			// Its hook does not run when the step failed, and the step's outcome is the
 			// node's.
-			h.failed = terms
+			h.failedBy = func() []cond { return c.failedTerms(inner) }
 		case copies != nil:
 			// It fails when its step failed and the hook that ran then did not error.
-			h.failed = failedThenHook(terms, copies)
+			h.failedBy = func() []cond { return failedThenHook(terms, copies) }
 		}
 	case runspec.KindEnsure:
 		if a, b := c.successOf(inner), c.successOf(hk); a != nil && b != nil {

@@ -254,13 +254,13 @@ func (c *compiler) prepared(id string, before []*handle, step *handle) *handle {
 	}
 	s := c.test(step, onlySuccess)
 	return &handle{
-		tree:    runspec.Node{ID: id, Kind: runspec.KindDo, Steps: steps},
-		name:    step.name,
-		entry:   before[0].entry,
-		tasks:   tasks,
-		success: &s,
-		step:    step.step,
-		failed:  c.seqFailed(append(append([]*handle{}, before...), step)),
+		tree:     runspec.Node{ID: id, Kind: runspec.KindDo, Steps: steps},
+		name:     step.name,
+		entry:    before[0].entry,
+		tasks:    tasks,
+		success:  &s,
+		step:     step.step,
+		failedBy: func() []cond { return c.seqFailed(append(append([]*handle{}, before...), step)) },
 	}
 }
 

@@ -412,9 +412,10 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 			}
 		}
 	}
-	// The jobs compile, and their objects render, at the same time; what each made is
-	// then taken in their order, so that the output, the warnings and the error that
-	// stops the conversion are those of a conversion one job after another.
+	// The jobs compile, and their Pipelines and PipelineRuns render, at the same time;
+	// what each made is then taken in their order, so that the output, the warnings and
+	// the error that stops the conversion are those of a conversion one job after
+	// another.
 	compiled := make([]compiledJob, len(jobs))
 	parallel.ForEach(len(jobs), 1, func() func(int) {
 		var scratch []byte
@@ -443,14 +444,19 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 			fmt.Fprintf(s.err, "warning: %s\n", stepWarning(p, b.Paths, name, w))
 		}
 		c.jobs++
-		for k, t := range r.Tasks {
+		for _, t := range r.Tasks {
 			if !taken[t.Name] {
 				taken[t.Name] = true
-				tasks, taskDocs = append(tasks, t), append(taskDocs, compiled[i].docs[k])
+				// A step Task's document was rendered once for the process.
+				doc, err := translate.ObjectYAML(t)
+				if err != nil {
+					return nil, fmt.Errorf("job %s: %w", name, err)
+				}
+				tasks, taskDocs = append(tasks, t), append(taskDocs, doc)
 			}
 		}
-		pipelines, pipelineDocs = append(pipelines, r.Pipeline), append(pipelineDocs, compiled[i].docs[len(r.Tasks)])
-		runs, runDocs = append(runs, r.PipelineRun), append(runDocs, compiled[i].docs[len(r.Tasks)+1])
+		pipelines, pipelineDocs = append(pipelines, r.Pipeline), append(pipelineDocs, compiled[i].docs[0])
+		runs, runDocs = append(runs, r.PipelineRun), append(runDocs, compiled[i].docs[1])
 		c.secrets = append(c.secrets, r.Secrets...)
 	}
 	c.objects = slices.Concat(tasks, pipelines, runs)
@@ -462,8 +468,8 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 }
 
 // compiledJob is a job's build plan, what Translate made of it and the YAML documents of
-// its Tasks, Pipeline and PipelineRun, in that order; err is the planner's when build is
-// nil, else the translator's.
+// its Pipeline and PipelineRun (its Tasks, the process's step Tasks, are rendered once a
+// process); err is the planner's when build is nil, else the translator's.
 type compiledJob struct {
 	build  *planner.Build
 	result *translate.Result
@@ -471,9 +477,9 @@ type compiledJob struct {
 	err    error
 }
 
-// compileJob plans a build of the job, translates it and renders what it made, in
-// *scratch (a buffer the caller's goroutine reuses). It reads p and opts only, so that
-// jobs compile at the same time.
+// compileJob plans a build of the job, translates it and renders its Pipeline and
+// PipelineRun, in *scratch (a buffer the caller's goroutine reuses). It reads p and opts
+// only, so that jobs compile at the same time.
 func compileJob(p *concourse.Pipeline, opts translate.Options, job string, scratch *[]byte) compiledJob {
 	b, err := planner.PlanBuild(p, job, planner.Options{ManuallyTriggered: true})
 	if err != nil {
@@ -485,12 +491,8 @@ func compileJob(p *concourse.Pipeline, opts translate.Options, job string, scrat
 	if err != nil {
 		return compiledJob{build: &b, result: r, err: err}
 	}
-	objects := make([]any, 0, len(r.Tasks)+2)
-	for _, t := range r.Tasks {
-		objects = append(objects, t)
-	}
-	docs := make([][]byte, 0, len(objects)+2)
-	for _, obj := range append(objects, r.Pipeline, r.PipelineRun) {
+	docs := make([][]byte, 0, 2)
+	for _, obj := range []any{r.Pipeline, r.PipelineRun} {
 		if *scratch, err = translate.AppendYAML((*scratch)[:0], obj); err != nil {
 			return compiledJob{build: &b, result: r, err: err}
 		}
