@@ -475,3 +475,50 @@ func TestSemanticsRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureHookPods: a job of steps in sequence (an in_parallel of gets among them)
+// with a job-level on_failure hook runs, when it succeeds, its steps' pods alone: the
+// hook, compiled once for each way to fail, is skipped, no join runs, and the last
+// step's pod holds the verdict. When a step fails, the hook runs once.
+func TestFailureHookPods(t *testing.T) {
+	task := func(id string) concourse.Plan {
+		return concourse.Plan{ID: concourse.PlanID(id), Task: &concourse.TaskPlan{Name: "t" + id, Config: leafConfig}}
+	}
+	steps := concourse.DoPlan{
+		{ID: "3", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("2")}}},
+		task("4"), task("5"),
+	}
+	plan := concourse.Plan{ID: "9", OnFailure: &concourse.OnFailurePlan{Step: concourse.Plan{ID: "6", Do: &steps}, Next: task("7")}}
+	r, err := translate.Translate(plan, translate.Options{Pipeline: "p", Job: "j"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	copies, fused := 0, ""
+	for _, pt := range r.Pipeline.Spec.Tasks {
+		for _, p := range pt.Params {
+			switch {
+			case p.Name == "spec" && strings.Contains(p.Value.StringVal, `"mode":"join"`):
+				t.Errorf("task %s is a join", pt.Name)
+			case p.Name == "spec" && strings.Contains(p.Value.StringVal, `"plan_id":"7"`):
+				copies++
+			case p.Name == runspec.ParamVerdictSpec:
+				fused = pt.Name
+			}
+		}
+	}
+	if copies != 4 || fused != "task-t5" {
+		t.Errorf("%d copies of the hook (want one for each of the 4 steps that can fail), verdict held by %q (want task-t5)", copies, fused)
+	}
+	for _, failing := range []string{"", "1", "2", "4", "5"} {
+		outcomes := map[string]runspec.Outcome{"1": runspec.Succeeded, "2": runspec.Succeeded, "4": runspec.Succeeded, "5": runspec.Succeeded, "7": runspec.Succeeded}
+		if failing != "" {
+			outcomes[failing] = runspec.Failed
+		}
+		ran, _ := simulate(t, r, outcomes)
+		hooks := strings.Count(strings.Join(ran, " "), "7")
+		if want := map[bool]int{true: 0, false: 1}[failing == ""]; hooks != want {
+			t.Errorf("step %q failed: the hook ran %d times, want %d (ran %v)", failing, hooks, want, ran)
+		}
+		checkPlan(t, plan, outcomes)
+	}
+}
