@@ -234,6 +234,16 @@ func (p *Plan) Each(f func(*Plan)) {
 	}
 }
 
+// EachStep calls f on p and every step nested in it, as Each does, but not on the
+// checks and gets of the images of resource types (TypeImage), which fetch what a step
+// runs in.
+func (p *Plan) EachStep(f func(*Plan)) {
+	f(p)
+	for _, c := range p.steps(nil) {
+		c.EachStep(f)
+	}
+}
+
 // children returns the plans directly nested in p, image sub-plans included.
 func (p *Plan) children() []*Plan {
 	var out []*Plan
@@ -252,6 +262,13 @@ func (p *Plan) children() []*Plan {
 		addImage(&p.Put.TypeImage)
 	case p.Check != nil:
 		addImage(&p.Check.TypeImage)
+	}
+	return p.steps(out)
+}
+
+// steps appends to out the steps directly nested in p.
+func (p *Plan) steps(out []*Plan) []*Plan {
+	switch {
 	case p.Do != nil:
 		for i := range *p.Do {
 			out = append(out, &(*p.Do)[i])

@@ -309,9 +309,15 @@ func failedThenHook(terms []cond, copies []*handle) []cond {
 	return out
 }
 
-// planSteps counts the steps of p, composites included.
+// planSteps counts the steps of p, composites included, for maxHookCopies: an across
+// step counts for all of them, as its substeps are not counted here.
 func planSteps(p *concourse.Plan) int {
 	n := 0
-	p.Each(func(*concourse.Plan) { n++ })
+	p.EachStep(func(s *concourse.Plan) {
+		n++
+		if s.Across != nil {
+			n += maxHookCopies
+		}
+	})
 	return n
 }
