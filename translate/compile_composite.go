@@ -96,38 +96,67 @@ func (c *compiler) parallel(g group, e cond, sc scope) *handle {
 		h.success = &success
 	}
 	if g.kind == runspec.KindInParallel && !g.failFast && g.entry == nil && g.scope == nil {
-		h.failedBy = func() []cond { return parallelFailed(children) }
+		h.failedBy = func() []cond { return c.parallelFailed(children) }
 	}
 	return h
 }
 
-// parallelFailed is failedTerms of an in_parallel step whose children are leaves: it
-// fails when every child succeeded or failed and one failed (an error or an abort of
-// any child is the step's). Condition k holds when child k is the first that failed:
-// every child has run then, and written its outcome.
-func parallelFailed(children []*handle) []cond {
-	if len(children) == 0 || len(children) > maxFailedTerms {
+// parallelFailed is failedTerms of an in_parallel step: it fails when every child
+// succeeded or failed and one failed (an error or an abort of any child is the step's).
+// The conditions for child k being the first that failed are every way of: each child
+// before it succeeded, it failed, and each one after it succeeded or failed (for a leaf,
+// one `when`). Every child has then ended, and written what they read. nil when a child
+// has no cheap success or failure conditions, or when they would be more than
+// maxFailedTerms.
+func (c *compiler) parallelFailed(children []*handle) []cond {
+	if len(children) == 0 {
 		return nil
 	}
-	for _, ch := range children {
-		if ch.leaf == "" {
+	success := make([]cond, len(children))
+	failed := make([][]cond, len(children))
+	ended := make([][]cond, len(children)) // succeeded or failed
+	for j, ch := range children {
+		s, f := c.successOf(ch), c.failedTerms(ch)
+		if s == nil || f == nil {
 			return nil
 		}
+		success[j], failed[j] = *s, f
+		if ch.leaf != "" {
+			ended[j] = []cond{{
+				when:  v1.WhenExpressions{{Input: outcomeOf(ch.leaf), Operator: "in", Values: outcomes{runspec.Succeeded, runspec.Failed}.values()}},
+				after: []string{ch.leaf},
+			}}
+		} else {
+			ended[j] = append([]cond{*s}, f...)
+		}
 	}
-	terms := make([]cond, len(children))
+	var terms []cond
 	for k := range children {
-		for j, ch := range children {
-			var values outcomes
+		ways := []cond{{}}
+		for j := range children {
+			var choices []cond
 			switch {
 			case j < k:
-				values = onlySuccess
+				choices = []cond{success[j]}
 			case j == k:
-				values = onlyFailed
+				choices = failed[j]
 			default:
-				values = outcomes{runspec.Succeeded, runspec.Failed}
+				choices = ended[j]
 			}
-			terms[k].when = append(terms[k].when, v1.WhenExpression{Input: outcomeOf(ch.leaf), Operator: "in", Values: values.values()})
-			terms[k].after = append(terms[k].after, ch.leaf)
+			if len(ways)*len(choices) > maxFailedTerms {
+				return nil
+			}
+			var next []cond
+			for _, w := range ways {
+				for _, ch := range choices {
+					next = append(next, w.and(ch))
+				}
+			}
+			ways = next
+		}
+		terms = append(terms, ways...)
+		if len(terms) > maxFailedTerms {
+			return nil
 		}
 	}
 	return terms
