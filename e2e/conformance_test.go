@@ -135,6 +135,23 @@ var conformanceScenarios = []scenario{
 		notWant: []string{"hook: job on_failure"},
 	},
 
+	// A job's on_failure hook, compiled once for each way the plan can fail: a build that
+	// succeeds runs its three steps' pods and nothing else (the last one holds the
+	// verdict); one that fails runs the hook once.
+	{
+		name: "hooks/on_failure-copies-skipped", file: "hooks.yml", job: "notifies", vars: []string{"fail=none"}, wantExit: 0,
+		want: []string{"step a", "step b", "step c"}, notWant: []string{"hook: job on_failure"},
+		check: taskRunCount(3, ""),
+	},
+	{
+		name: "hooks/on_failure-copy-runs", file: "hooks.yml", job: "notifies", vars: []string{"fail=b"}, wantExit: 1,
+		want: []string{"step a", "step b", "hook: job on_failure"}, notWant: []string{"step c"},
+		check: func(t *testing.T, ns, pr string) {
+			taskRunCount(1, "task-notify")(t, ns, pr)
+			taskRunCount(0, "join-")(t, ns, pr)
+		},
+	},
+
 	// try swallows failures and errors, not aborts.
 	{
 		name: "try/failure-and-error", file: "try.yml", job: "swallows", wantExit: 0,
