@@ -48,6 +48,10 @@ bench: ## Run the benchmarks, several times, and summarise them with benchstat.
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(BENCHCOUNT) $(PKGS) | tee $(BIN)/bench.txt
 	$(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da $(BIN)/bench.txt
 
+.PHONY: bench-check
+bench-check: ## Run every hermetic benchmark once, as CI does, so that none breaks unseen (half a minute).
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 $(PKGS)
+
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME each (default 30s).
 	@set -e; for pkg in $$($(GO) list $(PKGS)); do \

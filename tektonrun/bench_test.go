@@ -165,6 +165,8 @@ func setPlanID(tb testing.TB, tr *v1.TaskRun, id string) {
 func synthLog(step string, lines int) []byte {
 	start := time.Date(2026, 11, 21, 2, 19, 0, 0, time.UTC)
 	var b bytes.Buffer
+	// A task's runner says when its process starts, before the process's first line.
+	b.WriteString(start.Format(time.RFC3339Nano) + " " + runspec.StartMark)
 	for i := 0; i < lines; i++ {
 		b.WriteString(start.Add(time.Duration(i) * time.Millisecond).Format(time.RFC3339Nano))
 		fmt.Fprintf(&b, " %s: compiling package %05d of 10000, the kind of line a build writes\n", step, i)
@@ -256,7 +258,7 @@ func mapBuild(b *testing.B) (*synthBuild, map[string][]LogLine, int64) {
 	var size int64
 	for step, data := range sb.logs {
 		lines, err := followerLines(data)
-		if err != nil || len(lines) != mapLines {
+		if err != nil || len(lines) != mapLines+1 {
 			b.Fatalf("%s: %d lines, %v", step, len(lines), err)
 		}
 		logs[step] = lines
@@ -275,7 +277,7 @@ func BenchmarkMapBaselineReadLogs(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		for step, data := range sb.logs {
 			lines, err := followerLines(data)
-			if err != nil || len(lines) != mapLines {
+			if err != nil || len(lines) != mapLines+1 {
 				b.Fatalf("%s: %d lines, %v", step, len(lines), err)
 			}
 		}
@@ -343,7 +345,7 @@ func BenchmarkMapIncremental(b *testing.B) {
 				so.Log = logs[step][:n]
 				deliver()
 			}
-			so.TaskRun, so.LogDone = sb.taskRuns[step], true
+			so.Log, so.TaskRun, so.LogDone = logs[step], sb.taskRuns[step], true
 			deliver()
 		}
 		obs.Run = sb.run
