@@ -35,10 +35,15 @@ import (
 type cond struct {
 	when  v1.WhenExpressions
 	after []string
+	// failing, in a condition of failedTerms, is the leaf whose failure it says.
+	failing string
 }
 
 func (c cond) and(o cond) cond {
-	out := cond{when: append(append(v1.WhenExpressions{}, c.when...), o.when...)}
+	out := cond{when: append(append(v1.WhenExpressions{}, c.when...), o.when...), failing: c.failing}
+	if out.failing == "" {
+		out.failing = o.failing
+	}
 	seen := map[string]bool{}
 	for _, a := range append(append([]string{}, c.after...), o.after...) {
 		if !seen[a] {
@@ -178,7 +183,9 @@ func (c *compiler) failedTerms(h *handle) []cond {
 		return h.failed
 	}
 	if h.leaf != "" {
-		return []cond{c.test(h, onlyFailed)}
+		t := c.test(h, onlyFailed)
+		t.failing = h.leaf
+		return []cond{t}
 	}
 	return nil
 }
@@ -240,6 +247,9 @@ type compiler struct {
 	specs map[string]*runspec.Spec
 	// variants are the PipelineTasks' Task variants.
 	variants map[string]taskVariant
+	// nameSuffix, while a copy of an on_failure hook compiles (hookCopies), ends the
+	// names of its tasks: what the copy is for.
+	nameSuffix string
 	// failureHooks are the tasks of the on_failure hooks compiled once for each way
 	// their step can fail (hookCopies), by the hook node's plan ID.
 	failureHooks map[concourse.PlanID][]string
@@ -317,6 +327,9 @@ func (c *compiler) origin(id concourse.PlanID) concourse.PlanID {
 
 // taskName returns a unique, readable PipelineTask name.
 func (c *compiler) taskName(base string) string {
+	if c.nameSuffix != "" {
+		base += "-" + c.nameSuffix
+	}
 	name := labelName(base)
 	for i := 2; c.names[name]; i++ {
 		name = labelName(fmt.Sprintf("%s-%d", base, i))

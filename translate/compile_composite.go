@@ -308,14 +308,19 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 // image (producedBy) is left as it was before the hook: no one copy's fetch is the one
 // that ran.
 func (c *compiler) hookCopies(next *concourse.Plan, terms []cond, sc scope) (*handle, []*handle) {
-	images := maps.Clone(c.images)
+	images, suffix := maps.Clone(c.images), c.nameSuffix
 	copies := make([]*handle, len(terms))
 	var tasks []string
 	for i, term := range terms {
+		if len(terms) > 1 {
+			// The copy's tasks say which step's failure they follow (the first
+			// failing child's leaf, for an in_parallel): tkn lists them all, one run.
+			c.nameSuffix = "if-" + term.failing + "-failed"
+		}
 		copies[i] = c.compile(next, term, sc)
 		tasks = append(tasks, copies[i].tasks...)
 	}
-	c.images = images
+	c.images, c.nameSuffix = images, suffix
 	first := copies[0]
 	return &handle{tree: first.tree, name: first.name, entry: first.entry, tasks: tasks}, copies
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -497,21 +498,24 @@ func TestFailureHookPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copies, fused := 0, ""
+	var copies []string
+	fused := ""
 	for _, pt := range r.Pipeline.Spec.Tasks {
 		for _, p := range pt.Params {
 			switch {
 			case p.Name == "spec" && strings.Contains(p.Value.StringVal, `"mode":"join"`):
 				t.Errorf("task %s is a join", pt.Name)
 			case p.Name == "spec" && strings.Contains(p.Value.StringVal, `"plan_id":"7"`):
-				copies++
+				copies = append(copies, pt.Name)
 			case p.Name == runspec.ParamVerdictSpec:
 				fused = pt.Name
 			}
 		}
 	}
-	if copies != 4 || fused != "task-t5" {
-		t.Errorf("%d copies of the hook (want one for each of the 4 steps that can fail), verdict held by %q (want task-t5)", copies, fused)
+	// A copy of the hook for each of the 4 steps that can fail, named after it.
+	want := []string{"task-t7-if-task-t1-failed", "task-t7-if-task-t2-failed", "task-t7-if-task-t4-failed", "task-t7-if-task-t5-failed"}
+	if !slices.Equal(copies, want) || fused != "task-t5" {
+		t.Errorf("copies of the hook %q, want %q; verdict held by %q, want task-t5", copies, want, fused)
 	}
 	for _, failing := range []string{"", "1", "2", "4", "5"} {
 		outcomes := map[string]runspec.Outcome{"1": runspec.Succeeded, "2": runspec.Succeeded, "4": runspec.Succeeded, "5": runspec.Succeeded, "7": runspec.Succeeded}
