@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
@@ -233,5 +234,37 @@ func TestDecodeDirectDuplicateKeys(t *testing.T) {
 		if took["jobs"] != 0 {
 			t.Errorf("%s: the direct decoder took a job with a key given twice", doc)
 		}
+	}
+}
+
+// TestTreeFacts: the tree's facts see every string the walks for "{{" and "((" would
+// look at (values, keys, what an alias or a merge key brings), so that skipping a walk
+// for a tree without any changes nothing.
+func TestTreeFacts(t *testing.T) {
+	for _, tc := range []struct {
+		yaml            string
+		templates, vars bool
+	}{
+		{"a: b\nc: [1, true, x]\n", false, false},
+		{"a: 'x {{y}}'\n", true, false},
+		{"a: '((y))'\n", false, true},
+		{"((k)): v\n", false, true},
+		{"a: &x {b: '((y))'}\nc: *x\n", false, true},
+		{"base: &b {k: 'say {{it}}'}\nm: {<<: *b}\n", true, false},
+		{"a: \"\\x7b\\x7bhex}}\"\n", true, false},
+		{"'{{k}}': v\n", false, false}, // keys are not templates
+	} {
+		_, facts, diags := parseTreeFacts("facts.yml", []byte(tc.yaml))
+		if len(diags.Errors()) > 0 {
+			t.Fatalf("%q: %v", tc.yaml, diags)
+		}
+		if facts.templates != tc.templates || facts.vars != tc.vars {
+			t.Errorf("%q: templates %v vars %v, want %v %v", tc.yaml, facts.templates, facts.vars, tc.templates, tc.vars)
+		}
+	}
+	// What the walks report is still reported.
+	_, diags := ParsePipeline("p.yml", []byte("jobs:\n- name: j\n  plan:\n  - task: t\n    params: {A: 'x {{old}}'}\n    config: {platform: linux, rootfs_uri: docker:///b, run: {path: x}}\n"), nil)
+	if errs := diags.Errors(); len(errs) != 1 || !strings.Contains(errs[0].Message, "old-style template {{old}}") {
+		t.Errorf("an old-style template: %v", diags)
 	}
 }

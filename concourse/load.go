@@ -90,7 +90,7 @@ func ParsePipeline(file string, data []byte, static vars.Variables) (*Pipeline, 
 // decodePipeline reads the document into p.Config. decoded reports whether every value
 // decoded (unknown keys aside), so that validation can run.
 func decodePipeline(file string, data []byte, static vars.Variables) (p *Pipeline, diags Diagnostics, decoded bool) {
-	tree, diags := parseTree(file, data)
+	tree, facts, diags := parseTreeFacts(file, data)
 	if tree == nil {
 		return nil, diags, false
 	}
@@ -101,17 +101,21 @@ func decodePipeline(file string, data []byte, static vars.Variables) (p *Pipelin
 		}
 		return p, append(diags, p.Diagnostic(SeverityError, nil, "a pipeline must be a map with jobs, resources and so on")), false
 	}
-	diags = append(diags, p.checkOldTemplates(tree, nil)...)
-	if len(diags.Errors()) > 0 {
-		return p, diags, false
+	// The walks look at strings with "{{" and "((" alone: a tree without any is skipped.
+	if facts.templates {
+		diags = append(diags, p.checkOldTemplates(tree, nil)...)
+		if len(diags.Errors()) > 0 {
+			return p, diags, false
+		}
 	}
-	if static == nil {
-		static = vars.StaticVariables{}
-	}
-	ds := p.interpolate(tree, nil, static)
-	diags = append(diags, ds...)
-	if len(diags.Errors()) > 0 {
-		return p, diags, false
+	if facts.vars {
+		if static == nil {
+			static = vars.StaticVariables{}
+		}
+		diags = append(diags, p.interpolate(tree, nil, static)...)
+		if len(diags.Errors()) > 0 {
+			return p, diags, false
+		}
 	}
 
 	kept := tree.entries[:0:0]

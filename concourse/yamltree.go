@@ -94,6 +94,8 @@ type treeBuilder struct {
 	// outerAlias is the outermost alias being expanded. A limit crossed inside it is
 	// reported there, where the document uses it, rather than inside its anchor.
 	outerAlias *yaml.Node
+	// facts are what the strings built so far hold.
+	facts treeFacts
 	// over is set once a limit is crossed; the rest of the document is then skipped.
 	over     bool
 	reported map[reportKey]bool
@@ -109,38 +111,60 @@ var bom = []byte("\xef\xbb\xbf")
 // parseTree parses one YAML document into a node tree. Problems that make the document
 // unusable are returned as diagnostics (duplicate keys among them, as fly reports them).
 func parseTree(file string, data []byte) (*node, Diagnostics) {
+	n, _, diags := parseTreeFacts(file, data)
+	return n, diags
+}
+
+// treeFacts say what a tree's strings hold, for the walks that look for it to skip a
+// tree without any.
+type treeFacts struct {
+	// templates: a string value holds "{{" (checkOldTemplates); vars: a string value or
+	// a key holds "((" (interpolate).
+	templates, vars bool
+}
+
+// parseTreeFacts is parseTree, with what the tree's strings hold.
+func parseTreeFacts(file string, data []byte) (*node, treeFacts, Diagnostics) {
+	n, b, diags := parseTreeBuilder(file, data)
+	if b == nil {
+		return n, treeFacts{}, diags
+	}
+	return n, b.facts, diags
+}
+
+func parseTreeBuilder(file string, data []byte) (*node, *treeBuilder, Diagnostics) {
 	size := len(data)
 	data = bytes.TrimPrefix(data, bom)
 	if size > maxFileBytes {
-		return nil, Diagnostics{{File: file, Pos: posAt(data, maxFileBytes-(size-len(data))),
+		return nil, nil, Diagnostics{{File: file, Pos: posAt(data, maxFileBytes-(size-len(data))),
 			Message: fmt.Sprintf("the file is %s, over the loader's limit of %s for a file (reached here)", byteSize(size), byteSize(maxFileBytes))}}
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if err.Error() == "EOF" {
-			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, nil
+			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, nil, nil
 		}
-		return nil, Diagnostics{yamlErrorDiagnostic(file, data, err)}
+		return nil, nil, Diagnostics{yamlErrorDiagnostic(file, data, err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, Diagnostics{{File: file, Pos: Pos{Line: extra.Line, Col: extra.Column},
+		return nil, nil, Diagnostics{{File: file, Pos: Pos{Line: extra.Line, Col: extra.Column},
 			Message: "more than one YAML document: a pipeline is a single document (remove the '---' separator)"}}
 	}
 	b := &treeBuilder{file: file, expanding: map[*yaml.Node]bool{}}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
-			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, nil
+			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, nil, nil
 		}
 		root = root.Content[0]
 	}
 	n := b.build(root)
 	if len(b.diags.Errors()) > 0 {
-		return nil, b.diags
+		return nil, nil, b.diags
 	}
-	return n, b.diags
+	return n, b, b.diags
 }
 
 // posAt is the position of the byte at offset in data; columns count characters, as the
@@ -235,9 +259,12 @@ func (b *treeBuilder) build(y *yaml.Node) *node {
 			b.errorf(posOf(y), "%v", err)
 		}
 		n := &node{kind: scalarNode, pos: posOf(y), scalar: v}
-		switch v.(type) {
+		switch v := v.(type) {
 		case bool, int64, uint64, float64:
 			n.raw = y.Value
+		case string:
+			b.facts.templates = b.facts.templates || strings.Contains(v, "{{")
+			b.facts.vars = b.facts.vars || strings.Contains(v, "((")
 		}
 		return n
 	case yaml.DocumentNode:
@@ -305,6 +332,7 @@ func (b *treeBuilder) buildMap(y *yaml.Node) *node {
 			continue
 		}
 		seen[key] = k.Line
+		b.facts.vars = b.facts.vars || strings.Contains(key, "((")
 		n.entries = append(n.entries, entry{key: key, keyPos: posOf(k), value: b.build(v)})
 	}
 	// Keys written in the map win over merged ones; among merged maps the first wins.
