@@ -298,8 +298,30 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 			s := a.and(*b)
 			h.success = &s
 		}
+		h.failedBy = func() []cond { return c.ensureFailed(inner, hk) }
 	}
 	return h
+}
+
+// ensureFailed is failedTerms of a step with an ensure hook, a leaf: it fails when the
+// step failed and the hook succeeded or failed, or when the step succeeded and the hook
+// failed (an error or an abort of either is the node's). The hook runs once the step
+// ended, whatever its outcome, and has then written its own.
+func (c *compiler) ensureFailed(inner, hk *handle) []cond {
+	stepFailed, stepSucceeded := c.failedTerms(inner), c.successOf(inner)
+	if stepFailed == nil || stepSucceeded == nil || hk.leaf == "" || len(stepFailed) >= maxFailedTerms {
+		return nil
+	}
+	hookIn := func(s outcomes) cond {
+		return cond{when: v1.WhenExpressions{{Input: outcomeOf(hk.leaf), Operator: "in", Values: s.values()}}, after: []string{hk.leaf}}
+	}
+	var terms []cond
+	for _, t := range stepFailed {
+		terms = append(terms, t.and(hookIn(outcomes{runspec.Succeeded, runspec.Failed})))
+	}
+	last := stepSucceeded.and(hookIn(onlyFailed))
+	last.failing = hk.leaf
+	return append(terms, last)
 }
 
 // hookCopies compiles the hook next once for each of terms, of which at most one holds:

@@ -431,6 +431,9 @@ func TestSemanticsTable(t *testing.T) {
 			Step: concourse.Plan{ID: "8", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{
 				do("7", task("3"), task("4")), task("1"), {ID: "6", OnSuccess: &concourse.OnSuccessPlan{Step: task("5"), Next: task("a")}}}}},
 			Next: task("2")}},
+		"on_failure of ensure": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8",
+			concourse.Plan{ID: "7", Ensure: &concourse.EnsurePlan{Step: do("6", task("1"), task("3")), Next: task("4")}}, task("5")),
+			Next: task("2")}},
 		"on_failure of on_error and on_abort": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8",
 			concourse.Plan{ID: "7", OnError: &concourse.OnErrorPlan{Step: task("1"), Next: task("3")}},
 			concourse.Plan{ID: "6", OnAbort: &concourse.OnAbortPlan{Step: task("4"), Next: task("5")}}),
