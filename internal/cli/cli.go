@@ -45,9 +45,9 @@ var commands = []struct {
 
 // newRoot is the root command for args. A command line that names one of commands gets
 // that command alone, and one that pipelinecmd handles (validate, plan, the version)
-// none: making a command's flags is most of the work before it runs, and none of the
-// others' is needed. Any other (help, a mistake) gets them all, so that help lists them
-// and a misspelt name is suggested.
+// those of pipelinecmd: making a command's flags is most of the work before it runs, and
+// none of the others' is needed. Any other (help, a mistake) gets them all, so that help
+// lists them and a misspelt name is suggested.
 func newRoot(s *streams, args []string) *cobra.Command {
 	if pipelinecmd.Handles(args) {
 		return pipelinecmd.NewRoot(s.pipelines())
@@ -55,7 +55,7 @@ func newRoot(s *streams, args []string) *cobra.Command {
 	var made []*cobra.Command
 	for _, c := range commands {
 		if len(args) > 0 && args[0] == c.name {
-			return pipelinecmd.NewRoot(s.pipelines(), c.make(s))
+			return pipelinecmd.NewBareRoot(c.make(s))
 		}
 		made = append(made, c.make(s))
 	}

@@ -265,6 +265,14 @@ func (e *ExitError) Unwrap() error { return e.Err }
 
 // NewRoot is the concourse-tekton command with validate, plan and the commands given.
 func NewRoot(s *Streams, commands ...*cobra.Command) *cobra.Command {
+	root := NewBareRoot(commands...)
+	root.AddCommand(NewValidate(s), NewPlan(s))
+	return root
+}
+
+// NewBareRoot is the concourse-tekton command with the commands given alone: for a
+// command line that names one of them, which needs no other.
+func NewBareRoot(commands ...*cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "concourse-tekton",
 		Short:         "Run Concourse pipelines on Kubernetes through Tekton",
@@ -273,7 +281,6 @@ func NewRoot(s *Streams, commands ...*cobra.Command) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.DisableDefaultCmd = true
-	root.AddCommand(NewValidate(s), NewPlan(s))
 	root.AddCommand(commands...)
 	return root
 }
