@@ -49,7 +49,7 @@ type Credential struct {
 // the local ones, from each string of the JSON, in no particular order. memo, when not
 // nil, keeps each string's references: the steps of a pipeline's jobs repeat the same
 // sources and params (a get of a resource, a put to it and the put's get).
-func refsIn(encoded string, memo *processMemo[[]vars.Reference]) []vars.Reference {
+func refsIn(encoded string, memo *processMemo[string, []vars.Reference]) []vars.Reference {
 	if !strings.Contains(encoded, "((") {
 		return nil
 	}
@@ -73,7 +73,7 @@ func refsIn(encoded string, memo *processMemo[[]vars.Reference]) []vars.Referenc
 
 // stringRefs are the references of the strings refsIn scanned in this process, none
 // longer than maxRefMemoString bytes (a script with a ((var)) is seldom repeated).
-var stringRefs = &processMemo[[]vars.Reference]{max: 8192}
+var stringRefs = &processMemo[string, []vars.Reference]{max: 8192}
 
 const maxRefMemoString = 1024
 

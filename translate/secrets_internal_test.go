@@ -84,7 +84,7 @@ func TestRefsInCorpus(t *testing.T) {
 			if err != nil {
 				continue
 			}
-			memo := &processMemo[[]vars.Reference]{max: 8192}
+			memo := &processMemo[string, []vars.Reference]{max: 8192}
 			for _, pt := range slices.Concat(r.Pipeline.Spec.Tasks, r.Pipeline.Spec.Finally) {
 				for _, param := range pt.Params {
 					if param.Name != runspec.ParamSpec {

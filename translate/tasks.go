@@ -144,7 +144,7 @@ func stepTaskOfKey(runnerImage string, v taskVariant, variantKey []byte) *v1.Tas
 	}
 	t := makeStepTask(runnerImage, v)
 	stepTasks.put(key, t)
-	stepTaskDocs.shared(t)
+	stepTaskDocs.put(t, nil)
 	return t
 }
 
@@ -345,7 +345,7 @@ var runnerImageDir = strings.TrimPrefix(path.Dir(runspec.RunnerBinary), "/")
 // stepTasks are the step Tasks made in this process, by runner image and variant key: a
 // variant's Task is always the same, and need not be made (nor its spec's JSON hashed for
 // its name) again for every job of every pipeline.
-var stepTasks = &processMemo[*v1.Task]{max: 4096}
+var stepTasks = &processMemo[string, *v1.Task]{max: 4096}
 
 // StepKinds are the kinds of step pods a build runs, by what their containers may do,
 // each with its step Task (for checking them against a namespace's Pod Security level).

@@ -128,7 +128,7 @@ func TestStepTaskDocs(t *testing.T) {
 		t.Error("a Task the process did not make as a step Task was kept")
 	}
 	for range stepTaskDocs.max + 10 {
-		stepTaskDocs.shared(&v1.Task{})
+		stepTaskDocs.put(&v1.Task{}, nil)
 	}
 	if n := len(stepTaskDocs.m); n > stepTaskDocs.max {
 		t.Errorf("%d documents kept, over %d", n, stepTaskDocs.max)

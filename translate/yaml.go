@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"go.yaml.in/yaml/v3"
@@ -63,7 +62,7 @@ func objectYAML(dst []byte, obj any) ([]byte, error) {
 	start := len(dst)
 	dst, err := renderObject(dst, obj)
 	if err == nil && shared {
-		stepTaskDocs.rendered(t, bytes.Clone(dst[start:]))
+		stepTaskDocs.put(t, bytes.Clone(dst[start:]))
 	}
 	return dst, err
 }
@@ -131,42 +130,6 @@ func dropEmpty(v any) {
 	}
 }
 
-// stepTaskDocs are the documents of the step Tasks in stepTasks, which nothing modifies.
-var stepTaskDocs = &taskDocs{max: 4096}
-
-// taskDocs keeps the documents of shared Tasks, by the Task. It is safe for concurrent
-// use, and forgets everything once it holds max Tasks.
-type taskDocs struct {
-	max int
-	mu  sync.Mutex
-	m   map[*v1.Task][]byte // nil until rendered
-}
-
-// shared says that t is never modified: its document may be kept.
-func (d *taskDocs) shared(t *v1.Task) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.m == nil || len(d.m) >= d.max {
-		d.m = map[*v1.Task][]byte{}
-	}
-	if _, ok := d.m[t]; !ok {
-		d.m[t] = nil
-	}
-}
-
-// get returns t's document if it was rendered, and whether t is shared.
-func (d *taskDocs) get(t *v1.Task) ([]byte, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	doc, ok := d.m[t]
-	return doc, ok
-}
-
-// rendered keeps the document of the shared t.
-func (d *taskDocs) rendered(t *v1.Task, doc []byte) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.m[t]; ok {
-		d.m[t] = doc
-	}
-}
+// stepTaskDocs are the documents of the step Tasks in stepTasks, which nothing modifies:
+// a Task is there from when it is made (stepTaskOfKey), its document nil until rendered.
+var stepTaskDocs = &processMemo[*v1.Task, []byte]{max: 4096}
