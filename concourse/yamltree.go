@@ -125,46 +125,38 @@ type treeFacts struct {
 
 // parseTreeFacts is parseTree, with what the tree's strings hold.
 func parseTreeFacts(file string, data []byte) (*node, treeFacts, Diagnostics) {
-	n, b, diags := parseTreeBuilder(file, data)
-	if b == nil {
-		return n, treeFacts{}, diags
-	}
-	return n, b.facts, diags
-}
-
-func parseTreeBuilder(file string, data []byte) (*node, *treeBuilder, Diagnostics) {
 	size := len(data)
 	data = bytes.TrimPrefix(data, bom)
 	if size > maxFileBytes {
-		return nil, nil, Diagnostics{{File: file, Pos: posAt(data, maxFileBytes-(size-len(data))),
+		return nil, treeFacts{}, Diagnostics{{File: file, Pos: posAt(data, maxFileBytes-(size-len(data))),
 			Message: fmt.Sprintf("the file is %s, over the loader's limit of %s for a file (reached here)", byteSize(size), byteSize(maxFileBytes))}}
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if err.Error() == "EOF" {
-			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, nil, nil
+			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, treeFacts{}, nil
 		}
-		return nil, nil, Diagnostics{yamlErrorDiagnostic(file, data, err)}
+		return nil, treeFacts{}, Diagnostics{yamlErrorDiagnostic(file, data, err)}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, nil, Diagnostics{{File: file, Pos: Pos{Line: extra.Line, Col: extra.Column},
+		return nil, treeFacts{}, Diagnostics{{File: file, Pos: Pos{Line: extra.Line, Col: extra.Column},
 			Message: "more than one YAML document: a pipeline is a single document (remove the '---' separator)"}}
 	}
 	b := &treeBuilder{file: file, expanding: map[*yaml.Node]bool{}}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
-			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, nil, nil
+			return &node{kind: scalarNode, pos: Pos{Line: 1, Col: 1}}, treeFacts{}, nil
 		}
 		root = root.Content[0]
 	}
 	n := b.build(root)
 	if len(b.diags.Errors()) > 0 {
-		return nil, nil, b.diags
+		return nil, treeFacts{}, b.diags
 	}
-	return n, b, b.diags
+	return n, b.facts, b.diags
 }
 
 // posAt is the position of the byte at offset in data; columns count characters, as the
