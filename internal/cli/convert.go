@@ -16,6 +16,8 @@ import (
 
 	"github.com/spf13/cobra"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -326,13 +328,13 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d pipelines could not be converted, nothing was written: %s", len(failed), len(paths), strings.Join(failed, ", "))
 	}
-	docs, held := mergeConverted(convs)
+	objects, docs, held := mergeConverted(convs)
 	if f.outDir != "" {
 		conv := outdir.Conversion{Team: f.team, Pipelines: map[string]map[string]bool{}}
 		for _, c := range convs {
 			conv.Pipelines[c.opts.Pipeline] = c.keepJobs
 		}
-		if err := writeObjects(f.outDir, docs, held, conv); err != nil {
+		if err := writeObjects(f.outDir, objects, docs, held, conv); err != nil {
 			return err
 		}
 	} else {
@@ -360,9 +362,11 @@ func inputName(path string) string {
 	return path
 }
 
-// mergeConverted lists the documents of pipelines' objects in order, each Task once (Task
-// names are hashes of their specs: one name, one object), with the vars each holds.
-func mergeConverted(convs []*converted) ([][]byte, [][]string) {
+// mergeConverted lists the objects of pipelines in order, each Task once (Task names are
+// hashes of their specs: one name, one object), with their documents and the vars each
+// holds.
+func mergeConverted(convs []*converted) ([]any, [][]byte, [][]string) {
+	var objects []any
 	var docs [][]byte
 	var held [][]string
 	tasks := map[string]bool{}
@@ -374,11 +378,12 @@ func mergeConverted(convs []*converted) ([][]byte, [][]string) {
 				}
 				tasks[t.Name] = true
 			}
+			objects = append(objects, obj)
 			docs = append(docs, c.docs[i])
 			held = append(held, c.held[i])
 		}
 	}
-	return docs, held
+	return objects, docs, held
 }
 
 // writeStream writes documents as one YAML stream, the stream translate.MarshalYAML makes.
@@ -574,26 +579,23 @@ func (s *streams) warnPlainText(held [][]string) {
 }
 
 // writeObjects writes one file per object into dir, all at once (see outdir.Replace),
-// removing the files of earlier conversions that conv leaves over. A file that holds a
-// static var's value is readable by its owner only.
-func writeObjects(dir string, docs [][]byte, held [][]string, conv outdir.Conversion) error {
+// removing the files of earlier conversions that conv leaves over. A file is named after
+// its object's kind and name, taken from the object (not read back from its document);
+// one that holds a static var's value is readable by its owner only.
+func writeObjects(dir string, objects []any, docs [][]byte, held [][]string, conv outdir.Conversion) error {
 	files := make([]outdir.File, 0, len(docs))
 	conv.Files = map[string]bool{}
 	for i, doc := range docs {
-		var meta struct {
-			Kind     string `json:"kind"`
-			Metadata struct {
-				Name string `json:"name"`
-			} `json:"metadata"`
-		}
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return err
+		ro, isObject := objects[i].(runtime.Object)
+		mo, hasMeta := objects[i].(metav1.Object)
+		if !isObject || !hasMeta {
+			return fmt.Errorf("writing %T: not a Kubernetes object", objects[i])
 		}
 		perm := fs.FileMode(0o644)
 		if len(held[i]) > 0 {
 			perm = 0o600
 		}
-		name := outdir.FileName(meta.Kind, meta.Metadata.Name)
+		name := outdir.FileName(ro.GetObjectKind().GroupVersionKind().Kind, mo.GetName())
 		files = append(files, outdir.File{Name: name, Data: doc, Perm: perm})
 		conv.Files[name] = true
 	}
