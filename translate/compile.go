@@ -150,11 +150,21 @@ func (c *compiler) test(h *handle, s outcomes) cond {
 	case len(s) == 1 && s[0] == runspec.Succeeded && h.success != nil:
 		return *h.success
 	case h.leaf != "" && !s.has(runspec.Errored):
-		return cond{when: v1.WhenExpressions{{Input: outcomeOf(h.leaf), Operator: "in", Values: s.values()}}, after: []string{h.leaf}}
+		return outcomeIn(h.leaf, s)
 	}
 	j := c.joinFor(h)
-	return cond{when: v1.WhenExpressions{{Input: outcomeOf(j), Operator: "in", Values: s.values()}}, after: []string{j}}
+	return outcomeIn(j, s)
 }
+
+// outcomeIn is the condition under which a task runs after the task that publishes an
+// outcome (a leaf, a join) when that outcome is one of s.
+func outcomeIn(task string, s outcomes) cond {
+	return cond{when: v1.WhenExpressions{{Input: outcomeOf(task), Operator: "in", Values: s.values()}}, after: []string{task}}
+}
+
+// endedRun is a run's outcomes other than an error or an abort: what a leaf that failed
+// or succeeded published.
+var endedRun = outcomes{runspec.Succeeded, runspec.Failed}
 
 // joinFor makes (once) the task that publishes h's outcome: the runner, in its own image.
 func (c *compiler) joinFor(h *handle) string {

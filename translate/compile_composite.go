@@ -122,10 +122,7 @@ func (c *compiler) parallelFailed(children []*handle) []cond {
 		}
 		success[j], failed[j] = *s, f
 		if ch.leaf != "" {
-			ended[j] = []cond{{
-				when:  v1.WhenExpressions{{Input: outcomeOf(ch.leaf), Operator: "in", Values: outcomes{runspec.Succeeded, runspec.Failed}.values()}},
-				after: []string{ch.leaf},
-			}}
+			ended[j] = []cond{outcomeIn(ch.leaf, endedRun)}
 		} else {
 			ended[j] = append([]cond{*s}, f...)
 		}
@@ -312,14 +309,11 @@ func (c *compiler) ensureFailed(inner, hk *handle) []cond {
 	if stepFailed == nil || stepSucceeded == nil || hk.leaf == "" || len(stepFailed) >= maxFailedTerms {
 		return nil
 	}
-	hookIn := func(s outcomes) cond {
-		return cond{when: v1.WhenExpressions{{Input: outcomeOf(hk.leaf), Operator: "in", Values: s.values()}}, after: []string{hk.leaf}}
-	}
 	var terms []cond
 	for _, t := range stepFailed {
-		terms = append(terms, t.and(hookIn(outcomes{runspec.Succeeded, runspec.Failed})))
+		terms = append(terms, t.and(outcomeIn(hk.leaf, endedRun)))
 	}
-	last := stepSucceeded.and(hookIn(onlyFailed))
+	last := stepSucceeded.and(outcomeIn(hk.leaf, onlyFailed))
 	last.failing = hk.leaf
 	return append(terms, last)
 }
@@ -357,10 +351,7 @@ func failedThenHook(terms []cond, copies []*handle) []cond {
 		if hk.leaf == "" {
 			return nil
 		}
-		out[i] = terms[i].and(cond{
-			when:  v1.WhenExpressions{{Input: outcomeOf(hk.leaf), Operator: "in", Values: outcomes{runspec.Succeeded, runspec.Failed}.values()}},
-			after: []string{hk.leaf},
-		})
+		out[i] = terms[i].and(outcomeIn(hk.leaf, endedRun))
 	}
 	return out
 }
