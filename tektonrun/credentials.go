@@ -3,6 +3,7 @@ package tektonrun
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -147,6 +148,24 @@ func (c *Client) deleteCredentialSecret(ctx context.Context, s *corev1.Secret) e
 		return fmt.Errorf("deleting Secret %s of the build's credentials (delete it: it holds their values): %w", s.Name, err)
 	}
 	return nil
+}
+
+// deleteCredentialSecrets deletes the Secrets of credentials Submit created.
+func (c *Client) deleteCredentialSecrets(ctx context.Context, secrets []*corev1.Secret) error {
+	var errs []error
+	for _, s := range secrets {
+		errs = append(errs, c.deleteCredentialSecret(ctx, s))
+	}
+	return errors.Join(errs...)
+}
+
+// credentialsByVar indexes a build's credentials by their var.
+func credentialsByVar(creds []translate.Credential) map[string]translate.Credential {
+	out := make(map[string]translate.Credential, len(creds))
+	for _, c := range creds {
+		out[c.Var] = c
+	}
+	return out
 }
 
 // deleteRun deletes a PipelineRun Submit created, with what it owns.

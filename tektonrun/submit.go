@@ -85,6 +85,17 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 	} else if err := c.checkCredentials(ctx, r.Credentials); err != nil {
 		return nil, err
 	}
+	var pullSecret *corev1.Secret
+	if r.ImagePullSecret != nil {
+		lookup := creds
+		if r.CredentialSecret == nil {
+			lookup = secretVars{ctx: ctx, secrets: c.target.Kube.CoreV1().Secrets(ns), creds: credentialsByVar(r.Credentials)}
+		}
+		var err error
+		if pullSecret, err = imagePullSecret(r.ImagePullSecret, r.ImagePulls, lookup); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.checkNodes(ctx, r); err != nil {
 		return nil, err
 	}
@@ -103,10 +114,17 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 	if r.RunnerImage != "" {
 		pr.Annotations[AnnotationRunnerImage] = r.RunnerImage
 	}
-	claim, warnings, err := pvc.Prepare(ctx, c.target.Kube, c.target.Tekton, ns, pr)
+	var warnings []string
+	if pullSecret != nil {
+		if w := c.withServiceAccountPullSecrets(ctx, pr, pullSecret.Name); w != "" {
+			warnings = append(warnings, w)
+		}
+	}
+	claim, volumeWarnings, err := pvc.Prepare(ctx, c.target.Kube, c.target.Tekton, ns, pr)
 	if err != nil {
 		return nil, fmt.Errorf("preparing the build volume of %s: %w", pr.Name, err)
 	}
+	warnings = append(warnings, volumeWarnings...)
 	if err := c.upload(ctx, r, claim, source); err != nil {
 		del := c.target.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(context.WithoutCancel(ctx), claim, metav1.DeleteOptions{})
 		if apierrors.IsNotFound(del) {
@@ -114,10 +132,17 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 		}
 		return nil, errors.Join(err, del)
 	}
-	if secret != nil {
-		if secret, err = c.createCredentialSecret(ctx, secret); err != nil {
-			return nil, err
+	// The build's Secrets, of credentials and of image pull credentials.
+	var secrets []*corev1.Secret
+	for _, s := range []*corev1.Secret{secret, pullSecret} {
+		if s == nil {
+			continue
 		}
+		created, err := c.createCredentialSecret(ctx, s)
+		if err != nil {
+			return nil, errors.Join(err, c.deleteCredentialSecrets(ctx, secrets))
+		}
+		secrets = append(secrets, created)
 	}
 	run, err := runs.Create(ctx, pr, metav1.CreateOptions{})
 	raced := apierrors.IsAlreadyExists(err)
@@ -127,15 +152,15 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 	if err != nil {
 		err = fmt.Errorf("creating PipelineRun %s: %w", pr.Name, err)
 		if !raced {
-			// A Secret of credentials for no run: it goes.
-			err = errors.Join(err, c.deleteCredentialSecret(ctx, secret))
+			// Secrets of credentials for no run: they go.
+			err = errors.Join(err, c.deleteCredentialSecrets(ctx, secrets))
 		}
 		return nil, err
 	}
-	if secret != nil {
-		if err := c.ownCredentialSecret(ctx, secret.Name, run); err != nil {
+	for _, s := range secrets {
+		if err := c.ownCredentialSecret(ctx, s.Name, run); err != nil {
 			// The Secret would outlive the run: neither stays.
-			return nil, errors.Join(err, c.deleteRun(ctx, run), c.deleteCredentialSecret(ctx, secret))
+			return nil, errors.Join(err, c.deleteRun(ctx, run), c.deleteCredentialSecrets(ctx, secrets))
 		}
 	}
 	if err := pvc.Own(ctx, c.target.Kube, ns, claim, run); err != nil {

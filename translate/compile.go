@@ -267,6 +267,8 @@ type compiler struct {
 	// any, and fusedSpec that verdict's spec.
 	fused     string
 	fusedSpec *runspec.Spec
+	// pulls are the credentials of the images pulled with some (registryImage), by image.
+	pulls map[string]ImagePull
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
 	creds   map[string]Credential

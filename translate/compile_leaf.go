@@ -49,7 +49,7 @@ func (c *compiler) resourceImage(p *concourse.Plan, step, typ string, ti concour
 		if g.Version != nil {
 			version = *g.Version
 		}
-		img, reason := imageFromResource(g.Type, g.Source, version)
+		img, reason := c.registryImage(g.Type, g.Source, version)
 		if reason == "" {
 			return img, nil, true
 		}
@@ -481,7 +481,7 @@ func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.Task
 		}
 	}
 	if ir := cfg.ImageResource; ir != nil {
-		img, reason := imageFromResource(ir.Type, ir.Source, ir.Version)
+		img, reason := c.registryImage(ir.Type, ir.Source, ir.Version)
 		switch {
 		case reason == "":
 			return img, nil, nil, true

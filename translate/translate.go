@@ -36,6 +36,15 @@ type Result struct {
 	// the value as JSON), creates it before the PipelineRun, and gives it to the
 	// PipelineRun to own.
 	CredentialSecret *corev1.Secret
+	// ImagePulls are the credentials of the registries of the images its pods pull with
+	// some (a registry image's source with a username or password), one per registry.
+	// ImagePullSecret is then the build's Secret (kubernetes.io/dockerconfigjson) of them,
+	// without its data, named after the PipelineRun with ImagePullSecretSuffix, which
+	// those pods name as their imagePullSecrets: the starter resolves their ((vars)) (in
+	// Credentials with the others), fills in its Docker config, creates it before the
+	// PipelineRun, and gives it to the PipelineRun to own.
+	ImagePulls      []ImagePull
+	ImagePullSecret *corev1.Secret
 	// RunnerImage is the step runner's image, which the backend also runs on its own
 	// (to abort a build between steps).
 	RunnerImage string
@@ -81,6 +90,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		mountsOf:       map[string]secretMount{},
 		secretsFor:     map[string][]secretMount{},
 		images:         map[string]string{},
+		pulls:          map[string]ImagePull{},
 		failureHooks:   map[concourse.PlanID][]string{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
@@ -98,6 +108,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	}
 	c.finish(c.tasks)
 	c.finish(finally)
+	pulls := c.imagePulls(c.runName()+ImagePullSecretSuffix, c.tasks, finally)
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -237,6 +248,10 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 			Type:       corev1.SecretTypeOpaque,
 		}
 	}
+	var pullSecret *corev1.Secret
+	if len(pulls) > 0 {
+		pullSecret = imagePullSecret(run.Name+ImagePullSecretSuffix, runLabels, withEntry(annotations, runspec.LabelBuild, opts.Build))
+	}
 	return &Result{
 		Tasks:            sortedTasks(c.taskDefs),
 		Pipeline:         pipeline,
@@ -244,6 +259,8 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		Secrets:          slices.Sorted(maps.Keys(c.secrets)),
 		Credentials:      credentials(c.creds),
 		CredentialSecret: secret,
+		ImagePulls:       pulls,
+		ImagePullSecret:  pullSecret,
 		RunnerImage:      opts.RunnerImage,
 		ArtifactInputs:   c.artifactInputs,
 		ArtifactOutputs:  c.artifactOutputs,

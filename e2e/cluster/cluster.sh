@@ -27,7 +27,7 @@ for f in lib build pki up down check; do
 	source "$here/$f.sh"
 done
 
-DAEMONS="etcd kube-apiserver kube-controller-manager kube-scheduler registry containerd kubelet tekton-webhook tekton-controller labcsi csi-provisioner local-path-provisioner"
+DAEMONS="etcd kube-apiserver kube-controller-manager kube-scheduler registry private-registry containerd kubelet tekton-webhook tekton-controller labcsi csi-provisioner local-path-provisioner"
 
 cluster_healthy() {
 	local n
@@ -107,7 +107,10 @@ ATC_TESTS_PID=
 run_tests() {
 	local rc=0 atc_log
 	# The harness's own cluster has its registry; another cluster's is the caller's to give.
-	if [ "$E2E_KUBECONFIG" = "$E2E_KUBECONFIG_PATH" ]; then export E2E_IMAGE_REGISTRY=${E2E_IMAGE_REGISTRY:-$REGISTRY_ADDR}; fi
+	if [ "$E2E_KUBECONFIG" = "$E2E_KUBECONFIG_PATH" ]; then
+		export E2E_IMAGE_REGISTRY=${E2E_IMAGE_REGISTRY:-$REGISTRY_ADDR}
+		export E2E_PRIVATE_REGISTRY=${E2E_PRIVATE_REGISTRY:-$PRIVATE_REGISTRY_ADDR} E2E_PRIVATE_REGISTRY_AUTH=${E2E_PRIVATE_REGISTRY_AUTH:-$PRIVATE_REGISTRY_USER:$PRIVATE_REGISTRY_PASSWORD}
+	fi
 	local alone='^TestApiserverRestart$'
 	(cd "$REPO_ROOT" && "${GO:-go}" test -tags e2e -count=1 -v -timeout 10m -run "$alone" ./e2e) || rc=$?
 	if [ "${E2E_ATC:-1}" != 0 ]; then

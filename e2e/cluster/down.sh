@@ -140,7 +140,7 @@ cluster_down() {
 	stop containerd
 	kill_containers
 	stop kube-scheduler kube-controller-manager kube-apiserver
-	stop etcd registry
+	stop etcd registry private-registry
 	# Anything of ours not recorded (a crash between start and the PID file).
 	local p pid
 	for p in /proc/[0-9]*; do

@@ -41,6 +41,14 @@ POD_CIDR=10.88.0.0/16
 # from and for pods to push to. CNI's IPAM keeps it as the range's gateway.
 POD_BRIDGE_IP=10.88.0.1
 REGISTRY_ADDR=$POD_BRIDGE_IP:5000
+# A second registry, which wants a username and password (htpasswd) for every request:
+# the images of the tests' private-registry builds. The credentials are the tests'
+# fixture, known to them (E2E_PRIVATE_REGISTRY_AUTH), and guard nothing else.
+PRIVATE_REGISTRY_ADDR=$POD_BRIDGE_IP:5001
+PRIVATE_REGISTRY_USER=e2e
+PRIVATE_REGISTRY_PASSWORD=e2e-private-pass
+# The bcrypt hash of PRIVATE_REGISTRY_PASSWORD, which distribution's htpasswd wants.
+PRIVATE_REGISTRY_HTPASSWD='e2e:$2a$04$W5x6RkVWKVojV/Kk2VOxWe4zxxt0H4PTHA93Nbqx8tB/QfiNvn1ze'
 SERVICE_CIDR=10.96.0.0/24
 # The kubelet's cluster DNS address, in the blackholed service CIDR: no DNS server answers
 # there, as none answers a pod at the host's resolver either (nothing is forwarded off the

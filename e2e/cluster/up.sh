@@ -106,14 +106,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.erofs", "io.containerd.interna
     conf_dir = "$conf/cni"
     max_conf_num = 1
 TOML
-	# The harness's registry speaks plain HTTP, on the pod bridge only.
-	mkdir -p "$conf/certs.d/$REGISTRY_ADDR"
-	cat >"$conf/certs.d/$REGISTRY_ADDR/hosts.toml" <<TOML
-server = "http://$REGISTRY_ADDR"
+	# The harness's registries speak plain HTTP, on the pod bridge only.
+	local addr
+	for addr in "$REGISTRY_ADDR" "$PRIVATE_REGISTRY_ADDR"; do
+		mkdir -p "$conf/certs.d/$addr"
+		cat >"$conf/certs.d/$addr/hosts.toml" <<TOML
+server = "http://$addr"
 
-[host."http://$REGISTRY_ADDR"]
+[host."http://$addr"]
   capabilities = ["pull", "resolve"]
 TOML
+	done
 	cat >"$conf/registry.yml" <<YAML
 version: 0.1
 log: {level: warn, accesslog: {disabled: true}}
@@ -122,6 +125,18 @@ storage:
   delete: {enabled: true}
 http:
   addr: $REGISTRY_ADDR
+YAML
+	printf '%s\n' "$PRIVATE_REGISTRY_HTPASSWD" >"$conf/private-registry.htpasswd"
+	cat >"$conf/private-registry.yml" <<YAML
+version: 0.1
+log: {level: warn, accesslog: {disabled: true}}
+storage:
+  filesystem: {rootdirectory: $run/private-registry}
+  delete: {enabled: true}
+auth:
+  htpasswd: {realm: e2e-private, path: $conf/private-registry.htpasswd}
+http:
+  addr: $PRIVATE_REGISTRY_ADDR
 YAML
 	# Pods only reach this host: no gateway, no masquerading, no iptables, no forwarding.
 	cat >"$conf/cni/10-e2enet.conflist" <<JSON
@@ -192,12 +207,17 @@ setup_network() {
 }
 
 # start_registry runs the image registry on the pod bridge: containerd pulls from it
-# (hosts.toml) and pods push to it; it listens nowhere else.
+# (hosts.toml) and pods push to it; it listens nowhere else. Beside it, the private
+# registry, which wants the tests' credentials.
 start_registry() {
 	log "starting the image registry on $REGISTRY_ADDR"
 	mkdir -p "$E2E_STATE/run/registry"
 	start registry "${DEAD_PROXY_ENV[@]}" OTEL_TRACES_EXPORTER=none -- "$BIN_REGISTRY/registry" serve "$E2E_STATE/conf/registry.yml"
+	log "starting the private image registry on $PRIVATE_REGISTRY_ADDR"
+	mkdir -p "$E2E_STATE/run/private-registry"
+	start private-registry "${DEAD_PROXY_ENV[@]}" OTEL_TRACES_EXPORTER=none -- "$BIN_REGISTRY/registry" serve "$E2E_STATE/conf/private-registry.yml"
 	wait_for "the registry" 30 curl -fsS --noproxy '*' "http://$REGISTRY_ADDR/v2/"
+	wait_for "the private registry" 30 curl -fsS --noproxy '*' -u "$PRIVATE_REGISTRY_USER:$PRIVATE_REGISTRY_PASSWORD" "http://$PRIVATE_REGISTRY_ADDR/v2/"
 }
 
 save_sysctls() {

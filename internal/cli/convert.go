@@ -265,7 +265,10 @@ type converted struct {
 	docs     [][]byte        // for each object, its YAML document
 	held     [][]string      // for each object, the static vars whose values it holds
 	secrets  []string
-	jobs     int
+	// pulls say, for each PipelineRun whose pods pull images with credentials, the
+	// Secret of them it names and the registries it holds.
+	pulls []string
+	jobs  int
 }
 
 // convert compiles every pipeline (at the same time, each saying what it says in the
@@ -343,13 +346,17 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 		}
 	}
 	s.warnPlainText(held)
-	var secrets []string
+	var secrets, pulls []string
 	for _, c := range convs {
 		fmt.Fprintf(s.err, "converted %s of %s\n", pipelinecmd.Plural(c.jobs, "job"), c.file)
 		secrets = append(secrets, c.secrets...)
+		pulls = append(pulls, c.pulls...)
 	}
 	if len(secrets) > 0 {
 		fmt.Fprintf(s.err, "credentials are read at run time from these Secrets, where they exist: %s\n", strings.Join(uniq(secrets), ", "))
+	}
+	if len(pulls) > 0 {
+		fmt.Fprintf(s.err, "images are pulled with their sources' credentials from a Secret of the build (kubernetes.io/dockerconfigjson), which `concourse-tekton run` makes; to start these PipelineRuns yourself, create: %s\n", strings.Join(pulls, ", "))
 	}
 	return nil
 }
@@ -463,6 +470,13 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 		pipelines, pipelineDocs = append(pipelines, r.Pipeline), append(pipelineDocs, compiled[i].docs[0])
 		runs, runDocs = append(runs, r.PipelineRun), append(runDocs, compiled[i].docs[1])
 		c.secrets = append(c.secrets, r.Secrets...)
+		if len(r.ImagePulls) > 0 {
+			regs := make([]string, len(r.ImagePulls))
+			for i, pull := range r.ImagePulls {
+				regs[i] = pull.Registry
+			}
+			c.pulls = append(c.pulls, fmt.Sprintf("%s (%s)", r.ImagePullSecret.Name, strings.Join(regs, ", ")))
+		}
 	}
 	c.objects = slices.Concat(tasks, pipelines, runs)
 	c.docs = slices.Concat(taskDocs, pipelineDocs, runDocs)

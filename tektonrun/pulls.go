@@ -1,0 +1,163 @@
+package tektonrun
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+// Image pull credentials: the images whose registry-image source gives a username and
+// password are pulled by the node with them, from a Secret of the build's
+// (translate.Result.ImagePullSecret) that Submit makes, as it makes the Secret of
+// supplied credentials.
+
+// imagePullSecret fills the build's Secret of image pull credentials in: a Docker config
+// with each registry's username and password (translate.Result.ImagePulls), their
+// ((vars)) looked up in lookup. A registry whose credentials are not all found is left
+// out: only the steps whose images it serves fail, when their pods cannot pull them, as
+// only the steps whose image Concourse cannot fetch error. An error of lookup is
+// returned as it is, in Concourse's words; one that would quote a value does not.
+func imagePullSecret(template *corev1.Secret, pulls []translate.ImagePull, lookup vars.Variables) (*corev1.Secret, error) {
+	type auth struct {
+		Username string `json:"username"`
+		Password string `json:"password"`
+		Auth     string `json:"auth"`
+	}
+	auths := map[string]auth{}
+	for _, pull := range pulls {
+		user, found, err := credentialString(pull.Username, lookup, "username", pull.Registry)
+		if err != nil || !found {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		pass, found, err := credentialString(pull.Password, lookup, "password", pull.Registry)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			auths[pull.Registry] = auth{Username: user, Password: pass, Auth: base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))}
+		}
+	}
+	config, err := json.Marshal(map[string]any{"auths": auths})
+	if err != nil {
+		return nil, err
+	}
+	s := template.DeepCopy()
+	s.Data = map[string][]byte{corev1.DockerConfigJsonKey: config}
+	return s, nil
+}
+
+// credentialString interpolates the ((vars)) of one of a registry's credentials (what, of
+// registry). found is false when a var is not there.
+func credentialString(s string, lookup vars.Variables, what, registry string) (string, bool, error) {
+	v, missing, err := vars.InterpolateString(s, lookup)
+	if err != nil {
+		// Concourse's errors name a value's type, never the value.
+		return "", false, fmt.Errorf("the %s of registry %s: %w", what, registry, err)
+	}
+	if len(missing) > 0 {
+		return "", false, nil
+	}
+	switch x := v.(type) {
+	case string:
+		return x, true, nil
+	case json.Number:
+		return x.String(), true, nil
+	case int, int64, float64:
+		return fmt.Sprint(x), true, nil
+	}
+	return "", false, fmt.Errorf("the %s of registry %s, %s, is a %T, not a string", what, registry, s, v)
+}
+
+// secretVars looks a build's ((vars)) up in the namespace's Secrets as its steps' runner
+// does (translate.Credential): in the first of the var's Secrets that exists and is not
+// empty, its key `value` (for a reference without fields) or else the map of its keys,
+// the fields walked.
+type secretVars struct {
+	ctx     context.Context
+	secrets typedcorev1.SecretInterface
+	creds   map[string]translate.Credential
+}
+
+var _ vars.Variables = secretVars{}
+
+func (s secretVars) Get(ref vars.Reference) (any, bool, error) {
+	cred, ok := s.creds[ref.String()]
+	if !ok {
+		return nil, false, nil
+	}
+	for _, name := range cred.Secrets {
+		secret, err := s.secrets.Get(s.ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("reading Secret %s: %w", name, err)
+		}
+		if len(secret.Data) == 0 {
+			continue
+		}
+		keys := make(map[string]any, len(secret.Data))
+		for k, v := range secret.Data {
+			keys[k] = string(v)
+		}
+		var value any = keys
+		if v, ok := keys["value"]; ok && len(ref.Fields) == 0 {
+			value = v
+		}
+		value, err = vars.Traverse(value, ref.String(), ref.Fields)
+		if err != nil {
+			return nil, false, err
+		}
+		return value, true, nil
+	}
+	return nil, false, nil
+}
+
+// withServiceAccountPullSecrets adds, to each of run's pods that pull with the build's
+// Secret of image pull credentials, the imagePullSecrets of the service account the
+// build's pods run as: Kubernetes gives a pod its service account's only when it names
+// none of its own. A service account that cannot be read (the starter may not) is said
+// in the warning returned, and those pods pull with the build's credentials alone.
+func (c *Client) withServiceAccountPullSecrets(ctx context.Context, run *v1.PipelineRun, secret string) string {
+	name := run.Spec.TaskRunTemplate.ServiceAccountName
+	if name == "" {
+		name = "default"
+	}
+	sa, err := c.target.Kube.CoreV1().ServiceAccounts(c.target.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		// Without it the build's pods are not made at all, and Tekton says so.
+		return ""
+	}
+	if err != nil {
+		return fmt.Sprintf("the image pull secrets of service account %s could not be read (%v): the steps whose images are pulled with their sources' credentials pull with those alone", name, err)
+	}
+	if len(sa.ImagePullSecrets) == 0 {
+		return ""
+	}
+	for _, spec := range run.Spec.TaskRunSpecs {
+		t := spec.PodTemplate
+		if t == nil || !slices.ContainsFunc(t.ImagePullSecrets, func(r corev1.LocalObjectReference) bool { return r.Name == secret }) {
+			continue
+		}
+		for _, own := range sa.ImagePullSecrets {
+			if !slices.Contains(t.ImagePullSecrets, own) {
+				t.ImagePullSecrets = append(t.ImagePullSecrets, own)
+			}
+		}
+	}
+	return ""
+}

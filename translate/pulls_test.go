@@ -1,0 +1,129 @@
+package translate_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+const pullsPipeline = `
+resource_types:
+- name: private-type
+  type: registry-image
+  source: {repository: acme/private-resource, username: ((hub.user)), password: ((hub.token))}
+- name: public-type
+  type: registry-image
+  source: {repository: acme/public-resource}
+resources:
+- name: thing
+  type: private-type
+  source: {}
+- name: other
+  type: public-type
+  source: {}
+jobs:
+- name: test
+  plan:
+  - get: thing
+  - get: other
+  - task: private
+    config:
+      platform: linux
+      image_resource:
+        type: registry-image
+        source: {repository: reg.example.com:5000/team/img, tag: "1", username: robot, password: ((reg-password))}
+      run: {path: "true"}
+  - task: same-registry
+    config:
+      platform: linux
+      image_resource:
+        type: registry-image
+        source: {repository: reg.example.com:5000/team/img, tag: "2", username: robot, password: ((reg-password))}
+      run: {path: "true"}
+  - task: public
+    config:
+      platform: linux
+      image_resource: {type: registry-image, source: {repository: busybox}}
+      run: {path: "true"}
+`
+
+// The images whose registry-image source gives a username or password (a task's
+// image_resource, a custom type's image) are pulled with the build's Secret of pull
+// credentials: the pods that run them name it, and only those; the credentials are
+// listed once per registry, as written, Docker Hub's under its host alone; their vars
+// are the build's credentials, looked up as the steps' are; the Secret is named and
+// labelled after the run, a Docker config with nothing in it yet. Everything validates.
+func TestImagePulls(t *testing.T) {
+	for _, supplied := range []bool{false, true} {
+		_, r, err := translateJob(t, pullsPipeline, translate.Options{Build: "3", SuppliedCredentials: supplied})
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate(t, r)
+		want := []translate.ImagePull{
+			{Registry: translate.DockerHubRegistry, Username: "((hub.user))", Password: "((hub.token))"},
+			{Registry: "reg.example.com:5000/team/img", Username: "robot", Password: "((reg-password))"},
+		}
+		if diff := cmp.Diff(want, r.ImagePulls); diff != "" {
+			t.Errorf("supplied %v: image pulls (-want +got):\n%s", supplied, diff)
+		}
+		secret := r.PipelineRun.Name + "-image-pull"
+		pulling := map[string]bool{}
+		for _, spec := range r.PipelineRun.Spec.TaskRunSpecs {
+			if spec.PodTemplate == nil || spec.PodTemplate.ImagePullSecrets == nil {
+				continue
+			}
+			if diff := cmp.Diff([]corev1.LocalObjectReference{{Name: secret}}, spec.PodTemplate.ImagePullSecrets); diff != "" {
+				t.Errorf("supplied %v: %s's imagePullSecrets (-want +got):\n%s", supplied, spec.PipelineTaskName, diff)
+			}
+			pulling[spec.PipelineTaskName] = true
+		}
+		wantPulling := map[string]bool{"get-thing": true, "task-private": true, "task-same-registry": true}
+		if diff := cmp.Diff(wantPulling, pulling); diff != "" {
+			t.Errorf("supplied %v: tasks pulling with the Secret (-want +got):\n%s", supplied, diff)
+		}
+		vars := map[string]bool{}
+		for _, c := range r.Credentials {
+			vars[c.Var] = true
+		}
+		for _, v := range []string{"hub.user", "hub.token", "reg-password"} {
+			if !vars[v] {
+				t.Errorf("supplied %v: ((%s)) is not among the build's credentials %v", supplied, v, r.Credentials)
+			}
+		}
+		s := r.ImagePullSecret
+		if s == nil {
+			t.Fatalf("supplied %v: no ImagePullSecret", supplied)
+		}
+		if s.Name != secret || s.Type != corev1.SecretTypeDockerConfigJson || s.Data != nil || s.StringData != nil {
+			t.Errorf("supplied %v: Secret %s (type %s, data %v %v), want %s, %s, empty", supplied, s.Name, s.Type, s.Data, s.StringData, secret, corev1.SecretTypeDockerConfigJson)
+		}
+		if diff := cmp.Diff(r.PipelineRun.Labels, s.Labels); diff != "" {
+			t.Errorf("supplied %v: Secret labels, not the run's (-run +secret):\n%s", supplied, diff)
+		}
+		if s.Annotations[runspec.LabelBuild] != "3" {
+			t.Errorf("supplied %v: Secret annotations %v, want the build's", supplied, s.Annotations)
+		}
+	}
+}
+
+// A build none of whose images has credentials has no Secret of them, and its pods pull
+// as the service account's do.
+func TestNoImagePulls(t *testing.T) {
+	_, r, err := translateJob(t, suppliedPipeline, translate.Options{Build: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ImagePulls != nil || r.ImagePullSecret != nil {
+		t.Errorf("image pulls %v, Secret %v, want none", r.ImagePulls, r.ImagePullSecret)
+	}
+	for _, spec := range r.PipelineRun.Spec.TaskRunSpecs {
+		if spec.PodTemplate != nil && spec.PodTemplate.ImagePullSecrets != nil {
+			t.Errorf("%s pulls with %v", spec.PipelineTaskName, spec.PodTemplate.ImagePullSecrets)
+		}
+	}
+}
