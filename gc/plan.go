@@ -19,6 +19,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // Objects are what Plan decides on: the objects of builds in one namespace, as listed.
@@ -292,10 +293,11 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 		}
 	}
 
-	// A build's Secret is made just before its run, then owned by it: one that has no run
+	// A build's Secrets (of credentials, named after its run, and of image pull
+	// credentials) are made just before its run, then owned by it: one that has no run
 	// after the grace period outlived a starter that stopped in between.
 	for _, sec := range objs.Secrets {
-		if _, ok := builds[sec.Name]; ok || len(sec.OwnerReferences) > 0 || sec.DeletionTimestamp != nil || now.Sub(sec.CreationTimestamp.Time) < pvc.Grace {
+		if _, ok := builds[strings.TrimSuffix(sec.Name, translate.ImagePullSecretSuffix)]; ok || len(sec.OwnerReferences) > 0 || sec.DeletionTimestamp != nil || now.Sub(sec.CreationTimestamp.Time) < pvc.Grace {
 			continue
 		}
 		d.Delete = append(d.Delete, Item{Kind: KindSecret, Name: sec.Name, Reason: ReasonSecretOrphan, UID: sec.UID})

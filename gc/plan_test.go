@@ -378,8 +378,9 @@ func TestPlanOneOffsEnd(t *testing.T) {
 	}
 }
 
-// TestPlanSecrets deletes a build's Secret of credentials whose run was never made, once
-// the grace period is over, and leaves those of builds alone.
+// TestPlanSecrets deletes a build's Secrets of credentials and of image pull credentials
+// whose run was never made, once the grace period is over, and leaves those of builds
+// alone.
 func TestPlanSecrets(t *testing.T) {
 	objs := namespace([]fixture{{job: "unit", n: 1, outcome: runspec.Succeeded, ended: 1}})
 	secret := func(name string, age time.Duration, owned bool) corev1.Secret {
@@ -393,9 +394,13 @@ func TestPlanSecrets(t *testing.T) {
 		secret("app-unit-1", time.Hour, true),    // its build's
 		secret("app-unit-2", time.Hour, false),   // its starter stopped before the run
 		secret("app-unit-3", time.Minute, false), // its run is being made
+		// Of image pull credentials: of a build whose starter stopped after making its
+		// run, and of one that stopped before.
+		secret("app-unit-1-image-pull", time.Hour, false),
+		secret("app-unit-2-image-pull", time.Hour, false),
 	}
 	d := Plan(objs, Rules{}, t0.Add(10*time.Hour))
-	if diff := cmp.Diff([]string{"Secret/app-unit-2: " + ReasonSecretOrphan}, names(d.Delete)); diff != "" {
+	if diff := cmp.Diff([]string{"Secret/app-unit-2: " + ReasonSecretOrphan, "Secret/app-unit-2-image-pull: " + ReasonSecretOrphan}, names(d.Delete)); diff != "" {
 		t.Errorf("Delete (-want +got):\n%s", diff)
 	}
 }
