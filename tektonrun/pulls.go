@@ -24,10 +24,11 @@ import (
 
 // imagePullSecret fills the build's Secret of image pull credentials in: a Docker config
 // with each registry's username and password (translate.Result.ImagePulls), their
-// ((vars)) looked up in lookup. A registry whose credentials are not all found is left
-// out: only the steps whose images it serves fail, when their pods cannot pull them, as
-// only the steps whose image Concourse cannot fetch error. An error of lookup is
-// returned as it is, in Concourse's words; one that would quote a value does not.
+// ((vars)), and those of the repository that names the registry, looked up in lookup;
+// where two give one registry, the first's. A registry whose credentials are not all
+// found is left out: only the steps whose images it serves fail, when their pods cannot
+// pull them, as only the steps whose image Concourse cannot fetch error. An error of
+// lookup is returned as it is, in Concourse's words, which never quote a value.
 func imagePullSecret(template *corev1.Secret, pulls []translate.ImagePull, lookup vars.Variables) (*corev1.Secret, error) {
 	type auth struct {
 		Username string `json:"username"`
@@ -36,20 +37,21 @@ func imagePullSecret(template *corev1.Secret, pulls []translate.ImagePull, looku
 	}
 	auths := map[string]auth{}
 	for _, pull := range pulls {
-		user, found, err := credentialString(pull.Username, lookup, "username", pull.Registry)
-		if err != nil || !found {
+		var values [3]string
+		complete := true
+		for i, s := range []string{pull.Repository, pull.Username, pull.Password} {
+			v, found, err := credentialString(s, lookup, [3]string{"repository", "username", "password"}[i], pull.Repository)
 			if err != nil {
 				return nil, err
 			}
+			values[i], complete = v, complete && found
+		}
+		registry := translate.PullRegistry(values[0])
+		if _, seen := auths[registry]; !complete || seen {
 			continue
 		}
-		pass, found, err := credentialString(pull.Password, lookup, "password", pull.Registry)
-		if err != nil {
-			return nil, err
-		}
-		if found {
-			auths[pull.Registry] = auth{Username: user, Password: pass, Auth: base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))}
-		}
+		user, pass := values[1], values[2]
+		auths[registry] = auth{Username: user, Password: pass, Auth: base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))}
 	}
 	config, err := json.Marshal(map[string]any{"auths": auths})
 	if err != nil {
@@ -60,13 +62,13 @@ func imagePullSecret(template *corev1.Secret, pulls []translate.ImagePull, looku
 	return s, nil
 }
 
-// credentialString interpolates the ((vars)) of one of a registry's credentials (what, of
-// registry). found is false when a var is not there.
-func credentialString(s string, lookup vars.Variables, what, registry string) (string, bool, error) {
+// credentialString interpolates the ((vars)) of what of the credentials of an image
+// repository (as written). found is false when a var is not there.
+func credentialString(s string, lookup vars.Variables, what, repo string) (string, bool, error) {
 	v, missing, err := vars.InterpolateString(s, lookup)
 	if err != nil {
 		// Concourse's errors name a value's type, never the value.
-		return "", false, fmt.Errorf("the %s of registry %s: %w", what, registry, err)
+		return "", false, fmt.Errorf("the %s of the credentials of image repository %s: %w", what, repo, err)
 	}
 	if len(missing) > 0 {
 		return "", false, nil
@@ -79,7 +81,7 @@ func credentialString(s string, lookup vars.Variables, what, registry string) (s
 	case int, int64, float64:
 		return fmt.Sprint(x), true, nil
 	}
-	return "", false, fmt.Errorf("the %s of registry %s, %s, is a %T, not a string", what, registry, s, v)
+	return "", false, fmt.Errorf("the %s of the credentials of image repository %s, %s, is a %T, not a string", what, repo, s, v)
 }
 
 // secretVars looks a build's ((vars)) up in the namespace's Secrets as its steps' runner

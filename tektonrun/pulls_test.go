@@ -171,7 +171,7 @@ func TestImagePullSecretNotString(t *testing.T) {
 	b := newBackend(t)
 	lookup := &credsLookup{values: map[string]any{"reg-password": map[string]any{"secret": regPassword}, "hub.user": hubUser, "hub.token": hubToken}}
 	_, err := b.Run(context.Background(), pullPlan(), credsMeta, WithCredentials(lookup))
-	if err == nil || !strings.Contains(err.Error(), "the password of registry reg.example.com:5000/team/img") || strings.Contains(err.Error(), regPassword) {
+	if err == nil || !strings.Contains(err.Error(), "the password of the credentials of image repository reg.example.com:5000/team/img") || strings.Contains(err.Error(), regPassword) {
 		t.Fatalf("err = %v, want the registry's password named, not its value", err)
 	}
 	if objs := clusterObjects(t, b); len(objs) != 0 {
@@ -206,5 +206,24 @@ func TestImagePullSecretCleanUp(t *testing.T) {
 	}
 	if len(secrets.Items) != 0 {
 		t.Errorf("%d Secrets left", len(secrets.Items))
+	}
+}
+
+// A repository's ((vars)) are resolved before its registry keys the credentials; where
+// two credentials give one registry, the first's are kept; one whose repository's var
+// is not found is left out.
+func TestImagePullSecretRepositoryVars(t *testing.T) {
+	pulls := []translate.ImagePull{
+		{Repository: "((registry))/built", Username: "builder", Password: "first"},
+		{Repository: "((registry))/built", Username: "builder", Password: "second"},
+		{Repository: "((nowhere))/built", Username: "builder", Password: "third"},
+	}
+	s, err := imagePullSecret(&corev1.Secret{}, pulls, &credsLookup{values: map[string]any{"registry": "reg.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"auths":{"reg.example.com/built":{"username":"builder","password":"first","auth":"YnVpbGRlcjpmaXJzdA=="}}}`
+	if got := string(s.Data[corev1.DockerConfigJsonKey]); got != want {
+		t.Errorf("the Docker config %s, want %s", got, want)
 	}
 }

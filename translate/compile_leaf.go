@@ -134,7 +134,9 @@ func (c *compiler) fetchImage(p, checkPlan, getPlan *concourse.Plan, e cond, sc 
 	}
 	before = append(before, get)
 	if g := getPlan.Get; runspec.RegistryImageType(g.Type) {
-		return "$(tasks." + get.step + ".results.image)", before, true
+		img := "$(tasks." + get.step + ".results.image)"
+		c.notePull(img, g.Source)
+		return img, before, true
 	}
 	pub := c.publish(p, getPlan.Get.Name, c.after(before, e), isc)
 	return "$(tasks." + pub.step + ".results.image)", append(before, pub), true
@@ -270,6 +272,7 @@ func (c *compiler) prepared(id string, before []*handle, step *handle) *handle {
 func (c *compiler) producedBy(name, typ, task string, source concourse.Source) {
 	if runspec.RegistryImageType(typ) {
 		c.images[name] = "$(tasks." + task + ".results.image)"
+		c.notePull(c.images[name], source)
 		return
 	}
 	if mirror, _ := source["mirror_self"].(bool); typ == "mock" && mirror {

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -16,15 +17,14 @@ import (
 
 // ImagePull is the credentials of a registry that serves images of a build's steps: the
 // username and password of the registry-image (or docker-image) source of a task's
-// image_resource or of a custom resource type's image, as the pipeline writes them,
-// ((vars)) and all. Concourse's registry-image resource fetches the image with them; here
+// image_resource, of a custom resource type's image, or of a get whose artifact a task
+// runs as its image (`image:`), as the pipeline writes them, ((vars)) and all. Concourse's registry-image resource fetches the image with them; here
 // the node pulls it, with the build's Secret of image pull credentials
 // (Result.ImagePullSecret), which the build's starter fills in from them.
 type ImagePull struct {
-	// Registry is the credentials' key in the Secret's Docker config, which the kubelet
-	// matches to the images it pulls: the image's repository (HOST/PATH), or Docker Hub's
-	// DockerHubRegistry for an image of Docker Hub.
-	Registry string
+	// Repository is the image's repository, as written: PullRegistry, once its ((vars))
+	// are resolved, keys the credentials in the Secret's Docker config.
+	Repository string
 	// Username and Password are the source's, as written.
 	Username, Password string
 }
@@ -41,32 +41,31 @@ const ImagePullSecretSuffix = "-image-pull"
 // its registry: the pods that run the image pull it with them (imagePulls).
 func (c *compiler) registryImage(typ string, source concourse.Source, version concourse.Version) (string, string) {
 	img, reason := imageFromResource(typ, source, version)
-	if reason != "" {
-		return img, reason
+	if reason == "" {
+		c.notePull(img, source)
 	}
-	if pull, ok := imagePullOf(source); ok {
-		if _, seen := c.pulls[img]; !seen {
-			c.pulls[img] = pull
-		}
-	}
-	return img, ""
+	return img, reason
 }
 
-// imagePullOf is the pull credentials of a registry image's source, if it has any.
-func imagePullOf(source concourse.Source) (ImagePull, bool) {
+// notePull notes the credentials of a registry image's source, if it gives any, for the
+// pods whose image param is image: a reference, or the result of the get that fetches
+// it.
+func (c *compiler) notePull(image string, source concourse.Source) {
 	user, _ := source["username"].(string)
 	pass, _ := source["password"].(string)
 	if user == "" && pass == "" {
-		return ImagePull{}, false
+		return
 	}
-	repo, _ := source["repository"].(string)
-	return ImagePull{Registry: pullRegistry(repo), Username: user, Password: pass}, true
+	if _, seen := c.pulls[image]; !seen {
+		repo, _ := source["repository"].(string)
+		c.pulls[image] = ImagePull{Repository: repo, Username: user, Password: pass}
+	}
 }
 
-// pullRegistry is the Docker config key of an image repository's credentials: the
+// PullRegistry is the Docker config key of an image repository's credentials: the
 // repository itself, which the kubelet matches as a prefix of the images it pulls, or
 // DockerHubRegistry for Docker Hub, whose images the kubelet matches by host alone.
-func pullRegistry(repo string) string {
+func PullRegistry(repo string) string {
 	host, _, found := strings.Cut(repo, "/")
 	if !found || !(strings.ContainsAny(host, ".:") || host == "localhost") {
 		return DockerHubRegistry
@@ -79,16 +78,14 @@ func pullRegistry(repo string) string {
 }
 
 // imagePulls gives each of the build's pods that pulls an image with credentials
-// (registryImage) the build's Secret of them, and returns the credentials, one per
-// registry, sorted: where images of one registry give different credentials, those of
-// the image that sorts first. The refs of their ((vars)) are recorded with the build's
-// other credentials (Result.Credentials), to be looked up as theirs are, though no step
-// reads them.
+// (notePull) the build's Secret of them, and returns the credentials, each once, sorted.
+// The refs of their ((vars)) are recorded with the build's other credentials
+// (Result.Credentials), to be looked up as theirs are, though no step reads them.
 func (c *compiler) imagePulls(secret string, taskLists ...[]v1.PipelineTask) []ImagePull {
 	if len(c.pulls) == 0 {
 		return nil
 	}
-	used := map[string]ImagePull{}
+	used := map[ImagePull]bool{}
 	for _, tasks := range taskLists {
 		for _, pt := range tasks {
 			img := ""
@@ -97,25 +94,20 @@ func (c *compiler) imagePulls(secret string, taskLists ...[]v1.PipelineTask) []I
 					img = p.Value.StringVal
 				}
 			}
-			if _, ok := c.pulls[img]; !ok {
+			pull, ok := c.pulls[img]
+			if !ok {
 				continue
 			}
-			used[img] = c.pulls[img]
+			used[pull] = true
 			c.podTemplate(pt.Name).ImagePullSecrets = []corev1.LocalObjectReference{{Name: secret}}
 		}
 	}
-	byRegistry := map[string]ImagePull{}
-	for _, img := range slices.Sorted(maps.Keys(used)) {
-		if _, seen := byRegistry[used[img].Registry]; !seen {
-			byRegistry[used[img].Registry] = used[img]
-		}
-	}
-	out := make([]ImagePull, 0, len(byRegistry))
+	out := slices.SortedFunc(maps.Keys(used), func(a, b ImagePull) int {
+		return cmp.Or(cmp.Compare(a.Repository, b.Repository), cmp.Compare(a.Username, b.Username), cmp.Compare(a.Password, b.Password))
+	})
 	var refs []vars.Reference
-	for _, reg := range slices.Sorted(maps.Keys(byRegistry)) {
-		pull := byRegistry[reg]
-		out = append(out, pull)
-		for _, s := range []string{pull.Username, pull.Password} {
+	for _, pull := range out {
+		for _, s := range []string{pull.Repository, pull.Username, pull.Password} {
 			for _, n := range vars.Names(s) {
 				if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
 					refs = append(refs, ref)

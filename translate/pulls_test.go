@@ -25,11 +25,18 @@ resources:
 - name: other
   type: public-type
   source: {}
+- name: built
+  type: registry-image
+  source: {repository: ((registry))/built, username: builder, password: ((builder-password))}
 jobs:
 - name: test
   plan:
   - get: thing
   - get: other
+  - get: built
+  - task: in-built
+    image: built
+    config: {platform: linux, run: {path: "true"}}
   - task: private
     config:
       platform: linux
@@ -52,11 +59,12 @@ jobs:
 `
 
 // The images whose registry-image source gives a username or password (a task's
-// image_resource, a custom type's image) are pulled with the build's Secret of pull
-// credentials: the pods that run them name it, and only those; the credentials are
-// listed once per registry, as written, Docker Hub's under its host alone; their vars
-// are the build's credentials, looked up as the steps' are; the Secret is named and
-// labelled after the run, a Docker config with nothing in it yet. Everything validates.
+// image_resource, a custom type's image, a get's artifact a task runs) are pulled with
+// the build's Secret of pull credentials: the pods that run them name it, and only
+// those; the credentials are listed once each, as written; their vars, and those of the
+// repository, are the build's credentials, looked up as the steps' are; the Secret is
+// named and labelled after the run, a Docker config with nothing in it yet. Everything
+// validates.
 func TestImagePulls(t *testing.T) {
 	for _, supplied := range []bool{false, true} {
 		_, r, err := translateJob(t, pullsPipeline, translate.Options{Build: "3", SuppliedCredentials: supplied})
@@ -65,8 +73,9 @@ func TestImagePulls(t *testing.T) {
 		}
 		validate(t, r)
 		want := []translate.ImagePull{
-			{Registry: translate.DockerHubRegistry, Username: "((hub.user))", Password: "((hub.token))"},
-			{Registry: "reg.example.com:5000/team/img", Username: "robot", Password: "((reg-password))"},
+			{Repository: "((registry))/built", Username: "builder", Password: "((builder-password))"},
+			{Repository: "acme/private-resource", Username: "((hub.user))", Password: "((hub.token))"},
+			{Repository: "reg.example.com:5000/team/img", Username: "robot", Password: "((reg-password))"},
 		}
 		if diff := cmp.Diff(want, r.ImagePulls); diff != "" {
 			t.Errorf("supplied %v: image pulls (-want +got):\n%s", supplied, diff)
@@ -82,7 +91,7 @@ func TestImagePulls(t *testing.T) {
 			}
 			pulling[spec.PipelineTaskName] = true
 		}
-		wantPulling := map[string]bool{"get-thing": true, "task-private": true, "task-same-registry": true}
+		wantPulling := map[string]bool{"get-thing": true, "task-private": true, "task-same-registry": true, "task-in-built": true}
 		if diff := cmp.Diff(wantPulling, pulling); diff != "" {
 			t.Errorf("supplied %v: tasks pulling with the Secret (-want +got):\n%s", supplied, diff)
 		}
@@ -90,7 +99,7 @@ func TestImagePulls(t *testing.T) {
 		for _, c := range r.Credentials {
 			vars[c.Var] = true
 		}
-		for _, v := range []string{"hub.user", "hub.token", "reg-password"} {
+		for _, v := range []string{"hub.user", "hub.token", "reg-password", "registry", "builder-password"} {
 			if !vars[v] {
 				t.Errorf("supplied %v: ((%s)) is not among the build's credentials %v", supplied, v, r.Credentials)
 			}
@@ -107,6 +116,24 @@ func TestImagePulls(t *testing.T) {
 		}
 		if s.Annotations[runspec.LabelBuild] != "3" {
 			t.Errorf("supplied %v: Secret annotations %v, want the build's", supplied, s.Annotations)
+		}
+	}
+}
+
+// A repository's credentials are keyed by the repository, Docker Hub's by its host
+// alone, as the kubelet matches them to the images it pulls.
+func TestPullRegistry(t *testing.T) {
+	for repo, want := range map[string]string{
+		"busybox":                         translate.DockerHubRegistry,
+		"acme/tools":                      translate.DockerHubRegistry,
+		"docker.io/acme/tools":            translate.DockerHubRegistry,
+		"index.docker.io/library/busybox": translate.DockerHubRegistry,
+		"ghcr.io/acme/tools":              "ghcr.io/acme/tools",
+		"localhost/tools":                 "localhost/tools",
+		"10.0.0.1:5000/tools":             "10.0.0.1:5000/tools",
+	} {
+		if got := translate.PullRegistry(repo); got != want {
+			t.Errorf("PullRegistry(%q) = %q, want %q", repo, got, want)
 		}
 	}
 }

@@ -473,7 +473,10 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 		if len(r.ImagePulls) > 0 {
 			regs := make([]string, len(r.ImagePulls))
 			for i, pull := range r.ImagePulls {
-				regs[i] = pull.Registry
+				regs[i] = translate.PullRegistry(pull.Repository)
+				if strings.Contains(pull.Repository, "((") {
+					regs[i] = pull.Repository
+				}
 			}
 			c.pulls = append(c.pulls, fmt.Sprintf("%s (%s)", r.ImagePullSecret.Name, strings.Join(regs, ", ")))
 		}
