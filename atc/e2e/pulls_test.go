@@ -1,0 +1,95 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/concourse-tekton/concourse-tekton/translate"
+)
+
+// TestPrivateRegistryImage: a task whose image_resource is in a registry that refuses
+// anonymous pulls, its password from the pipeline's var source, runs in that image, as on
+// workers, where the registry-image resource fetches it with its source's credentials.
+// The run's Secret of image pull credentials holds them, and no Tekton object does; fly
+// never shows the password.
+func TestPrivateRegistryImage(t *testing.T) {
+	dumpOnFailure(t)
+	t.Parallel()
+	registry, auth := os.Getenv("E2E_PRIVATE_REGISTRY"), os.Getenv("E2E_PRIVATE_REGISTRY_AUTH")
+	if registry == "" || auth == "" {
+		t.Skip("no private registry: the harness sets E2E_PRIVATE_REGISTRY and E2E_PRIVATE_REGISTRY_AUTH (user:password)")
+	}
+	user, password, _ := strings.Cut(auth, ":")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	img, err := tarball.ImageFromPath(filepath.Join(cacheDir(), "concourse-tekton", "images", "busybox.tar"), nil)
+	if err != nil {
+		fatalf(t, "reading the harness's busybox image: %v", err)
+	}
+	repo := registry + "/atc-" + web.ns + "/busybox"
+	ref, err := name.ParseReference(repo+":private", name.Insecure)
+	if err != nil {
+		fatal(t, err)
+	}
+	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: user, Password: password}), remote.WithContext(ctx)); err != nil {
+		fatalf(t, "pushing %s: %v", ref, err)
+	}
+
+	setPipeline(t, "private", fmt.Sprintf(`
+var_sources:
+- name: dm
+  type: dummy
+  config:
+    vars: {registry_password: %[3]s}
+jobs:
+- name: private
+  plan:
+  - task: private-image
+    config:
+      platform: linux
+      image_resource:
+        type: registry-image
+        source: {repository: %[1]s, tag: private, username: %[2]s, password: ((dm:registry_password))}
+      run: {path: echo, args: [ran in the private image]}
+`, repo, user, password))
+	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "private/private", "-w")
+	t.Logf("fly trigger-job -j private/private -w: exit %d\n%s", code, out)
+	if code != 0 {
+		errorf(t, "exit %d, want 0", code)
+	}
+	inOrder(t, out, "ran in the private image", "succeeded")
+	if strings.Contains(out, password) {
+		errorf(t, "fly's output shows the registry's password")
+	}
+
+	run := pipelineRun(t, "private", "private")
+	s, err := web.kube.CoreV1().Secrets(web.ns).Get(ctx, run+translate.ImagePullSecretSuffix, metav1.GetOptions{})
+	if err != nil {
+		fatalf(t, "the run's Secret of image pull credentials: %v", err)
+	}
+	if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "PipelineRun" || o[0].Name != run {
+		errorf(t, "the Secret's owners %+v, want PipelineRun %s", o, run)
+	}
+	if s.Type != corev1.SecretTypeDockerConfigJson || !strings.Contains(string(s.Data[corev1.DockerConfigJsonKey]), password) {
+		errorf(t, "the Secret, of type %s, does not hold the registry's credentials", s.Type)
+	}
+	for _, obj := range tektonObjects(t) {
+		if strings.Contains(obj, password) {
+			errorf(t, "a Tekton object holds the registry's password: %.200s", obj)
+		}
+	}
+}
