@@ -42,7 +42,7 @@ func interceptPipeline(t *testing.T) string {
       inputs: [{name: src}]
       outputs: [{name: out}]
       params: {COLOR: blue}
-      run: {path: sh, args: [-c, "cp src/greeting out/ && echo broke > out/why && exit 1"]}
+      run: {path: sh, args: [-c, "cp src/greeting out/ && echo broke > out/why && echo left behind > /tmp/scratch && exit 1"]}
     ensure:
       task: linger
       config:
@@ -61,7 +61,8 @@ func interceptPipeline(t *testing.T) string {
 
 // TestIntercept enters a running step through a pseudo-terminal (its working directory,
 // environment, input, terminal size; exit ends the session with its status), then a
-// failed step that has ended (a pod made again, with its input and output, deleted after).
+// failed step that has ended (a pod made again, with its input and output and the file it
+// left in /tmp, deleted after).
 // Its steps copy the runner in, with a container of their own (TestRunnerImageVolume
 // enters a step that mounts it, as builds do by default on this cluster).
 func TestIntercept(t *testing.T) {
@@ -158,9 +159,10 @@ func TestIntercept(t *testing.T) {
 		}
 	}
 
-	// The failed step, which has ended: its input and output, in a pod made again.
-	exit, stdout, stderr := runCLI(t, ctx, "intercept", run, "-n", ns, "-s", "broken", "--", "sh", "-c", `cat src/greeting out/greeting out/why; echo "color=$COLOR"`)
-	if exit != 0 || stdout != "hello\nhello\nbroke\ncolor=blue\n" {
+	// The failed step, which has ended: its input and output, in a pod made again, and
+	// what it left in its container's file system.
+	exit, stdout, stderr := runCLI(t, ctx, "intercept", run, "-n", ns, "-s", "broken", "--", "sh", "-c", `cat src/greeting out/greeting out/why /tmp/scratch; echo "color=$COLOR"`)
+	if exit != 0 || stdout != "hello\nhello\nbroke\nleft behind\ncolor=blue\n" {
 		t.Errorf("intercepting the failed step: exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
 	}
 	if !strings.Contains(stderr, "step broken has ended: starting a pod like its own") {

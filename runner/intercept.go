@@ -79,6 +79,11 @@ func (s *step) session(stage bool) (session, error) {
 		if err := s.stage(cfg, wd, volumeOwnerOf(cred)); err != nil {
 			return sess, err
 		}
+		if keepsRootfs(cred) {
+			if err := restoreRootfs(filepath.Join(s.paths.Volume, rootfsSnapshotPath(s.spec.PlanID)), "/"); err != nil {
+				return sess, err
+			}
+		}
 	}
 	return sess, nil
 }

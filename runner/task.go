@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
@@ -215,6 +216,7 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	started := time.Now()
 	res, err := proc.Run(ctx, proc.Cmd{
 		Path:       path,
 		Args:       cfg.Run.Args,
@@ -231,6 +233,12 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 	}
 	if !res.Interrupted {
 		s.exited(res.ExitStatus)
+	}
+	if !res.Interrupted && res.ExitStatus != 0 && keepsRootfs(cred) {
+		// Best effort: a snapshot that cannot be written leaves an intercept session
+		// without the container's files, and the step as it ended.
+		_ = snapshotRootfs("/", started.Add(-rootfsSnapshotMargin), []string{wd, s.paths.Volume, "/proc", "/sys", "/dev", runspec.RunnerDir},
+			filepath.Join(s.paths.Volume, rootfsSnapshotPath(s.spec.PlanID)))
 	}
 	// Interrupted or not: Concourse registers the outputs and caches right after
 	// process.Wait, before it looks at Wait's error (atc/exec/task_step.go), so a hook

@@ -1,0 +1,253 @@
+package runner
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/concourse-tekton/concourse-tekton/runspec"
+)
+
+// The container's own file system, kept for an intercept session: Concourse keeps a
+// failed step's container, and `fly intercept` into it finds what its process left
+// outside its working directory (a file in /tmp, a tool it installed). Here the
+// container goes with its pod. So when a task run as root fails, the runner writes what
+// its process changed in the container's file system (each file, directory and symbolic
+// link whose inode changed since the process started, on the root file system only) into
+// a tar on the build volume, rootfsSnapshotBudget bytes of file data at most; an
+// intercept session in a pod made again from the step's own restores it before its
+// command starts. The working directory is not in it: the session makes it again from
+// the build volume. A step that does not run as root is not kept: its session, which
+// restores as root, would otherwise write what its user could not.
+
+// keepsRootfs tells whether a task whose process runs with cred (nil: the container's
+// user) has its container's files kept: when it runs as root, and so does the runner.
+func keepsRootfs(cred *syscall.Credential) bool {
+	return (cred == nil || cred.Uid == 0) && os.Geteuid() == 0
+}
+
+// rootfsSnapshotBudget bounds the file data a snapshot keeps: the build volume is small
+// (1Gi by default), and a session seldom wants more than a step's scratch files. Files
+// past it are left out.
+var rootfsSnapshotBudget int64 = 64 << 20
+
+// rootfsSnapshotMargin is how long before its process started a step's files count as
+// changed by it: the kernel stamps inodes with a clock that lags the one time.Now reads by
+// up to a tick.
+const rootfsSnapshotMargin = time.Second
+
+// rootfsSnapshotPath is where a step's snapshot is, relative to the build volume's root:
+// beside its artifacts, in a file no artifact can be (runspec.Escape never writes '%'
+// before lowercase letters).
+func rootfsSnapshotPath(planID string) string {
+	return path.Join(runspec.VolumesDir, runspec.Escape(planID), "%rootfs.tar")
+}
+
+// snapshotRootfs writes the snapshot of the file system under root (the container's /)
+// changed since since, leaving out the directories in skip and whatever is not on root's
+// file system (mounts: the build volume, secrets, /proc). It returns what it could not
+// keep; a file it cannot read is left out.
+func snapshotRootfs(root string, since time.Time, skip []string, dst string) error {
+	rootInfo, err := os.Lstat(root)
+	if err != nil {
+		return err
+	}
+	rootDev := rootInfo.Sys().(*syscall.Stat_t).Dev
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp := dst + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	tw := tar.NewWriter(f)
+	budget := rootfsSnapshotBudget
+	walkErr := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if d != nil && d.IsDir() && p != root {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if p == root {
+			return nil
+		}
+		for _, s := range skip {
+			if p == s {
+				return fs.SkipDir
+			}
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		st, ok := info.Sys().(*syscall.Stat_t)
+		if !ok || st.Dev != rootDev {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if time.Unix(st.Ctim.Sec, st.Ctim.Nsec).Before(since) {
+			return nil
+		}
+		return addToSnapshot(tw, root, p, info, &budget)
+	})
+	err = errors.Join(walkErr, tw.Close(), f.Close())
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, dst)
+}
+
+// addToSnapshot writes one changed entry: a directory, a symbolic link, or a regular file
+// that fits in what is left of budget. Anything else (a socket, a device, a pipe) is left
+// out.
+func addToSnapshot(tw *tar.Writer, root, p string, info fs.FileInfo, budget *int64) error {
+	mode := info.Mode()
+	link := ""
+	switch {
+	case mode.IsDir():
+	case mode&fs.ModeSymlink != 0:
+		target, err := os.Readlink(p)
+		if err != nil {
+			return nil
+		}
+		link = target
+	case mode.IsRegular():
+		if info.Size() > *budget {
+			return nil
+		}
+	default:
+		return nil
+	}
+	hdr, err := tar.FileInfoHeader(info, link)
+	if err != nil {
+		return nil
+	}
+	rel, err := filepath.Rel(root, p)
+	if err != nil {
+		return nil
+	}
+	hdr.Name, hdr.Uname, hdr.Gname = filepath.ToSlash(rel), "", ""
+	if mode.IsDir() {
+		hdr.Name += "/"
+	}
+	if !mode.IsRegular() {
+		return tw.WriteHeader(hdr)
+	}
+	src, err := os.Open(p)
+	if err != nil {
+		return nil // gone, or unreadable: left out
+	}
+	defer src.Close()
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	n, err := io.Copy(tw, io.LimitReader(src, hdr.Size))
+	if err != nil {
+		return err
+	}
+	if n < hdr.Size {
+		// It shrank while read: the tar wants the size the header says.
+		if _, err := tw.Write(make([]byte, hdr.Size-n)); err != nil {
+			return err
+		}
+	}
+	*budget -= hdr.Size
+	return nil
+}
+
+// restoreRootfs writes a snapshot back under root: each entry at its path, with its mode,
+// owner and modification time, over what is there. An entry whose path leaves root is
+// refused. No snapshot is nothing to restore.
+func restoreRootfs(src, root string) error {
+	f, err := os.Open(src)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	var dirs []*tar.Header
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading the container's files: %w", err)
+		}
+		name := path.Clean(strings.TrimSuffix(hdr.Name, "/"))
+		if name == "." || name == ".." || strings.HasPrefix(name, "../") || path.IsAbs(name) {
+			return fmt.Errorf("the container's files: %q is outside the container", hdr.Name)
+		}
+		dst := filepath.Join(root, filepath.FromSlash(name))
+		switch hdr.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(dst, 0o755); err != nil {
+				return err
+			}
+			dirs = append(dirs, hdr)
+			continue
+		case tar.TypeSymlink:
+			if err := replaceWith(dst, func() error { return os.Symlink(hdr.Linkname, dst) }); err != nil {
+				return err
+			}
+		case tar.TypeReg:
+			if err := replaceWith(dst, func() error { return writeFile(dst, tr, hdr) }); err != nil {
+				return err
+			}
+		default:
+			continue
+		}
+		_ = os.Lchown(dst, hdr.Uid, hdr.Gid)
+		if hdr.Typeflag == tar.TypeReg {
+			_ = os.Chmod(dst, hdr.FileInfo().Mode().Perm()|hdr.FileInfo().Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+			_ = os.Chtimes(dst, hdr.ModTime, hdr.ModTime)
+		}
+	}
+	// Directories last, their entries written: their own times and modes as they were.
+	for _, hdr := range dirs {
+		dst := filepath.Join(root, filepath.FromSlash(path.Clean(strings.TrimSuffix(hdr.Name, "/"))))
+		_ = os.Lchown(dst, hdr.Uid, hdr.Gid)
+		_ = os.Chmod(dst, hdr.FileInfo().Mode().Perm()|hdr.FileInfo().Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+		_ = os.Chtimes(dst, hdr.ModTime, hdr.ModTime)
+	}
+	return nil
+}
+
+// replaceWith makes dst with make, removing what is there first (a file of the image the
+// step replaced), and its parents if they are missing.
+func replaceWith(dst string, make func() error) error {
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if info, err := os.Lstat(dst); err == nil && !info.IsDir() {
+		if err := os.Remove(dst); err != nil {
+			return err
+		}
+	}
+	return make()
+}
+
+func writeFile(dst string, r io.Reader, hdr *tar.Header) error {
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, r)
+	return errors.Join(err, out.Close())
+}
