@@ -18,9 +18,10 @@ import (
 // ImagePull is the credentials of a registry that serves images of a build's steps: the
 // username and password of the registry-image (or docker-image) source of a task's
 // image_resource, of a custom resource type's image, or of a get whose artifact a task
-// runs as its image (`image:`), as the pipeline writes them, ((vars)) and all. Concourse's registry-image resource fetches the image with them; here
-// the node pulls it, with the build's Secret of image pull credentials
-// (Result.ImagePullSecret), which the build's starter fills in from them.
+// runs as its image (`image:`), as the pipeline writes them, ((vars)) and all.
+// Concourse's registry-image resource fetches the image with them; here the node pulls
+// it, with the build's Secret of image pull credentials (Result.ImagePullSecret), which
+// the build's starter fills in from them.
 type ImagePull struct {
 	// Repository is the image's repository, as written: PullRegistry, once its ((vars))
 	// are resolved, keys the credentials in the Secret's Docker config.

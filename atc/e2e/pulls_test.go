@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
@@ -36,9 +37,22 @@ func TestPrivateRegistryImage(t *testing.T) {
 	user, password, _ := strings.Cut(auth, ":")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	img, err := tarball.ImageFromPath(filepath.Join(cacheDir(), "concourse-tekton", "images", "busybox.tar"), nil)
+	base, err := tarball.ImageFromPath(filepath.Join(cacheDir(), "concourse-tekton", "images", "busybox.tar"), nil)
 	if err != nil {
 		fatalf(t, "reading the harness's busybox image: %v", err)
+	}
+	// An image of its own, not the node's busybox: the kubelet remembers which
+	// credentials pulled an image, and would then want them of every pod that runs it
+	// (KubeletEnsureSecretPulledImages), the other tests' busybox tasks included.
+	cfg, err := base.ConfigFile()
+	if err != nil {
+		fatal(t, err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.Config.Env = append(cfg.Config.Env, "PULLED_WITH=credentials")
+	img, err := mutate.ConfigFile(base, cfg)
+	if err != nil {
+		fatal(t, err)
 	}
 	repo := registry + "/atc-" + web.ns + "/busybox"
 	ref, err := name.ParseReference(repo+":private", name.Insecure)
@@ -64,14 +78,14 @@ jobs:
       image_resource:
         type: registry-image
         source: {repository: %[1]s, tag: private, username: %[2]s, password: ((dm:registry_password))}
-      run: {path: echo, args: [ran in the private image]}
+      run: {path: sh, args: [-c, 'echo "ran in the private image, pulled with $PULLED_WITH"']}
 `, repo, user, password))
 	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "private/private", "-w")
 	t.Logf("fly trigger-job -j private/private -w: exit %d\n%s", code, out)
 	if code != 0 {
 		errorf(t, "exit %d, want 0", code)
 	}
-	inOrder(t, out, "ran in the private image", "succeeded")
+	inOrder(t, out, "ran in the private image, pulled with credentials", "succeeded")
 	if strings.Contains(out, password) {
 		errorf(t, "fly's output shows the registry's password")
 	}
