@@ -22,11 +22,12 @@ import (
 // container goes with its pod. So when a task run as root fails, the runner writes what
 // its process changed in the container's file system (each file, directory and symbolic
 // link whose inode changed since the process started, on the root file system only) into
-// a tar on the build volume, rootfsSnapshotBudget bytes of file data at most; an
-// intercept session in a pod made again from the step's own restores it before its
-// command starts. The working directory is not in it: the session makes it again from
-// the build volume. A step that does not run as root is not kept: its session, which
-// restores as root, would otherwise write what its user could not.
+// a tar on the build volume, rootfsSnapshotBudget bytes of file data and
+// rootfsSnapshotTime at most; an intercept session in a pod made again from the step's
+// own restores it before its command starts. The working directory is not in it: the
+// session makes it again from the build volume. A step that does not run as root is not
+// kept: its session, which restores as root, would otherwise write what its user could
+// not.
 
 // keepsRootfs tells whether a task whose process runs with cred (nil: the container's
 // user) has its container's files kept: when it runs as root, and so does the runner.
@@ -38,6 +39,10 @@ func keepsRootfs(cred *syscall.Credential) bool {
 // (1Gi by default), and a session seldom wants more than a step's scratch files. Files
 // past it are left out.
 var rootfsSnapshotBudget int64 = 64 << 20
+
+// rootfsSnapshotTime bounds how long a failed step spends keeping its files (a walk of a
+// large image, a Docker daemon's layers): what is kept by then is kept.
+var rootfsSnapshotTime = 5 * time.Second
 
 // rootfsSnapshotMargin is how long before its process started a step's files count as
 // changed by it: the kernel stamps inodes with a clock that lags the one time.Now reads by
@@ -71,8 +76,11 @@ func snapshotRootfs(root string, since time.Time, skip []string, dst string) err
 	}
 	defer os.Remove(tmp)
 	tw := tar.NewWriter(f)
-	budget := rootfsSnapshotBudget
+	budget, deadline := rootfsSnapshotBudget, time.Now().Add(rootfsSnapshotTime)
 	walkErr := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if time.Now().After(deadline) {
+			return fs.SkipAll
+		}
 		if err != nil {
 			if d != nil && d.IsDir() && p != root {
 				return fs.SkipDir

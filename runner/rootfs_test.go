@@ -103,6 +103,16 @@ func TestRootfsSnapshot(t *testing.T) {
 		t.Errorf("the link restored: %q, %v", link, err)
 	}
 
+	// Out of time at once: an empty snapshot.
+	defer func(d time.Duration) { rootfsSnapshotTime = d }(rootfsSnapshotTime)
+	rootfsSnapshotTime = 0
+	if err := snapshotRootfs(root, since, nil, dst); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := os.Stat(dst); err != nil || info.Size() > 1024 {
+		t.Errorf("a snapshot out of time: %v, %v", info, err)
+	}
+
 	// No snapshot: nothing to restore.
 	if err := restoreRootfs(filepath.Join(t.TempDir(), "none.tar"), into); err != nil {
 		t.Errorf("restoring no snapshot: %v", err)
