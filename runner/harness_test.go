@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 type world struct {
 	t                                        *testing.T
 	root, volume, tmpBuild, resources, creds string
+	// rootfs stands for the container's root file system (the runner's --x-rootfs).
+	rootfs string
 	// taskVars stands for the task vars Secret's mount (supplied credentials).
 	taskVars string
 }
@@ -56,8 +58,9 @@ func newWorld(t *testing.T) *world {
 		resources: filepath.Join(root, "opt-resource"),
 		creds:     filepath.Join(root, "creds"),
 		taskVars:  filepath.Join(root, "task-vars"),
+		rootfs:    filepath.Join(root, "rootfs"),
 	}
-	for _, d := range []string{w.volume, w.tmpBuild, w.resources, w.creds, w.taskVars} {
+	for _, d := range []string{w.volume, w.tmpBuild, w.resources, w.creds, w.taskVars, w.rootfs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +145,7 @@ func (w *world) args(spec runspec.Spec) []string {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	return append(args, "--x-tmp-build="+w.tmpBuild, "--x-resource-dir="+w.resources, "--x-grace=3s", "--x-poll=20ms")
+	return append(args, "--x-tmp-build="+w.tmpBuild, "--x-resource-dir="+w.resources, "--x-rootfs="+w.rootfs, "--x-grace=3s", "--x-poll=20ms")
 }
 
 // start starts the runner on spec, with env as its environment when it is not nil.

@@ -50,6 +50,9 @@ func (s *step) session(stage bool) (session, error) {
 			if err := s.stageResourceDir(dir); err != nil {
 				return fallback, err
 			}
+			if err := s.restoreKeptRootfs(); err != nil {
+				return fallback, err
+			}
 		}
 		if _, err := os.Stat(dir); err != nil {
 			return fallback, nil
@@ -80,7 +83,7 @@ func (s *step) session(stage bool) (session, error) {
 			return sess, err
 		}
 		if keepsRootfs(cred) {
-			if err := restoreRootfs(filepath.Join(s.paths.Volume, rootfsSnapshotPath(s.spec.PlanID)), "/"); err != nil {
+			if err := s.restoreKeptRootfs(); err != nil {
 				return sess, err
 			}
 		}

@@ -175,3 +175,46 @@ func TestInterceptStagesResourceDirs(t *testing.T) {
 		}
 	}
 }
+
+// TestInterceptRestoresContainerFiles: a task, and a get, that failed as root kept what
+// they changed in their container's file system outside their working directories; a
+// session in the pod made again (where those files are gone) finds them. A step that
+// succeeded kept nothing.
+func TestInterceptRestoresContainerFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a step's container files are kept when it runs as root")
+	}
+	w := newWorld(t)
+	leftAt := filepath.Join(w.rootfs, "tmp", "left")
+	task := w.taskSpec("6", "broken", shConfig("mkdir -p "+filepath.Dir(leftAt)+" && echo by the task > "+leftAt+" && exit 1", nil))
+	w.script("in", "mkdir -p "+filepath.Dir(leftAt)+" && echo by the get > "+leftAt+".get\nexit 1\n")
+	get := w.spec(runspec.ModeGet, "7", "repo")
+	get.Get = &runspec.Get{Type: "mock", Version: map[string]string{"v": "1"}}
+	fine := w.taskSpec("8", "fine", shConfig("echo fine > "+leftAt+".fine", nil))
+	for _, step := range []struct {
+		spec runspec.Spec
+		exit int
+	}{{task, 1}, {get, 1}, {fine, 0}} {
+		if r := w.run(step.spec); r.exit != step.exit {
+			t.Fatalf("step %s: exit %d, want %d (stderr %q)", step.spec.PlanID, r.exit, step.exit, r.stderr)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(w.rootfs, "tmp")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		spec runspec.Spec
+		file string
+		want string
+	}{{task, leftAt, "by the task\n"}, {get, leftAt + ".get", "by the get\n"}, {fine, leftAt + ".fine", ""}} {
+		args := append(w.args(tc.spec), "--stage", "--", "sh", "-c", "cat "+tc.file+" 2>/dev/null; true")
+		args[0] = string(runspec.ModeIntercept)
+		r := w.startArgs(args, []string{"PATH=/usr/bin:/bin"}).wait(t)
+		if r.exit != 0 || r.stdout != tc.want {
+			t.Errorf("step %s: exit %d, stdout %q, want %q (stderr %q)", tc.spec.PlanID, r.exit, r.stdout, tc.want, r.stderr)
+		}
+		if err := os.RemoveAll(filepath.Join(w.rootfs, "tmp")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -44,6 +44,9 @@ type options struct {
 	image       string
 	tmpBuild    string
 	resourceDir string
+	// rootfs is the container's root file system, whose changes a failed step keeps for
+	// an intercept session (keepRootfs).
+	rootfs string
 	grace       time.Duration
 	poll        time.Duration
 	clock       Clock
@@ -104,6 +107,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&opts.resourceCacheIndex, "x-resource-cache-index", runspec.ResourceCacheIndexDir, "hidden: the team's index of shared resource caches, for tests")
 	fs.StringVar(&opts.publishing.scratch, "x-scratch", "/scratch", "hidden: an empty directory of the step's own, for tests")
 	fs.StringVar(&opts.tmpBuild, "x-tmp-build", defaultTmpBuild, "hidden: Concourse's /tmp/build, for tests")
+	fs.StringVar(&opts.rootfs, "x-rootfs", "/", "hidden: the container's root file system, for tests")
 	fs.StringVar(&opts.resourceDir, "x-resource-dir", defaultResourceDir, "hidden: Concourse's /opt/resource, for tests")
 	fs.DurationVar(&opts.grace, "x-grace", proc.DefaultGrace, "hidden: SIGTERM to SIGKILL grace period, for tests")
 	fs.DurationVar(&opts.poll, "x-poll", defaultPoll, "hidden: how often markers are polled, for tests")

@@ -124,7 +124,7 @@ func TestBadCommandLines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			args := tt.args
 			if len(args) > 0 && strings.HasPrefix(args[0], "task") || len(args) > 0 && args[0] == "get" {
-				args = append(args, "--x-tmp-build="+w.tmpBuild)
+				args = append(args, "--x-tmp-build="+w.tmpBuild, "--x-rootfs="+w.rootfs)
 			}
 			running := w.startArgs(args, nil)
 			running.results = w.resultsDir("1")

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/concourse-tekton/concourse-tekton/runner/cowcopy"
 	"github.com/concourse-tekton/concourse-tekton/runner/proc"
@@ -31,11 +32,15 @@ type versionResult struct {
 // kept as the result and never logged. ok is false for a non-zero exit, whose stdout is
 // not looked at. The exit status is the step's (a check's is not: step.check).
 func (s *step) script(ctx context.Context, name string, args []string, dir string, request any, env []string) (stdout []byte, ok bool, err error) {
+	started := time.Now()
 	stdout, status, err := s.runScript(ctx, name, args, dir, request, env)
 	if err != nil {
 		return nil, false, err
 	}
 	s.exited(status)
+	if status != 0 {
+		s.keepRootfs(started, dir)
+	}
 	return stdout, status == 0, nil
 }
 

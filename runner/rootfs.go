@@ -19,7 +19,8 @@ import (
 // The container's own file system, kept for an intercept session: Concourse keeps a
 // failed step's container, and `fly intercept` into it finds what its process left
 // outside its working directory (a file in /tmp, a tool it installed). Here the
-// container goes with its pod. So when a task run as root fails, the runner writes what
+// container goes with its pod. So when a task run as root fails, or a get's or put's
+// script (run as root, as resources are), the runner writes what
 // its process changed in the container's file system (each file, directory and symbolic
 // link whose inode changed since the process started, on the root file system only) into
 // a tar on the build volume, rootfsSnapshotBudget bytes of file data and
@@ -33,6 +34,19 @@ import (
 // user) has its container's files kept: when it runs as root, and so does the runner.
 func keepsRootfs(cred *syscall.Credential) bool {
 	return (cred == nil || cred.Uid == 0) && os.Geteuid() == 0
+}
+
+// keepRootfs keeps what the step's process, started at started, changed in the
+// container's file system outside its working directory wd (a task's, a get's or put's).
+// Best effort: a snapshot that cannot be written leaves an intercept session without the
+// container's files, and the step as it ended.
+func (s *step) keepRootfs(started time.Time, wd string) {
+	if !keepsRootfs(nil) {
+		return
+	}
+	root := s.opts.rootfs
+	skip := []string{wd, s.paths.Volume, runspec.RunnerDir, filepath.Join(root, "proc"), filepath.Join(root, "sys"), filepath.Join(root, "dev")}
+	_ = snapshotRootfs(root, started.Add(-rootfsSnapshotMargin), skip, filepath.Join(s.paths.Volume, rootfsSnapshotPath(s.spec.PlanID)))
 }
 
 // rootfsSnapshotBudget bounds the file data a snapshot keeps: the build volume is small
@@ -174,6 +188,15 @@ func addToSnapshot(tw *tar.Writer, root, p string, info fs.FileInfo, budget *int
 	}
 	*budget -= hdr.Size
 	return nil
+}
+
+// restoreKeptRootfs restores what the step kept of its container's files (keepRootfs), if
+// anything, for an intercept session in the pod made again from its own.
+func (s *step) restoreKeptRootfs() error {
+	if !keepsRootfs(nil) {
+		return nil
+	}
+	return restoreRootfs(filepath.Join(s.paths.Volume, rootfsSnapshotPath(s.spec.PlanID)), s.opts.rootfs)
 }
 
 // restoreRootfs writes a snapshot back under root: each entry at its path, with its mode,

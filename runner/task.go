@@ -235,10 +235,7 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 		s.exited(res.ExitStatus)
 	}
 	if !res.Interrupted && res.ExitStatus != 0 && keepsRootfs(cred) {
-		// Best effort: a snapshot that cannot be written leaves an intercept session
-		// without the container's files, and the step as it ended.
-		_ = snapshotRootfs("/", started.Add(-rootfsSnapshotMargin), []string{wd, s.paths.Volume, "/proc", "/sys", "/dev", runspec.RunnerDir},
-			filepath.Join(s.paths.Volume, rootfsSnapshotPath(s.spec.PlanID)))
+		s.keepRootfs(started, wd)
 	}
 	// Interrupted or not: Concourse registers the outputs and caches right after
 	// process.Wait, before it looks at Wait's error (atc/exec/task_step.go), so a hook
