@@ -46,11 +46,11 @@ type options struct {
 	resourceDir string
 	// rootfs is the container's root file system, whose changes a failed step keeps for
 	// an intercept session (keepRootfs).
-	rootfs string
-	grace       time.Duration
-	poll        time.Duration
-	clock       Clock
-	publishing  publishing
+	rootfs     string
+	grace      time.Duration
+	poll       time.Duration
+	clock      Clock
+	publishing publishing
 	// resourceCacheIndex is the team's index of shared resource caches, mounted (see
 	// sharedStore): with the registry and namespace of publishing, a job's get shares
 	// what it fetches with the team's other jobs.
