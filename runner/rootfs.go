@@ -49,9 +49,9 @@ func (s *step) keepRootfs(started time.Time, wd string) {
 	_ = snapshotRootfs(root, started.Add(-rootfsSnapshotMargin), skip, filepath.Join(s.paths.Volume, rootfsSnapshotPath(s.spec.PlanID)))
 }
 
-// rootfsSnapshotBudget bounds the file data a snapshot keeps: the build volume is small
-// (1Gi by default), and a session seldom wants more than a step's scratch files. Files
-// past it are left out.
+// rootfsSnapshotBudget bounds the file data a snapshot keeps, with a quarter of the
+// space the build volume has left: the volume is small (1Gi by default), and a session
+// seldom wants more than a step's scratch files. Files past it are left out.
 var rootfsSnapshotBudget int64 = 64 << 20
 
 // rootfsSnapshotTime bounds how long a failed step spends keeping its files (a walk of a
@@ -91,6 +91,12 @@ func snapshotRootfs(root string, since time.Time, skip []string, dst string) err
 	defer os.Remove(tmp)
 	tw := tar.NewWriter(f)
 	budget, deadline := rootfsSnapshotBudget, time.Now().Add(rootfsSnapshotTime)
+	var fsStat syscall.Statfs_t
+	if syscall.Statfs(filepath.Dir(dst), &fsStat) == nil {
+		// A quarter of what the volume has left at most: the build's later steps, and
+		// the snapshots of its other failed steps (attempts), need the rest.
+		budget = min(budget, int64(fsStat.Bavail)*fsStat.Bsize/4)
+	}
 	walkErr := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if time.Now().After(deadline) {
 			return fs.SkipAll
