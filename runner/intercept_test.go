@@ -176,10 +176,10 @@ func TestInterceptStagesResourceDirs(t *testing.T) {
 	}
 }
 
-// TestInterceptRestoresContainerFiles: a task, and a get, that failed as root kept what
-// they changed in their container's file system outside their working directories; a
-// session in the pod made again (where those files are gone) finds them. A step that
-// succeeded kept nothing.
+// TestInterceptRestoresContainerFiles: a task and a get that failed as root, and a task
+// that timed out, kept what they changed in their container's file system outside their
+// working directories; a session in the pod made again (where those files are gone)
+// finds them. A step that succeeded kept nothing.
 func TestInterceptRestoresContainerFiles(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("a step's container files are kept when it runs as root")
@@ -191,10 +191,12 @@ func TestInterceptRestoresContainerFiles(t *testing.T) {
 	get := w.spec(runspec.ModeGet, "7", "repo")
 	get.Get = &runspec.Get{Type: "mock", Version: map[string]string{"v": "1"}}
 	fine := w.taskSpec("8", "fine", shConfig("echo fine > "+leftAt+".fine", nil))
+	hung := w.taskSpec("9", "hung", shConfig("mkdir -p "+filepath.Dir(leftAt)+" && echo before the timeout > "+leftAt+".hung && sleep 30", nil))
+	hung.Context = []runspec.Layer{{Kind: runspec.LayerTimeout, ID: "9", Duration: "500ms"}}
 	for _, step := range []struct {
 		spec runspec.Spec
 		exit int
-	}{{task, 1}, {get, 1}, {fine, 0}} {
+	}{{task, 1}, {get, 1}, {fine, 0}, {hung, 1}} {
 		if r := w.run(step.spec); r.exit != step.exit {
 			t.Fatalf("step %s: exit %d, want %d (stderr %q)", step.spec.PlanID, r.exit, step.exit, r.stderr)
 		}
@@ -206,7 +208,7 @@ func TestInterceptRestoresContainerFiles(t *testing.T) {
 		spec runspec.Spec
 		file string
 		want string
-	}{{task, leftAt, "by the task\n"}, {get, leftAt + ".get", "by the get\n"}, {fine, leftAt + ".fine", ""}} {
+	}{{task, leftAt, "by the task\n"}, {get, leftAt + ".get", "by the get\n"}, {fine, leftAt + ".fine", ""}, {hung, leftAt + ".hung", "before the timeout\n"}} {
 		args := append(w.args(tc.spec), "--stage", "--", "sh", "-c", "cat "+tc.file+" 2>/dev/null; true")
 		args[0] = string(runspec.ModeIntercept)
 		r := w.startArgs(args, []string{"PATH=/usr/bin:/bin"}).wait(t)

@@ -19,16 +19,16 @@ import (
 // The container's own file system, kept for an intercept session: Concourse keeps a
 // failed step's container, and `fly intercept` into it finds what its process left
 // outside its working directory (a file in /tmp, a tool it installed). Here the
-// container goes with its pod. So when a task run as root fails, or a get's or put's
-// script (run as root, as resources are), the runner writes what
-// its process changed in the container's file system (each file, directory and symbolic
-// link whose inode changed since the process started, on the root file system only) into
-// a tar on the build volume, rootfsSnapshotBudget bytes of file data and
-// rootfsSnapshotTime at most; an intercept session in a pod made again from the step's
-// own restores it before its command starts. The working directory is not in it: the
-// session makes it again from the build volume. A step that does not run as root is not
-// kept: its session, which restores as root, would otherwise write what its user could
-// not.
+// container goes with its pod. So when a task run as root fails, times out or is
+// aborted, or a get's or put's script (run as root, as resources are) fails, the runner
+// writes what its process changed in the container's file system (each file, directory
+// and symbolic link whose inode changed since the process started, on the root file
+// system only) into a tar on the build volume, rootfsSnapshotBudget bytes of file data
+// and rootfsSnapshotTime at most; an intercept session in a pod made again from the
+// step's own restores it before its command starts. The working directory is not in it:
+// the session makes it again from the build volume. A step that does not run as root is
+// not kept: its session, which restores as root, would otherwise write what its user
+// could not.
 
 // keepsRootfs tells whether a task whose process runs with cred (nil: the container's
 // user) has its container's files kept: when it runs as root, and so does the runner.

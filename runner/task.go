@@ -234,7 +234,8 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 	if !res.Interrupted {
 		s.exited(res.ExitStatus)
 	}
-	if !res.Interrupted && res.ExitStatus != 0 && keepsRootfs(cred) {
+	if (res.Interrupted || res.ExitStatus != 0) && keepsRootfs(cred) {
+		// Failed, timed out or aborted: Concourse keeps the container.
 		s.keepRootfs(started, wd)
 	}
 	// Interrupted or not: Concourse registers the outputs and caches right after
