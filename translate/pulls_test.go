@@ -6,6 +6,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
@@ -152,5 +154,35 @@ func TestNoImagePulls(t *testing.T) {
 		if spec.PodTemplate != nil && spec.PodTemplate.ImagePullSecrets != nil {
 			t.Errorf("%s pulls with %v", spec.PipelineTaskName, spec.PodTemplate.ImagePullSecrets)
 		}
+	}
+}
+
+// A one-off build (fly execute) of a task whose image wants credentials pulls it with
+// the build's Secret as a job's build does: its PipelineRun, which holds the Pipeline's
+// spec, names the Secret for the task's pod.
+func TestImagePullsOneOff(t *testing.T) {
+	cfg, err := concourse.ParseTaskConfig([]byte(`platform: linux
+image_resource: {type: registry-image, source: {repository: ghcr.io/acme/private, username: robot, password: ((token))}}
+run: {path: "true"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := translate.Translate(planner.PlanOneOff(cfg, planner.OneOff{}), translate.Options{Pipeline: "one-off", Job: "build", Build: "2", OneOff: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, r)
+	if diff := cmp.Diff([]translate.ImagePull{{Repository: "ghcr.io/acme/private", Username: "robot", Password: "((token))"}}, r.ImagePulls); diff != "" {
+		t.Errorf("image pulls (-want +got):\n%s", diff)
+	}
+	named := 0
+	for _, spec := range r.PipelineRun.Spec.TaskRunSpecs {
+		if spec.PodTemplate != nil && len(spec.PodTemplate.ImagePullSecrets) == 1 && spec.PodTemplate.ImagePullSecrets[0].Name == r.PipelineRun.Name+translate.ImagePullSecretSuffix {
+			named++
+		}
+	}
+	if named != 1 || r.ImagePullSecret == nil {
+		t.Errorf("%d pods name the Secret %v, want the task's", named, r.ImagePullSecret)
 	}
 }
