@@ -50,7 +50,7 @@ func (s *step) session(stage bool) (session, error) {
 			if err := s.stageResourceDir(dir); err != nil {
 				return fallback, err
 			}
-			if err := s.restoreKeptRootfs(); err != nil {
+			if err := s.restoreKeptRootfs(nil); err != nil {
 				return fallback, err
 			}
 		}
@@ -82,10 +82,8 @@ func (s *step) session(stage bool) (session, error) {
 		if err := s.stage(cfg, wd, volumeOwnerOf(cred)); err != nil {
 			return sess, err
 		}
-		if keepsRootfs(cred) {
-			if err := s.restoreKeptRootfs(); err != nil {
-				return sess, err
-			}
+		if err := s.restoreKeptRootfs(cred); err != nil {
+			return sess, err
 		}
 	}
 	return sess, nil

@@ -39,7 +39,7 @@ func (s *step) script(ctx context.Context, name string, args []string, dir strin
 	}
 	s.exited(status)
 	if status != 0 {
-		s.keepRootfs(started, dir)
+		s.keepRootfs(nil, started, dir)
 	}
 	return stdout, status == 0, nil
 }

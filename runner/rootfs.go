@@ -9,10 +9,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/concourse-tekton/concourse-tekton/internal/tarstream"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -36,12 +36,13 @@ func keepsRootfs(cred *syscall.Credential) bool {
 	return (cred == nil || cred.Uid == 0) && os.Geteuid() == 0
 }
 
-// keepRootfs keeps what the step's process, started at started, changed in the
-// container's file system outside its working directory wd (a task's, a get's or put's).
-// Best effort: a snapshot that cannot be written leaves an intercept session without the
-// container's files, and the step as it ended.
-func (s *step) keepRootfs(started time.Time, wd string) {
-	if !keepsRootfs(nil) {
+// keepRootfs keeps what the step's process, run with cred and started at started,
+// changed in the container's file system outside its working directory wd (a task's, a
+// get's or put's), if it is kept (keepsRootfs). Best effort: a snapshot that cannot be
+// written leaves an intercept session without the container's files, and the step as it
+// ended.
+func (s *step) keepRootfs(cred *syscall.Credential, started time.Time, wd string) {
+	if !keepsRootfs(cred) {
 		return
 	}
 	root := s.opts.rootfs
@@ -72,8 +73,8 @@ func rootfsSnapshotPath(planID string) string {
 
 // snapshotRootfs writes the snapshot of the file system under root (the container's /)
 // changed since since, leaving out the directories in skip and whatever is not on root's
-// file system (mounts: the build volume, secrets, /proc). It returns what it could not
-// keep; a file it cannot read is left out.
+// file system (mounts: the build volume, secrets, /proc). A file it cannot read is left
+// out; an error is one of writing the snapshot, which is then not there.
 func snapshotRootfs(root string, since time.Time, skip []string, dst string) error {
 	rootInfo, err := os.Lstat(root)
 	if err != nil {
@@ -196,18 +197,19 @@ func addToSnapshot(tw *tar.Writer, root, p string, info fs.FileInfo, budget *int
 	return nil
 }
 
-// restoreKeptRootfs restores what the step kept of its container's files (keepRootfs), if
-// anything, for an intercept session in the pod made again from its own.
-func (s *step) restoreKeptRootfs() error {
-	if !keepsRootfs(nil) {
+// restoreKeptRootfs restores what the step, its process run with cred, kept of its
+// container's files (keepRootfs), if anything, for an intercept session in the pod made
+// again from its own.
+func (s *step) restoreKeptRootfs(cred *syscall.Credential) error {
+	if !keepsRootfs(cred) {
 		return nil
 	}
 	return restoreRootfs(filepath.Join(s.paths.Volume, rootfsSnapshotPath(s.spec.PlanID)), s.opts.rootfs)
 }
 
-// restoreRootfs writes a snapshot back under root: each entry at its path, with its mode,
-// owner and modification time, over what is there. An entry whose path leaves root is
-// refused. No snapshot is nothing to restore.
+// restoreRootfs writes a snapshot back under root, over what is there: each entry at its
+// path, with its mode, owner and modification time (tarstream.ExtractOwned, which refuses
+// an entry whose path leaves root). No snapshot is nothing to restore.
 func restoreRootfs(src, root string) error {
 	f, err := os.Open(src)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -217,74 +219,8 @@ func restoreRootfs(src, root string) error {
 		return err
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
-	var dirs []*tar.Header
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading the container's files: %w", err)
-		}
-		name := path.Clean(strings.TrimSuffix(hdr.Name, "/"))
-		if name == "." || name == ".." || strings.HasPrefix(name, "../") || path.IsAbs(name) {
-			return fmt.Errorf("the container's files: %q is outside the container", hdr.Name)
-		}
-		dst := filepath.Join(root, filepath.FromSlash(name))
-		switch hdr.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(dst, 0o755); err != nil {
-				return err
-			}
-			dirs = append(dirs, hdr)
-			continue
-		case tar.TypeSymlink:
-			if err := replaceWith(dst, func() error { return os.Symlink(hdr.Linkname, dst) }); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := replaceWith(dst, func() error { return writeFile(dst, tr, hdr) }); err != nil {
-				return err
-			}
-		default:
-			continue
-		}
-		_ = os.Lchown(dst, hdr.Uid, hdr.Gid)
-		if hdr.Typeflag == tar.TypeReg {
-			_ = os.Chmod(dst, hdr.FileInfo().Mode().Perm()|hdr.FileInfo().Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
-			_ = os.Chtimes(dst, hdr.ModTime, hdr.ModTime)
-		}
-	}
-	// Directories last, their entries written: their own times and modes as they were.
-	for _, hdr := range dirs {
-		dst := filepath.Join(root, filepath.FromSlash(path.Clean(strings.TrimSuffix(hdr.Name, "/"))))
-		_ = os.Lchown(dst, hdr.Uid, hdr.Gid)
-		_ = os.Chmod(dst, hdr.FileInfo().Mode().Perm()|hdr.FileInfo().Mode()&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
-		_ = os.Chtimes(dst, hdr.ModTime, hdr.ModTime)
+	if err := tarstream.ExtractOwned(f, root); err != nil {
+		return fmt.Errorf("restoring the container's files: %w", err)
 	}
 	return nil
-}
-
-// replaceWith makes dst with make, removing what is there first (a file of the image the
-// step replaced), and its parents if they are missing.
-func replaceWith(dst string, make func() error) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	if info, err := os.Lstat(dst); err == nil && !info.IsDir() {
-		if err := os.Remove(dst); err != nil {
-			return err
-		}
-	}
-	return make()
-}
-
-func writeFile(dst string, r io.Reader, hdr *tar.Header) error {
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, r)
-	return errors.Join(err, out.Close())
 }

@@ -234,9 +234,9 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 	if !res.Interrupted {
 		s.exited(res.ExitStatus)
 	}
-	if (res.Interrupted || res.ExitStatus != 0) && keepsRootfs(cred) {
+	if res.Interrupted || res.ExitStatus != 0 {
 		// Failed, timed out or aborted: Concourse keeps the container.
-		s.keepRootfs(started, wd)
+		s.keepRootfs(cred, started, wd)
 	}
 	// Interrupted or not: Concourse registers the outputs and caches right after
 	// process.Wait, before it looks at Wait's error (atc/exec/task_step.go), so a hook

@@ -133,6 +133,17 @@ func addEntry(tw *tar.Writer, root, name string) error {
 // link that leads out of dir is an error, and nothing is written outside dir. Regular
 // files, directories, symbolic and hard links are made; other entries are skipped.
 func Extract(r io.Reader, dir string) error {
+	return extract(r, dir, false)
+}
+
+// ExtractOwned is Extract keeping, besides, what Write leaves out and a container's own
+// file system needs: each entry's owner (the caller must be allowed to give it), and the
+// setuid, setgid and sticky bits.
+func ExtractOwned(r io.Reader, dir string) error {
+	return extract(r, dir, true)
+}
+
+func extract(r io.Reader, dir string, owned bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -166,6 +177,17 @@ func Extract(r io.Reader, dir string) error {
 			continue
 		}
 		mode := fs.FileMode(hdr.Mode) & permMask
+		if owned {
+			mode = hdr.FileInfo().Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		}
+		// Owned, the owner is given before the mode: a change of owner clears the setuid
+		// and setgid bits.
+		chown := func() error {
+			if !owned {
+				return nil
+			}
+			return root.Lchown(name, hdr.Uid, hdr.Gid)
+		}
 		if parent := path.Dir(name); parent != "." {
 			if err := root.MkdirAll(parent, 0o755); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
@@ -176,18 +198,24 @@ func Extract(r io.Reader, dir string) error {
 			if err := root.MkdirAll(name, 0o755); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
+			if err := chown(); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
 			if err := root.Chmod(name, mode); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			dirs = append(dirs, dirTime{name, hdr.ModTime})
 		case tar.TypeReg:
-			if err := writeFile(root, name, mode, tr); err != nil {
+			if err := writeFile(root, name, mode, tr, chown); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			_ = root.Chtimes(name, hdr.ModTime, hdr.ModTime)
 		case tar.TypeSymlink:
 			_ = root.Remove(name)
 			if err := root.Symlink(hdr.Linkname, name); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if err := chown(); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		case tar.TypeLink:
@@ -217,7 +245,7 @@ func entryName(name string) (string, error) {
 	return clean, nil
 }
 
-func writeFile(root *os.Root, name string, mode fs.FileMode, r io.Reader) error {
+func writeFile(root *os.Root, name string, mode fs.FileMode, r io.Reader, chown func() error) error {
 	// A link or a file of the same name, from an earlier entry, is replaced, not written
 	// through.
 	if info, err := root.Lstat(name); err == nil && !info.Mode().IsRegular() {
@@ -225,7 +253,7 @@ func writeFile(root *os.Root, name string, mode fs.FileMode, r io.Reader) error 
 			return err
 		}
 	}
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode|0o200)
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode.Perm()|0o200)
 	if err != nil {
 		return err
 	}
@@ -234,6 +262,9 @@ func writeFile(root *os.Root, name string, mode fs.FileMode, r io.Reader) error 
 		return err
 	}
 	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := chown(); err != nil {
 		return err
 	}
 	return root.Chmod(name, mode)

@@ -3,10 +3,12 @@ package tarstream
 import (
 	"archive/tar"
 	"bytes"
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -198,5 +200,52 @@ func TestExtractReplacesALinkRatherThanWritingThroughIt(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(dst, "f")); string(got) != "pwned" {
 		t.Errorf("f = %q, want the archive's content", got)
+	}
+}
+
+// ExtractOwned keeps each entry's owner and the setuid, setgid and sticky bits, which
+// Extract drops.
+func TestExtractOwnedKeepsOwnersAndSpecialBits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("giving files owners wants root")
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range []*tar.Header{
+		{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777, Uid: 0, Gid: 0},
+		{Name: "tmp/tool", Typeflag: tar.TypeReg, Mode: 0o4755, Uid: 1234, Gid: 5678, Size: 2},
+	} {
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			if _, err := tw.Write([]byte("#!")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, owned := range []bool{false, true} {
+		dir := t.TempDir()
+		extract := Extract
+		if owned {
+			extract = ExtractOwned
+		}
+		if err := extract(bytes.NewReader(buf.Bytes()), dir); err != nil {
+			t.Fatal(err)
+		}
+		dirInfo, err1 := os.Stat(filepath.Join(dir, "tmp"))
+		tool, err2 := os.Stat(filepath.Join(dir, "tmp", "tool"))
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		st := tool.Sys().(*syscall.Stat_t)
+		kept := tool.Mode()&fs.ModeSetuid != 0 && dirInfo.Mode()&fs.ModeSticky != 0 && st.Uid == 1234 && st.Gid == 5678
+		dropped := tool.Mode()&fs.ModeSetuid == 0 && dirInfo.Mode()&fs.ModeSticky == 0 && st.Uid == 0
+		if owned && !kept || !owned && !dropped {
+			t.Errorf("owned %v: tool %v uid %d gid %d, tmp %v", owned, tool.Mode(), st.Uid, st.Gid, dirInfo.Mode())
+		}
 	}
 }
