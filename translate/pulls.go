@@ -109,11 +109,7 @@ func (c *compiler) imagePulls(secret string, taskLists ...[]v1.PipelineTask) []I
 	var refs []vars.Reference
 	for _, pull := range out {
 		for _, s := range []string{pull.Repository, pull.Username, pull.Password} {
-			for _, n := range vars.Names(s) {
-				if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
-					refs = append(refs, ref)
-				}
-			}
+			refs = append(refs, refsOf(s)...)
 		}
 	}
 	if c.opts.SuppliedCredentials {

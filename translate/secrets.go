@@ -57,17 +57,25 @@ func refsIn(encoded string, memo *processMemo[string, []vars.Reference]) []vars.
 	stringsWith([]byte(encoded), "((", func(s string) {
 		found, ok := memo.get(s)
 		if !ok {
-			for _, n := range vars.Names(s) {
-				if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
-					found = append(found, ref)
-				}
-			}
+			found = refsOf(s)
 			if len(s) <= maxRefMemoString {
 				memo.put(s, slices.Clip(found))
 			}
 		}
 		refs = append(refs, found...)
 	})
+	return refs
+}
+
+// refsOf lists the references to credentials in one string: its ((vars)) but the local
+// ones.
+func refsOf(s string) []vars.Reference {
+	var refs []vars.Reference
+	for _, n := range vars.Names(s) {
+		if ref, err := vars.ParseReference(n); err == nil && ref.Source != "." {
+			refs = append(refs, ref)
+		}
+	}
 	return refs
 }
 
