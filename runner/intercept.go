@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/runner/cowcopy"
@@ -35,7 +36,7 @@ type session struct {
 // again: a task's private copies of its inputs, of the outputs it registered (empty
 // directories for those it did not) and of its caches; a put's of its inputs; a get's
 // of what it fetched.
-func (s *step) session(stage bool) (session, error) {
+func (s *step) session(stage, await bool) (session, error) {
 	fallback := session{dir: s.opts.tmpBuild, env: containerEnv(os.Environ())}
 	if _, err := os.Stat(fallback.dir); err != nil {
 		fallback.dir = "/"
@@ -76,6 +77,11 @@ func (s *step) session(stage bool) (session, error) {
 		return fallback, err
 	}
 	wd := workDir(s.opts.tmpBuild, s.spec.Name)
+	if await {
+		if err := s.awaitProcess(wd); err != nil {
+			return fallback, err
+		}
+	}
 	env, dir := s.processEnv(cfg, cred), processDir(cfg, wd)
 	sess := session{dir: dir, env: env, cred: cred}
 	if stage {
@@ -87,6 +93,33 @@ func (s *step) session(stage bool) (session, error) {
 		}
 	}
 	return sess, nil
+}
+
+// processWait bounds how long a session of a running task waits for its process to
+// start: the container runs from the pod's start, and the step's runner may still be
+// staging its inputs, or waiting for the pod's steps before it.
+var processWait = 5 * time.Minute
+
+// awaitProcess waits until the running task whose working directory is wd has started
+// its process, or ended without one (processMark), saying so on stderr if that is not at
+// once.
+func (s *step) awaitProcess(wd string) error {
+	mark := processMark(wd)
+	start := time.Now()
+	noted := false
+	for {
+		if _, err := os.Stat(mark); err == nil {
+			return nil
+		}
+		if time.Since(start) > processWait {
+			return fmt.Errorf("the step's process has not started within %s", processWait)
+		}
+		if !noted && time.Since(start) > time.Second {
+			fmt.Fprintf(s.stderr, "waiting for the step's process to start...\r\n")
+			noted = true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // stageResourceDir makes a get's or put's directory again, unless it is there (on the
@@ -183,7 +216,9 @@ func intercept(spec runspec.Spec, opts options, f sessionFlags, command []string
 		spec.Paths.Volume = preservedRoot(spec.Paths.WithDefaults().Volume, spec.Build.Name)
 	}
 	s := newStep(spec, opts, io.Discard, stderr)
-	sess, err := s.session(f.stage && !f.lookup)
+	// A running task's session (not a lookup, which only looks at PATH) starts once
+	// its process has.
+	sess, err := s.session(f.stage && !f.lookup, !f.stage && !f.lookup)
 	if err != nil && !f.lookup {
 		fmt.Fprintf(stderr, "note: %v: the shell starts in %s with the container's environment\r\n", err, sess.dir)
 	}

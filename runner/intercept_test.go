@@ -22,11 +22,11 @@ func TestIntercept(t *testing.T) {
 		"params": map[string]any{"GREETING": "((greeting))", "PLAIN": "p"},
 		"run":    map[string]any{"path": "/bin/sh", "dir": "src"},
 	}))
-	sum := sha256.Sum256([]byte("unit"))
-	wd := filepath.Join(w.tmpBuild, hex.EncodeToString(sum[:4]))
+	wd := workDirOf(w, "unit")
 	if err := os.MkdirAll(filepath.Join(wd, "src"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	markStarted(t, wd)
 	args := append(w.args(spec), "--", "sh", "-c", `pwd; echo "$GREETING/$PLAIN"`)
 	args[0] = string(runspec.ModeIntercept)
 	r := w.startArgs(args, []string{"PATH=/usr/bin:/bin"}).wait(t)
@@ -39,6 +39,45 @@ func TestIntercept(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(filepath.Join(w.volume, runspec.StateDir)); len(entries) != 0 {
 		t.Errorf("intercept wrote to the build's state: %v", entries)
+	}
+}
+
+// workDirOf is the working directory of the task named name in w.
+func workDirOf(w *world, name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return filepath.Join(w.tmpBuild, hex.EncodeToString(sum[:4]))
+}
+
+// markStarted says, as a task's runner does, that the process of the task whose working
+// directory is wd has started: a session of the running step waits for it.
+func markStarted(t *testing.T, wd string) {
+	t.Helper()
+	write(t, filepath.Dir(wd), map[string]string{"." + filepath.Base(wd) + ".started": ""})
+}
+
+// TestInterceptWaitsForTheProcess starts a session of a running task where its process
+// runs, with its inputs staged, however early it comes: its container runs while the
+// runner still stages them. A session that does not wait finds no working directory.
+func TestInterceptWaitsForTheProcess(t *testing.T) {
+	w := newWorld(t)
+	w.artifact("repo", map[string]string{"f": "staged"})
+	stop := filepath.Join(t.TempDir(), "stop")
+	spec := w.taskSpec("4", "running", shConfig("while [ ! -e "+stop+" ]; do sleep 0.05; done", map[string]any{
+		"inputs": []any{map[string]any{"name": "repo"}},
+		"run":    map[string]any{"path": "/bin/sh", "args": []any{"-c", "while [ ! -e " + stop + " ]; do sleep 0.05; done"}, "dir": "repo"},
+	}))
+	args := append(w.args(spec), "--", "sh", "-c", "pwd; cat f")
+	args[0] = string(runspec.ModeIntercept)
+	// The session comes first, before the step's runner: it waits for the process.
+	session := w.startArgs(args, []string{"PATH=/usr/bin:/bin"})
+	task := w.start(spec, []string{"PATH=/usr/bin:/bin"})
+	r := session.wait(t)
+	write(t, filepath.Dir(stop), map[string]string{"stop": ""})
+	if want := filepath.Join(workDirOf(w, "running"), "repo") + "\nstaged"; r.exit != 0 || r.stdout != want {
+		t.Errorf("session: exit %d, stdout %q, want %q (stderr %q)", r.exit, r.stdout, want, r.stderr)
+	}
+	if r := task.wait(t); r.exit != 0 {
+		t.Errorf("task: exit %d (stderr %q)", r.exit, r.stderr)
 	}
 }
 
@@ -138,6 +177,7 @@ func TestInterceptLookup(t *testing.T) {
 func TestInterceptEnvAndDir(t *testing.T) {
 	w := newWorld(t)
 	spec := w.taskSpec("4", "unit", shConfig("exit 1", nil))
+	markStarted(t, workDirOf(w, "unit"))
 	dir := t.TempDir()
 	args := append(w.args(spec), "--env=TERM=dumb", "--env=PATH=/bin:/usr/bin", "--dir="+dir, "--", "sh", "-c", `pwd; echo "$TERM $PATH"`)
 	args[0] = string(runspec.ModeIntercept)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -37,16 +38,16 @@ func keepsRootfs(cred *syscall.Credential) bool {
 }
 
 // keepRootfs keeps what the step's process, run with cred and started at started,
-// changed in the container's file system outside its working directory wd (a task's, a
-// get's or put's), if it is kept (keepsRootfs). Best effort: a snapshot that cannot be
-// written leaves an intercept session without the container's files, and the step as it
-// ended.
-func (s *step) keepRootfs(cred *syscall.Credential, started time.Time, wd string) {
+// changed in the container's file system outside the runner's own paths (the working
+// directory of a task, of a get or put, and a task's process mark), if it is kept
+// (keepsRootfs). Best effort: a snapshot that cannot be written leaves an intercept
+// session without the container's files, and the step as it ended.
+func (s *step) keepRootfs(cred *syscall.Credential, started time.Time, own ...string) {
 	if !keepsRootfs(cred) {
 		return
 	}
 	root := s.opts.rootfs
-	skip := []string{wd, s.paths.Volume, runspec.RunnerDir, filepath.Join(root, "proc"), filepath.Join(root, "sys"), filepath.Join(root, "dev")}
+	skip := append([]string{s.paths.Volume, runspec.RunnerDir, filepath.Join(root, "proc"), filepath.Join(root, "sys"), filepath.Join(root, "dev")}, own...)
 	_ = snapshotRootfs(root, started.Add(-rootfsSnapshotMargin), skip, filepath.Join(s.paths.Volume, rootfsSnapshotPath(s.spec.PlanID)))
 }
 
@@ -111,10 +112,11 @@ func snapshotRootfs(root string, since time.Time, skip []string, dst string) err
 		if p == root {
 			return nil
 		}
-		for _, s := range skip {
-			if p == s {
+		if slices.Contains(skip, p) {
+			if d.IsDir() {
 				return fs.SkipDir
 			}
+			return nil
 		}
 		info, err := d.Info()
 		if err != nil {

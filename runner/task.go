@@ -48,6 +48,22 @@ func workDir(tmpBuild, stepName string) string {
 	return filepath.Join(tmpBuild, hex.EncodeToString(sum[:4]))
 }
 
+// processMark is the file a task's runner writes, beside its working directory wd, once
+// the task's process started or the step ended without one: an intercept session of the
+// running step waits for it, so that it starts where the process does, with its inputs
+// staged (awaitProcess). It is the container's, as the working directory is.
+func processMark(wd string) string {
+	return filepath.Join(filepath.Dir(wd), "."+filepath.Base(wd)+".started")
+}
+
+// writeProcessMark writes the process mark. A mark that cannot be written leaves a
+// session waiting until it gives up, and the step as it is.
+func writeProcessMark(mark string) {
+	if err := os.MkdirAll(filepath.Dir(mark), 0o755); err == nil {
+		_ = os.WriteFile(mark, nil, 0o644)
+	}
+}
+
 // resolvePath places a config path (input, output, cache, run.dir) in the working
 // directory: absolute paths stay, and in relative ones every ".." is deleted, not resolved.
 func resolvePath(dir, p string) string {
@@ -167,6 +183,12 @@ func imageNeedsVars(cfg concourse.TaskConfig) bool {
 
 func runTask(ctx context.Context, s *step) (bool, error) {
 	t := s.spec.Task
+	wd := workDir(s.opts.tmpBuild, s.spec.Name)
+	// An intercept session of the running step starts once its process has, or the
+	// step has ended without one (awaitProcess).
+	mark := processMark(wd)
+	_ = os.Remove(mark)
+	defer writeProcessMark(mark)
 	raw, err := s.rawTaskConfig(s.spec.PlanID, t)
 	if err != nil {
 		return false, err
@@ -184,7 +206,6 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 			return false, err
 		}
 	}
-	wd := workDir(s.opts.tmpBuild, s.spec.Name)
 	inputs, err := s.taskInputs(cfg, t.InputMapping, wd)
 	if err != nil {
 		return false, err
@@ -226,7 +247,10 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 		TTY:        true,
 		Credential: cred,
 		Grace:      s.opts.grace,
-		Started:    s.announceStart,
+		Started: func() {
+			writeProcessMark(mark)
+			s.announceStart()
+		},
 	})
 	if err != nil {
 		return false, err
@@ -236,7 +260,7 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 	}
 	if res.Interrupted || res.ExitStatus != 0 {
 		// Failed, timed out or aborted: Concourse keeps the container.
-		s.keepRootfs(cred, started, wd)
+		s.keepRootfs(cred, started, wd, mark)
 	}
 	// Interrupted or not: Concourse registers the outputs and caches right after
 	// process.Wait, before it looks at Wait's error (atc/exec/task_step.go), so a hook
