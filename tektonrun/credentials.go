@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
@@ -160,6 +161,62 @@ func (c *Client) deleteCredentialSecrets(ctx context.Context, secrets []*corev1.
 }
 
 // credentialsByVar indexes a build's credentials by their var.
+// secretKeys are the keys of a Secret: its data's, and its stringData's (which only a
+// Secret not yet written has).
+func secretKeys(s *corev1.Secret) map[string]string {
+	keys := make(map[string]string, len(s.Data)+len(s.StringData))
+	for k, v := range s.Data {
+		keys[k] = string(v)
+	}
+	for k, v := range s.StringData {
+		keys[k] = v
+	}
+	return keys
+}
+
+// credentialSecret finds the Secret a credential's value is read from, as the steps'
+// runner finds it (its readSecret, on the Secrets' volumes): the first of its candidate
+// Secrets that exists and has a key. An optional volume of a Secret that is not there
+// is an empty directory, so an empty Secret is passed over as a missing one is; empty
+// names the first of those, for a message. get reads a Secret (nil for none).
+func credentialSecret(cred translate.Credential, get func(name string) (*corev1.Secret, error)) (name string, keys map[string]string, empty string, err error) {
+	for _, candidate := range cred.Secrets {
+		secret, err := get(candidate)
+		if err != nil {
+			return "", nil, "", err
+		}
+		if secret == nil {
+			continue
+		}
+		if keys := secretKeys(secret); len(keys) > 0 {
+			return candidate, keys, empty, nil
+		}
+		if empty == "" {
+			empty = candidate
+		}
+	}
+	return "", nil, empty, nil
+}
+
+// secretGetter reads the namespace's Secrets for credentialSecret, each once.
+func secretGetter(ctx context.Context, secrets typedcorev1.SecretInterface) func(string) (*corev1.Secret, error) {
+	cache := map[string]*corev1.Secret{}
+	return func(name string) (*corev1.Secret, error) {
+		if s, ok := cache[name]; ok {
+			return s, nil
+		}
+		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			s = nil
+		case err != nil:
+			return nil, fmt.Errorf("reading Secret %s: %w", name, err)
+		}
+		cache[name] = s
+		return s, nil
+	}
+}
+
 func credentialsByVar(creds []translate.Credential) map[string]translate.Credential {
 	out := make(map[string]translate.Credential, len(creds))
 	for _, c := range creds {

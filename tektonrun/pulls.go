@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/translate"
@@ -85,13 +84,11 @@ func credentialString(s string, lookup vars.Variables, what, repo string) (strin
 }
 
 // secretVars looks a build's ((vars)) up in the namespace's Secrets as its steps' runner
-// does (translate.Credential): in the first of the var's Secrets that exists and is not
-// empty, its key `value` (for a reference without fields) or else the map of its keys,
-// the fields walked.
+// does (translate.Credential): in the Secret credentialSecret finds, its key `value` (for
+// a reference without fields) or else the map of its keys, the fields walked.
 type secretVars struct {
-	ctx     context.Context
-	secrets typedcorev1.SecretInterface
-	creds   map[string]translate.Credential
+	get   func(name string) (*corev1.Secret, error)
+	creds map[string]translate.Credential
 }
 
 var _ vars.Variables = secretVars{}
@@ -101,32 +98,25 @@ func (s secretVars) Get(ref vars.Reference) (any, bool, error) {
 	if !ok {
 		return nil, false, nil
 	}
-	for _, name := range cred.Secrets {
-		secret, err := s.secrets.Get(s.ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("reading Secret %s: %w", name, err)
-		}
-		if len(secret.Data) == 0 {
-			continue
-		}
-		keys := make(map[string]any, len(secret.Data))
-		for k, v := range secret.Data {
-			keys[k] = string(v)
-		}
-		var value any = keys
-		if v, ok := keys["value"]; ok && len(ref.Fields) == 0 {
-			value = v
-		}
-		value, err = vars.Traverse(value, ref.String(), ref.Fields)
-		if err != nil {
-			return nil, false, err
-		}
-		return value, true, nil
+	_, keys, _, err := credentialSecret(cred, s.get)
+	if err != nil || keys == nil {
+		return nil, false, err
 	}
-	return nil, false, nil
+	var value any
+	if v, ok := keys["value"]; ok && len(ref.Fields) == 0 {
+		value = v
+	} else {
+		m := make(map[string]any, len(keys))
+		for k, v := range keys {
+			m[k] = v
+		}
+		value = m
+	}
+	value, err = vars.Traverse(value, ref.String(), ref.Fields)
+	if err != nil {
+		return nil, false, err
+	}
+	return value, true, nil
 }
 
 // withServiceAccountPullSecrets adds, to each of run's pods that pull with the build's

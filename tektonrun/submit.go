@@ -89,7 +89,7 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 	if r.ImagePullSecret != nil {
 		lookup := creds
 		if r.CredentialSecret == nil {
-			lookup = secretVars{ctx: ctx, secrets: c.target.Kube.CoreV1().Secrets(ns), creds: credentialsByVar(r.Credentials)}
+			lookup = secretVars{get: secretGetter(ctx, c.target.Kube.CoreV1().Secrets(ns)), creds: credentialsByVar(r.Credentials)}
 		}
 		var err error
 		if pullSecret, err = imagePullSecret(r.ImagePullSecret, r.ImagePulls, lookup); err != nil {
@@ -275,58 +275,25 @@ func (c *Client) applyPipeline(ctx context.Context, p *v1.Pipeline) error {
 }
 
 // checkCredentials checks that each ((var)) has a Secret, with the key it needs, the way
-// the runner will look it up: the first of its Secrets that exists is the one used.
+// the runner will look it up (credentialSecret).
 func (c *Client) checkCredentials(ctx context.Context, creds []translate.Credential) error {
 	ns := c.target.Namespace
-	secrets := c.target.Kube.CoreV1().Secrets(ns)
-	type found struct {
-		keys   map[string]bool
-		exists bool
-	}
-	cache := map[string]found{}
-	lookup := func(name string) (found, error) {
-		if f, ok := cache[name]; ok {
-			return f, nil
-		}
-		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
-		var f found
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return f, fmt.Errorf("reading Secret %s: %w", name, err)
-		default:
-			f.exists, f.keys = true, map[string]bool{}
-			for k := range s.Data {
-				f.keys[k] = true
-			}
-			for k := range s.StringData {
-				f.keys[k] = true
-			}
-		}
-		cache[name] = f
-		return f, nil
-	}
+	get := secretGetter(ctx, c.target.Kube.CoreV1().Secrets(ns))
 	var problems []string
 	for _, cred := range creds {
-		var used string
-		var f found
-		for _, name := range cred.Secrets {
-			got, err := lookup(name)
-			if err != nil {
-				return err
-			}
-			if got.exists {
-				used, f = name, got
-				break
-			}
+		used, keys, empty, err := credentialSecret(cred, get)
+		if err != nil {
+			return err
 		}
+		_, hasKey := keys[cred.Key]
+		_, hasValue := keys["value"]
 		switch {
+		case used == "" && empty != "":
+			problems = append(problems, fmt.Sprintf("((%s)): Secret %s is empty (give it a key `value`)", cred.Var, empty))
 		case used == "":
 			problems = append(problems, fmt.Sprintf("((%s)): no Secret %s (create one, with a key `value`)", cred.Var, strings.Join(cred.Secrets, " or ")))
-		case cred.Key != "" && !f.keys[cred.Key] && !f.keys["value"]:
+		case cred.Key != "" && !hasKey && !hasValue:
 			problems = append(problems, fmt.Sprintf("((%s)): Secret %s has no key %q", cred.Var, used, cred.Key))
-		case len(f.keys) == 0:
-			problems = append(problems, fmt.Sprintf("((%s)): Secret %s is empty (give it a key `value`)", cred.Var, used))
 		}
 	}
 	if len(problems) > 0 {

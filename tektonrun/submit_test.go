@@ -98,6 +98,17 @@ func TestSubmitCredentials(t *testing.T) {
 			secrets: []*corev1.Secret{secret("token"), secret("db", "user")},
 			want:    []string{"((token)): Secret token is empty (give it a key `value`)"},
 		},
+		{
+			// The runner passes an empty Secret over, as it does a missing one (an
+			// optional Secret volume of either is an empty directory).
+			name:    "the pipeline's Secret is empty, the team's has the value",
+			secrets: []*corev1.Secret{secret("app.token"), secret("token", "value"), secret("db", "user")},
+		},
+		{
+			name:    "both empty",
+			secrets: []*corev1.Secret{secret("app.token"), secret("token"), secret("db", "user")},
+			want:    []string{"((token)): Secret app.token is empty (give it a key `value`)"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,7 +29,8 @@ type secretMount struct {
 }
 
 // Credential is one ((var)) a build reads from Kubernetes Secrets: the Secrets it is looked
-// up in, in order (the first that exists is used), and the key it needs there, if any. A
+// up in, in order (the first that exists and is not empty is used: the Secret volume of a
+// missing or empty Secret is an empty directory), and the key it needs there, if any. A
 // supplied credential (Options.SuppliedCredentials) is in the build's own Secret.
 type Credential struct {
 	// Var is the reference as written between the parentheses.
