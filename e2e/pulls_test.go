@@ -12,15 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/concourse-tekton/concourse-tekton/internal/ociimage"
+	"github.com/concourse-tekton/concourse-tekton/e2e/images"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -48,30 +43,10 @@ func TestPrivateRegistryImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
-	// busybox with a marker, pushed with the credentials; without them, refused.
-	base, err := tarball.ImageFromPath(filepath.Join(cache, "images", "busybox.tar"), nil)
-	if err != nil {
-		t.Fatalf("reading the harness's busybox image: %v", err)
-	}
-	layer, err := ociimage.Layer([]ociimage.File{{Path: "/private-marker", Mode: 0o644, Data: []byte("pulled with the source's credentials\n")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := mutate.AppendLayers(base, layer)
-	if err != nil {
-		t.Fatal(err)
-	}
 	repo := privateRegistry + "/" + ns + "/busybox"
-	ref, err := name.ParseReference(repo+":private", name.Insecure)
-	if err != nil {
+	busybox := filepath.Join(cache, "images", "busybox.tar")
+	if err := images.PushPrivate(ctx, busybox, repo+":private", user, password, "PULLED_WITH=credentials"); err != nil {
 		t.Fatal(err)
-	}
-	basic := remote.WithAuth(&authn.Basic{Username: user, Password: password})
-	if err := remote.Write(ref, img, basic, remote.WithContext(ctx)); err != nil {
-		t.Fatalf("pushing %s: %v", ref, err)
-	}
-	if _, err := remote.Head(ref, remote.WithContext(ctx)); err == nil {
-		t.Fatalf("%s is served without credentials: the test would prove nothing", ref)
 	}
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry-password"}, StringData: map[string]string{"value": password}}
@@ -88,7 +63,7 @@ func TestPrivateRegistryImage(t *testing.T) {
       image_resource:
         type: registry-image
         source: {repository: %s, tag: private, username: %s, password: ((registry-password))}
-      run: {path: cat, args: [/private-marker]}
+      run: {path: sh, args: [-c, 'echo "pulled with $PULLED_WITH"']}
 `, repo, user)
 	if err := os.WriteFile(file, []byte(pipeline), 0o644); err != nil {
 		t.Fatal(err)
@@ -96,7 +71,7 @@ func TestPrivateRegistryImage(t *testing.T) {
 	exit, stdout, stderr := runCLI(t, ctx, "run", file, "-j", "private", "-w", "-n", ns,
 		"--runner-image", runnerImage, "--build-volume-size", "64Mi", "--kubeconfig", kubeconfigPath())
 	t.Logf("run -j private: exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
-	checkBuild(t, "run", exit, stdout, scenario{wantExit: 0, want: []string{"pulled with the source's credentials"}})
+	checkBuild(t, "run", exit, stdout, scenario{wantExit: 0, want: []string{"pulled with credentials"}})
 
 	run, err := testCluster.tekton.TektonV1().PipelineRuns(ns).Get(ctx, translate.RunName("private", "private", "1"), metav1.GetOptions{})
 	if err != nil {

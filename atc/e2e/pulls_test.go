@@ -11,14 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/concourse-tekton/concourse-tekton/e2e/images"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -37,30 +33,10 @@ func TestPrivateRegistryImage(t *testing.T) {
 	user, password, _ := strings.Cut(auth, ":")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	base, err := tarball.ImageFromPath(filepath.Join(cacheDir(), "concourse-tekton", "images", "busybox.tar"), nil)
-	if err != nil {
-		fatalf(t, "reading the harness's busybox image: %v", err)
-	}
-	// An image of its own, not the node's busybox: the kubelet remembers which
-	// credentials pulled an image, and would then want them of every pod that runs it
-	// (KubeletEnsureSecretPulledImages), the other tests' busybox tasks included.
-	cfg, err := base.ConfigFile()
-	if err != nil {
-		fatal(t, err)
-	}
-	cfg = cfg.DeepCopy()
-	cfg.Config.Env = append(cfg.Config.Env, "PULLED_WITH=credentials")
-	img, err := mutate.ConfigFile(base, cfg)
-	if err != nil {
-		fatal(t, err)
-	}
 	repo := registry + "/atc-" + web.ns + "/busybox"
-	ref, err := name.ParseReference(repo+":private", name.Insecure)
-	if err != nil {
+	busybox := filepath.Join(cacheDir(), "concourse-tekton", "images", "busybox.tar")
+	if err := images.PushPrivate(ctx, busybox, repo+":private", user, password, "PULLED_WITH=credentials"); err != nil {
 		fatal(t, err)
-	}
-	if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: user, Password: password}), remote.WithContext(ctx)); err != nil {
-		fatalf(t, "pushing %s: %v", ref, err)
 	}
 
 	setPipeline(t, "private", fmt.Sprintf(`
