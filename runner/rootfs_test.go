@@ -42,6 +42,9 @@ func TestRootfsSnapshot(t *testing.T) {
 	write("tmp/retry_number", "2\n", 0o644)
 	write("opt/tool/bin/run", "#!/bin/sh\n", 0o755)
 	write("tmp/build/work/new", "in the working directory", 0o644)
+	write("tmp/build/.work.started", "", 0o644)
+	write("tmp/build/zz-after-the-mark", "", 0o644)
+	write("tmp/abs-input/f", "staged again by a session", 0o644)
 	write("tmp/huge", string(make([]byte, 2048)), 0o644)
 	if err := os.Symlink("/opt/tool/bin/run", filepath.Join(root, "usr-local-run")); err != nil {
 		t.Fatal(err)
@@ -50,7 +53,10 @@ func TestRootfsSnapshot(t *testing.T) {
 	rootfsSnapshotBudget = 1024
 
 	dst := filepath.Join(t.TempDir(), "volumes", "1", "%rootfs.tar")
-	if err := snapshotRootfs(root, since, []string{filepath.Join(root, "tmp/build/work")}, dst); err != nil {
+	// Skipped: the working directory, the process mark (a file: its siblings are still
+	// walked), an input at an absolute path.
+	skip := []string{filepath.Join(root, "tmp/build/work"), filepath.Join(root, "tmp/build/.work.started"), filepath.Join(root, "tmp/abs-input")}
+	if err := snapshotRootfs(root, since, skip, dst); err != nil {
 		t.Fatal(err)
 	}
 	var names []string
@@ -71,7 +77,7 @@ func TestRootfsSnapshot(t *testing.T) {
 	}
 	f.Close()
 	// The directories that gained an entry are there too (their inodes changed).
-	want := []string{"etc/rewritten", "opt/", "opt/tool/", "opt/tool/bin/", "opt/tool/bin/run", "tmp/", "tmp/retry_number", "usr-local-run"}
+	want := []string{"etc/rewritten", "opt/", "opt/tool/", "opt/tool/bin/", "opt/tool/bin/run", "tmp/", "tmp/build/", "tmp/build/zz-after-the-mark", "tmp/retry_number", "usr-local-run"}
 	slices.Sort(names)
 	if diff := cmp.Diff(want, names); diff != "" {
 		t.Errorf("the snapshot's entries (-want +got):\n%s", diff)

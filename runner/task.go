@@ -259,8 +259,18 @@ func runTask(ctx context.Context, s *step) (bool, error) {
 		s.exited(res.ExitStatus)
 	}
 	if res.Interrupted || res.ExitStatus != 0 {
-		// Failed, timed out or aborted: Concourse keeps the container.
-		s.keepRootfs(cred, started, wd, mark)
+		// Failed, timed out or aborted: Concourse keeps the container. What the session
+		// stages again (inputs, outputs and caches, which may be at absolute paths
+		// outside the working directory) is not kept twice.
+		own := []string{wd, mark}
+		for _, in := range inputs {
+			own = append(own, in.dst)
+		}
+		for _, c := range caches {
+			own = append(own, c.dir)
+		}
+		own = append(own, slices.Collect(maps.Values(outputs))...)
+		s.keepRootfs(cred, started, own...)
 	}
 	// Interrupted or not: Concourse registers the outputs and caches right after
 	// process.Wait, before it looks at Wait's error (atc/exec/task_step.go), so a hook
