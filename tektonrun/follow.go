@@ -95,6 +95,7 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 	logWake := func() { w.wake(run) }
 	var missingSince, endedSince time.Time
 	var archiveChecked, archiveRechecked bool
+	seenPods := map[string]bool{}
 	var secrets *redact.Secrets
 	var taskVars *taskVarsSupplier
 	indexer := newCacheIndexer(c)
@@ -133,7 +134,10 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 			if isDone(pr.Status.GetCondition(apis.ConditionSucceeded)) && endedSince.IsZero() {
 				endedSince = time.Now()
 			}
-			if !endedSince.IsZero() && (!archiveChecked || (podsGone(trs, pods) && !archiveRechecked)) {
+			for name := range pods {
+				seenPods[name] = true
+			}
+			if !endedSince.IsZero() && (!archiveChecked || (podsGone(trs, pods, seenPods) && !archiveRechecked)) {
 				// An ended build's archive is whole, and its pods may be gone: replay it.
 				archiveRechecked, archiveChecked = archiveChecked, true
 				events, status, err := c.readArchive(ctx, run)
@@ -203,10 +207,13 @@ func lastStatus(o Observation) event.BuildStatus {
 	return ""
 }
 
-// podsGone says whether a TaskRun whose step ran has lost its pod.
-func podsGone(trs []*v1.TaskRun, pods map[string]*corev1.Pod) bool {
+// podsGone says whether a TaskRun whose step ran has lost its pod: one seen before and
+// gone from the watch's cache (deleted, as gc does once it archived the build). A pod not
+// seen yet may only be late in the cache: the pods' watch and the TaskRuns' deliver
+// their events apart.
+func podsGone(trs []*v1.TaskRun, pods map[string]*corev1.Pod, seen map[string]bool) bool {
 	for _, tr := range trs {
-		if pods[tr.Status.PodName] == nil && containerStarted(tr, nil) {
+		if name := tr.Status.PodName; pods[name] == nil && seen[name] && containerStarted(tr, nil) {
 			return true
 		}
 	}

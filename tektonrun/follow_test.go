@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // following says whether a follower of the build is subscribed.
@@ -111,5 +114,33 @@ func TestFollowDeletedAsItEnds(t *testing.T) {
 				t.Errorf("Follow of a build deleted while it ran took %v", d)
 			}
 		})
+	}
+}
+
+// A TaskRun whose step ran has lost its pod only when the pod was seen and then left the
+// cache: one not seen yet may be late in it, and looking for the build's archive again
+// then is a request for nothing.
+func TestPodsGone(t *testing.T) {
+	tr := &v1.TaskRun{Status: v1.TaskRunStatus{TaskRunStatusFields: v1.TaskRunStatusFields{
+		PodName: "p",
+		Steps:   []v1.StepState{{Name: runspec.StepRun, ContainerState: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+	}}}
+	notStarted := &v1.TaskRun{Status: v1.TaskRunStatus{TaskRunStatusFields: v1.TaskRunStatusFields{PodName: "q"}}}
+	pod := &corev1.Pod{}
+	for _, tc := range []struct {
+		name string
+		trs  []*v1.TaskRun
+		pods map[string]*corev1.Pod
+		seen map[string]bool
+		want bool
+	}{
+		{"there", []*v1.TaskRun{tr}, map[string]*corev1.Pod{"p": pod}, map[string]bool{"p": true}, false},
+		{"seen, then gone", []*v1.TaskRun{tr}, nil, map[string]bool{"p": true}, true},
+		{"not seen yet", []*v1.TaskRun{tr}, nil, nil, false},
+		{"its step not started", []*v1.TaskRun{notStarted}, nil, map[string]bool{"q": true}, false},
+	} {
+		if got := podsGone(tc.trs, tc.pods, tc.seen); got != tc.want {
+			t.Errorf("%s: podsGone = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
