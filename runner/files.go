@@ -257,7 +257,7 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 	var needed []string
 	if refs, ok := startersVars(err); ok && s.spec.SuppliedCredentials {
 		lenient, lerr := s.lenientTaskConfig(m)
-		if lerr != nil || imageNeedsVars(lenient) {
+		if lerr != nil || imageRefNeedsVars(lenient, r.MockImage) {
 			return false, err
 		}
 		cfg, err, needed = lenient, nil, refs
@@ -286,6 +286,16 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 			return false, err
 		}
 		configLimit -= len(list)
+		var pull []byte
+		if p := s.filePull(m, cfg, r.ImageArtifact); p != nil {
+			if pull, err = json.Marshal(p); err != nil {
+				return false, fmt.Errorf("encoding the image's credentials: %w", err)
+			}
+		}
+		if err := s.writeResult(runspec.ResultPull, pull); err != nil {
+			return false, err
+		}
+		configLimit -= len(pull)
 	}
 	// Published before the build vars: no credential ever reaches the TaskRun's status.
 	encoded, err := json.Marshal(m)
@@ -304,6 +314,44 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 		}
 	}
 	return true, nil
+}
+
+// imageRefNeedsVars tells whether the image a task's pod runs is not known yet: its
+// image_resource's type, or the reference imageReference makes of it (its repository,
+// tag, digest) or of its rootfs_uri, still holds a ((var)). Its source's credentials may:
+// the build's starter looks them up for the node's pull (filePull).
+func imageRefNeedsVars(cfg concourse.TaskConfig, mockImage string) bool {
+	if ir := cfg.ImageResource; ir != nil && strings.Contains(ir.Type, "((") {
+		return true
+	}
+	ref, err := imageReference(cfg, mockImage)
+	return err == nil && strings.Contains(ref, "((")
+}
+
+// filePull is, with supplied credentials, the credentials of the registry of a task
+// file's image (runspec.ResultPull): its registry-image source's username and password
+// as raw, the file, writes them, the repository as cfg resolved it. A password written
+// out is not carried (it would be in the TaskRun's status): the image is then pulled
+// without it, as the step's log says. None for a task that runs an artifact (its get's
+// credentials are the build's already) or whose image gives no credentials.
+func (s *step) filePull(raw map[string]any, cfg concourse.TaskConfig, artifact bool) *runspec.Pull {
+	ir := cfg.ImageResource
+	if artifact || ir == nil || !runspec.RegistryImageType(ir.Type) {
+		return nil
+	}
+	rawImage, _ := raw["image_resource"].(map[string]any)
+	source, _ := rawImage["source"].(map[string]any)
+	user, _ := source["username"].(string)
+	pass, _ := source["password"].(string)
+	if user == "" && pass == "" {
+		return nil
+	}
+	if !strings.Contains(pass, "((") {
+		s.logf("WARNING: the task's image is pulled without the credentials its image_resource gives: its password is written in the task file, and only a ((var)) of it can reach the node that pulls the image")
+		return nil
+	}
+	repo, _ := ir.Source["repository"].(string)
+	return &runspec.Pull{Repository: repo, Username: user, Password: pass}
 }
 
 // imageReference is the image a task's pod runs: a registry-image or docker-image

@@ -171,16 +171,6 @@ func (s *step) interpolatedConfig(raw map[string]any, strict bool) (concourse.Ta
 	return cfg, nil
 }
 
-// imageNeedsVars tells whether a task's image is not known yet: its image_resource or
-// rootfs_uri still holds a ((var)).
-func imageNeedsVars(cfg concourse.TaskConfig) bool {
-	data, err := json.Marshal(struct {
-		Image  *concourse.ImageResource `json:"image_resource,omitempty"`
-		Rootfs string                   `json:"rootfs_uri,omitempty"`
-	}{cfg.ImageResource, cfg.RootfsURI})
-	return err != nil || strings.Contains(string(data), "((")
-}
-
 func runTask(ctx context.Context, s *step) (bool, error) {
 	t := s.spec.Task
 	wd := workDir(s.opts.tmpBuild, s.spec.Name)

@@ -421,3 +421,66 @@ run: {path: /bin/sh, args: [-c, 'echo "$TOKEN ((vs:text)) $FROM_STEP $KNOWN"']}
 		t.Errorf("not supplied: error %q, vars %q", w.result("p", runspec.ResultError), w.result("p", runspec.ResultVars))
 	}
 }
+
+// TestResolveGivesImagePull: with supplied credentials, a task file whose registry image
+// gives its credentials as ((vars)) resolves: the vars its starter must look up are
+// listed, and the `pull` result carries the credentials as the file writes them, with
+// the repository resolved, for the starter to add to the build's Secret of image pull
+// credentials. A password written out is not carried (it would be in the TaskRun's
+// status), and the step's log says the image is pulled without it; a repository that
+// needs the starter's vars still cannot wait for it.
+func TestResolveGivesImagePull(t *testing.T) {
+	const private = `platform: linux
+image_resource:
+  type: registry-image
+  source: {repository: ((registry))/app, tag: "1.0", username: ((registry-user)), password: ((registry-password))}
+run: {path: /bin/true}
+`
+	w := newWorld(t)
+	w.artifact("ci", map[string]string{
+		"private.yml": private,
+		"literal.yml": "platform: linux\nimage_resource: {type: registry-image, source: {repository: r.example/app, username: robot, password: written-out}}\nrun: {path: x}\n",
+		"unknown-repo.yml": "platform: linux\nimage_resource: {type: registry-image, source: {repository: ((repo)), password: ((p))}}\nrun: {path: x}\n",
+		"public.yml":       "platform: linux\nimage_resource: {type: registry-image, source: {repository: busybox}}\nrun: {path: x}\n",
+	})
+	write(t, w.creds, map[string]string{runspec.CredentialKey("registry"): `"r.example:5000"`})
+	resolve := func(id, file string) run {
+		spec := w.spec(runspec.ModeResolve, id, "")
+		spec.SuppliedCredentials = true
+		spec.Resolve = &runspec.Resolve{TaskPlanID: id + "-task", File: "ci/" + file}
+		return w.run(spec)
+	}
+
+	r := resolve("a", "private.yml")
+	w.checkRun(r, "a", runspec.Succeeded)
+	if got := w.result("a", runspec.ResultVars); got != `["registry-password","registry-user"]` {
+		t.Errorf("vars result %s", got)
+	}
+	if got := w.result("a", runspec.ResultImage); got != "r.example:5000/app:1.0" {
+		t.Errorf("image result %s", got)
+	}
+	if got, want := w.result("a", runspec.ResultPull), `{"repository":"r.example:5000/app","username":"((registry-user))","password":"((registry-password))"}`; got != want {
+		t.Errorf("pull result %s, want %s", got, want)
+	}
+
+	r = resolve("b", "literal.yml")
+	w.checkRun(r, "b", runspec.Succeeded)
+	if got := w.result("b", runspec.ResultPull); got != "" {
+		t.Errorf("a written-out password was carried: %s", got)
+	}
+	if !strings.Contains(r.stderr, "pulled without the credentials") {
+		t.Errorf("no warning: stderr %q", r.stderr)
+	}
+
+	r = resolve("c", "unknown-repo.yml")
+	w.checkRun(r, "c", runspec.Errored)
+	if got := w.result("c", runspec.ResultError); got != "undefined vars: p, repo" {
+		t.Errorf("repository var: error %q", got)
+	}
+
+	r = resolve("d", "public.yml")
+	w.checkRun(r, "d", runspec.Succeeded)
+	if got := w.result("d", runspec.ResultPull); got != "" {
+		t.Errorf("pull result of a public image: %s", got)
+	}
+}

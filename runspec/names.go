@@ -86,11 +86,27 @@ const (
 	// references, never a value), and the starter answers with the task's vars Secret
 	// (TaskVarsSecret).
 	ResultVars = "vars"
+	// ResultPull is, with supplied credentials, the credentials of the registry of the
+	// image a task file read at run time names, as the file writes them (Pull, JSON;
+	// empty for none): the build's starter looks their ((vars)) up, and adds them to the
+	// build's Secret of image pull credentials before it makes the task's vars Secret,
+	// which the task's pod waits for before its image is pulled.
+	ResultPull = "pull"
 	// ResultVerdict and ResultVerdictError are a fused verdict's ResultOutcome and
 	// ResultError (Verdict.Fused), beside its step's own.
 	ResultVerdict      = "verdict"
 	ResultVerdictError = "verdict-error"
 )
+
+// Pull is the credentials of the registry of a task file's image (ResultPull): its
+// repository, resolved, and its username and password as the file writes them, whose
+// ((vars)) the build's starter looks up. A password written out is never one: it would
+// be in the TaskRun's status.
+type Pull struct {
+	Repository string `json:"repository"`
+	Username   string `json:"username,omitempty"`
+	Password   string `json:"password"`
+}
 
 // ParamTaskVars is the step Task's param naming a task's vars Secret, when its config is
 // a file read at run time and the build's credentials are supplied.

@@ -5,14 +5,17 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -29,12 +32,7 @@ import (
 // pull them, as only the steps whose image Concourse cannot fetch error. An error of
 // lookup is returned as it is, in Concourse's words, which never quote a value.
 func imagePullSecret(template *corev1.Secret, pulls []translate.ImagePull, lookup vars.Variables) (*corev1.Secret, error) {
-	type auth struct {
-		Username string `json:"username"`
-		Password string `json:"password"`
-		Auth     string `json:"auth"`
-	}
-	auths := map[string]auth{}
+	auths := map[string]dockerAuth{}
 	for _, pull := range pulls {
 		var values [3]string
 		complete := true
@@ -50,15 +48,47 @@ func imagePullSecret(template *corev1.Secret, pulls []translate.ImagePull, looku
 			continue
 		}
 		user, pass := values[1], values[2]
-		auths[registry] = auth{Username: user, Password: pass, Auth: base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))}
-	}
-	config, err := json.Marshal(map[string]any{"auths": auths})
-	if err != nil {
-		return nil, err
+		auths[registry] = dockerAuth{Username: user, Password: pass, Auth: base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))}
 	}
 	s := template.DeepCopy()
-	s.Data = map[string][]byte{corev1.DockerConfigJsonKey: config}
+	if err := setDockerAuths(s, auths); err != nil {
+		return nil, err
+	}
 	return s, nil
+}
+
+// dockerAuth is a registry's credentials in a Docker config.
+type dockerAuth struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+	Auth     string `json:"auth"`
+}
+
+// dockerAuths reads the credentials of a Secret of image pull credentials, by registry.
+func dockerAuths(s *corev1.Secret) (map[string]dockerAuth, error) {
+	var config struct {
+		Auths map[string]dockerAuth `json:"auths"`
+	}
+	if data := s.Data[corev1.DockerConfigJsonKey]; len(data) > 0 {
+		if err := json.Unmarshal(data, &config); err != nil {
+			return nil, fmt.Errorf("Secret %s holds no Docker config: %w", s.Name, err)
+		}
+	}
+	if config.Auths == nil {
+		config.Auths = map[string]dockerAuth{}
+	}
+	return config.Auths, nil
+}
+
+// setDockerAuths writes the Docker config of auths into a Secret of image pull
+// credentials.
+func setDockerAuths(s *corev1.Secret, auths map[string]dockerAuth) error {
+	config, err := json.Marshal(map[string]any{"auths": auths})
+	if err != nil {
+		return err
+	}
+	s.Data = map[string][]byte{corev1.DockerConfigJsonKey: config}
+	return nil
 }
 
 // credentialString interpolates the ((vars)) of what of the credentials of an image
@@ -152,4 +182,59 @@ func (c *Client) withServiceAccountPullSecrets(ctx context.Context, run *v1.Pipe
 		}
 	}
 	return ""
+}
+
+// addPullAuths adds auths to the build's Secret of image pull credentials, each registry
+// the Secret does not have yet (the first credentials of a registry win, as in
+// imagePullSecret), making the Secret, owned by the run, if it is not there.
+func (c *Client) addPullAuths(ctx context.Context, pr *v1.PipelineRun, auths map[string]dockerAuth) error {
+	if len(auths) == 0 {
+		return nil
+	}
+	secrets := c.target.Kube.CoreV1().Secrets(pr.Namespace)
+	name := pr.Name + translate.ImagePullSecretSuffix
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			s = &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pr.Namespace, Labels: maps.Clone(pr.Labels),
+					OwnerReferences: []metav1.OwnerReference{pvc.OwnerReference(pr)}},
+				Type: corev1.SecretTypeDockerConfigJson,
+			}
+			if err := setDockerAuths(s, auths); err != nil {
+				return err
+			}
+			_, err = secrets.Create(ctx, s, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) {
+				// Made meanwhile: read it again, as after a conflict.
+				return apierrors.NewConflict(corev1.Resource("secrets"), name, err)
+			}
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		have, err := dockerAuths(s)
+		if err != nil {
+			return err
+		}
+		added := false
+		for registry, a := range auths {
+			if _, ok := have[registry]; !ok {
+				have[registry], added = a, true
+			}
+		}
+		if !added {
+			return nil
+		}
+		if err := setDockerAuths(s, have); err != nil {
+			return err
+		}
+		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("build %s: adding a task file's image credentials to Secret %s: %w", pr.Name, name, err)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // Task vars: with supplied credentials (WithCredentials), a task whose config is a file
@@ -52,7 +54,22 @@ func (s *taskVarsSupplier) supply(ctx context.Context, pr *v1.PipelineRun, trs [
 		if err := json.Unmarshal([]byte(listed), &refs); err != nil {
 			return fmt.Errorf("build %s: the vars step %s listed are not JSON: %w", pr.Name, name, err)
 		}
-		secret := s.secret(pr, name, refs)
+		// The image's credentials first: the task's pod pulls its image once it has its
+		// vars Secret (the kubelet mounts a pod's volumes before it pulls).
+		var pullErr error
+		if pull, _ := resultOf(tr, runspec.ResultPull); pull != "" {
+			var p runspec.Pull
+			if err := json.Unmarshal([]byte(pull), &p); err != nil {
+				return fmt.Errorf("build %s: the image credentials step %s gave are not JSON: %w", pr.Name, name, err)
+			}
+			auths, err := s.pullAuths(p)
+			if err != nil {
+				pullErr = err
+			} else if err := s.client.addPullAuths(ctx, pr, auths); err != nil {
+				return err
+			}
+		}
+		secret := s.secret(pr, name, refs, pullErr)
 		_, err := s.client.target.Kube.CoreV1().Secrets(pr.Namespace).Create(ctx, secret, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("build %s: making the vars Secret of %s: %w", pr.Name, name, err)
@@ -62,9 +79,14 @@ func (s *taskVarsSupplier) supply(ctx context.Context, pr *v1.PipelineRun, trs [
 	return nil
 }
 
-// secret is the vars Secret of the task the resolve step resolve of run reads the file of.
-func (s *taskVarsSupplier) secret(pr *v1.PipelineRun, resolve string, refs []string) *corev1.Secret {
+// secret is the vars Secret of the task the resolve step resolve of run reads the file
+// of; with failed, that error of looking its vars up (its image's credentials) instead.
+func (s *taskVarsSupplier) secret(pr *v1.PipelineRun, resolve string, refs []string, failed error) *corev1.Secret {
 	data := map[string][]byte{}
+	if failed != nil {
+		data[runspec.TaskVarsErrorKey] = []byte(failed.Error())
+		refs = nil
+	}
 	for _, r := range refs {
 		if err := s.lookup(r, data); err != nil {
 			// Concourse errors the step with the credential manager's own words.
@@ -82,6 +104,28 @@ func (s *taskVarsSupplier) secret(pr *v1.PipelineRun, resolve string, refs []str
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
 	}
+}
+
+// pullAuths is the credentials of the registry of a task file's image that its resolve
+// step gave, looked up in the supplied credentials as Submit looks up those of the
+// build's images (imagePullSecret): none when a var is not there, and an error of the
+// credential manager as it is. The values read from it join the ones to redact.
+func (s *taskVarsSupplier) pullAuths(p runspec.Pull) (map[string]dockerAuth, error) {
+	filled, err := imagePullSecret(&corev1.Secret{}, []translate.ImagePull{{Repository: p.Repository, Username: p.Username, Password: p.Password}}, s.creds)
+	if err != nil {
+		return nil, err
+	}
+	auths, err := dockerAuths(filled)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range auths {
+		if strings.Contains(p.Username, "((") {
+			s.secrets.Add(a.Username)
+		}
+		s.secrets.Add(a.Password)
+	}
+	return auths, nil
 }
 
 // lookup puts the value of the var ref into data, as the build's own Secret holds it, and

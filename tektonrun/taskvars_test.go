@@ -2,19 +2,24 @@ package tektonrun
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"knative.dev/pkg/apis"
 	duckv1 "knative.dev/pkg/apis/duck/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // taskVarsRun is a build with a task whose config is a file: its PipelineRun, and the
@@ -142,4 +147,112 @@ func TestTaskVarsLookupError(t *testing.T) {
 	if got, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, runspec.TaskVarsSecret(pr.Name, "resolve-u"), metav1.GetOptions{}); err != nil || len(got.Data) != 0 {
 		t.Errorf("no vars: %v, %v", got, err)
 	}
+}
+
+// The follower adds the credentials of a task file's image, which its resolve step gave
+// as the file writes them, to the build's Secret of image pull credentials, looked up in
+// the supplied credentials, before it makes the task's vars Secret (the task's pod pulls
+// once it has that). A registry the Secret has already keeps its credentials; a Secret
+// not there is made, owned by the run; the values are redacted; a credential manager's
+// error is the task's, and adds nothing.
+func TestTaskVarsImagePull(t *testing.T) {
+	ctx := context.Background()
+	pull := `{"repository":"r.example:5000/app","username":"((user))","password":"((registry-password))"}`
+	list := `["registry-password","user"]`
+	values := map[string]any{"user": "robot-user", "registry-password": "s3cret-pass"}
+	withPull := func(tr *v1.TaskRun) *v1.TaskRun {
+		tr.Status.Results = append(tr.Status.Results, v1.TaskRunResult{Name: runspec.ResultPull, Value: *v1.NewStructuredValues(pull)})
+		return tr
+	}
+	auth := func(user, pass string) dockerAuth {
+		return dockerAuth{Username: user, Password: pass, Auth: base64.StdEncoding.EncodeToString([]byte(user + ":" + pass))}
+	}
+	pullSecret := func(t *testing.T, b *Backend, name string) map[string]dockerAuth {
+		t.Helper()
+		s, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Type != corev1.SecretTypeDockerConfigJson {
+			t.Errorf("type %s", s.Type)
+		}
+		if o := s.OwnerReferences; len(o) != 1 || o[0].UID != "uid-run" {
+			t.Errorf("owners %+v", o)
+		}
+		auths, err := dockerAuths(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return auths
+	}
+
+	t.Run("added before the vars Secret", func(t *testing.T) {
+		pr, tr := taskVarsRun(t, runspec.ModeResolve, "resolve-t", corev1.ConditionTrue, &list)
+		existing := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pr.Name + translate.ImagePullSecretSuffix,
+			OwnerReferences: []metav1.OwnerReference{{Kind: "PipelineRun", Name: pr.Name, UID: pr.UID}}}, Type: corev1.SecretTypeDockerConfigJson}
+		if err := setDockerAuths(existing, map[string]dockerAuth{"other.example/x": auth("a", "b")}); err != nil {
+			t.Fatal(err)
+		}
+		b := newBackend(t, existing)
+		kube := b.client.target.Kube.(*fake.Clientset)
+		kube.ClearActions()
+		secrets := &redact.Secrets{}
+		s := &taskVarsSupplier{client: b.client, creds: &credsLookup{values: values}, secrets: secrets, made: map[string]bool{}}
+		if err := s.supply(ctx, pr, []*v1.TaskRun{withPull(tr)}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]dockerAuth{"other.example/x": auth("a", "b"), "r.example:5000/app": auth("robot-user", "s3cret-pass")}
+		if diff := cmp.Diff(want, pullSecret(t, b, existing.Name)); diff != "" {
+			t.Errorf("the Secret of image pull credentials (-want +got):\n%s", diff)
+		}
+		var writes []string
+		for _, a := range kube.Actions() {
+			if a.GetVerb() == "create" || a.GetVerb() == "update" {
+				writes = append(writes, a.GetVerb()+" "+a.(k8stesting.CreateAction).GetObject().(*corev1.Secret).Name)
+			}
+		}
+		if diff := cmp.Diff([]string{"update " + existing.Name, "create " + runspec.TaskVarsSecret(pr.Name, "resolve-t")}, writes); diff != "" {
+			t.Errorf("writes (-want +got):\n%s", diff)
+		}
+		if r := redactEvent(secrets, event.Log{Payload: "robot-user s3cret-pass"}); r.(event.Log).Payload != "((redacted)) ((redacted))" {
+			t.Errorf("the follower shows %q", r.(event.Log).Payload)
+		}
+	})
+
+	t.Run("made, first credentials kept", func(t *testing.T) {
+		pr, tr := taskVarsRun(t, runspec.ModeResolve, "resolve-t", corev1.ConditionTrue, &list)
+		b := newBackend(t)
+		s := &taskVarsSupplier{client: b.client, creds: &credsLookup{values: values}, secrets: &redact.Secrets{}, made: map[string]bool{}}
+		if err := s.supply(ctx, pr, []*v1.TaskRun{withPull(tr)}); err != nil {
+			t.Fatal(err)
+		}
+		other, tr2 := taskVarsRun(t, runspec.ModeResolve, "resolve-u", corev1.ConditionTrue, &list)
+		s.creds = &credsLookup{values: map[string]any{"user": "second", "registry-password": "second-pass"}}
+		if err := s.supply(ctx, other, []*v1.TaskRun{withPull(tr2)}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]dockerAuth{"r.example:5000/app": auth("robot-user", "s3cret-pass")}
+		if diff := cmp.Diff(want, pullSecret(t, b, pr.Name+translate.ImagePullSecretSuffix)); diff != "" {
+			t.Errorf("the Secret of image pull credentials (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a credential manager's error", func(t *testing.T) {
+		pr, tr := taskVarsRun(t, runspec.ModeResolve, "resolve-t", corev1.ConditionTrue, &list)
+		b := newBackend(t)
+		s := &taskVarsSupplier{client: b.client, creds: &credsLookup{err: errors.New("vault: permission denied")}, secrets: &redact.Secrets{}, made: map[string]bool{}}
+		if err := s.supply(ctx, pr, []*v1.TaskRun{withPull(tr)}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, runspec.TaskVarsSecret(pr.Name, "resolve-t"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := string(got.Data[runspec.TaskVarsErrorKey]); !strings.Contains(e, "vault: permission denied") {
+			t.Errorf("the task's error %q", e)
+		}
+		if _, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, pr.Name+translate.ImagePullSecretSuffix, metav1.GetOptions{}); err == nil {
+			t.Error("a Secret of image pull credentials was made")
+		}
+	})
 }

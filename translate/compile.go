@@ -269,6 +269,10 @@ type compiler struct {
 	fusedSpec *runspec.Spec
 	// pulls are the credentials of the images pulled with some (registryImage), by image.
 	pulls map[string]ImagePull
+	// runtimePulls are the images of the tasks whose config is a file read at run time,
+	// with supplied credentials: their resolve steps say which credentials, if any, the
+	// build's starter adds to the build's Secret of them (runspec.ResultPull).
+	runtimePulls map[string]bool
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
 	creds   map[string]Credential

@@ -397,6 +397,9 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 		before = append(before, resolve)
 		if image == "" {
 			image = "$(tasks." + resolve.leaf + ".results.image)"
+			if fileVars {
+				c.runtimePulls[image] = true
+			}
 		}
 	}
 	if image == "" {

@@ -254,9 +254,13 @@ jobs:
 				params[pt.Name][p.Name] = p.Value.StringVal
 			}
 			task := tasks[pt.TaskRef.Name]
-			declares := false
+			declares, declaresPull := false, false
 			for _, res := range task.Spec.Results {
 				declares = declares || res.Name == runspec.ResultVars
+				declaresPull = declaresPull || res.Name == runspec.ResultPull
+			}
+			if declaresPull != declares {
+				t.Errorf("supplied %v: %s declares vars %v, pull %v", supplied, pt.Name, declares, declaresPull)
 			}
 			var volume *corev1.Volume
 			for i, vol := range task.Spec.Volumes {
@@ -291,6 +295,25 @@ jobs:
 		}
 		if _, ok := params["resolve-from-file"]; !ok {
 			t.Fatalf("no resolve-from-file in %v", params)
+		}
+		// The task of the file pulls its image with the build's Secret of image pull
+		// credentials, which its starter fills in as its resolve step says; no other
+		// does, and the Secret is there, with no credentials known yet, only then.
+		pulling := map[string]bool{}
+		for _, rs := range r.PipelineRun.Spec.TaskRunSpecs {
+			if rs.PodTemplate != nil && len(rs.PodTemplate.ImagePullSecrets) > 0 {
+				want := r.PipelineRun.Name + translate.ImagePullSecretSuffix
+				if got := rs.PodTemplate.ImagePullSecrets; len(got) != 1 || got[0].Name != want {
+					t.Errorf("%s pulls with %v, want %s", rs.PipelineTaskName, got, want)
+				}
+				pulling[rs.PipelineTaskName] = true
+			}
+		}
+		if supplied != pulling["task-from-file"] || len(pulling) != map[bool]int{true: 1, false: 0}[supplied] {
+			t.Errorf("supplied %v: the pods that pull with the build's Secret: %v", supplied, pulling)
+		}
+		if (r.ImagePullSecret != nil) != supplied || len(r.ImagePulls) != 0 {
+			t.Errorf("supplied %v: the Secret of image pull credentials %v, pulls %v", supplied, r.ImagePullSecret, r.ImagePulls)
 		}
 	}
 }

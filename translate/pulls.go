@@ -79,13 +79,16 @@ func PullRegistry(repo string) string {
 }
 
 // imagePulls gives each of the build's pods that pulls an image with credentials
-// (notePull) the build's Secret of them, and returns the credentials, each once, sorted.
-// The refs of their ((vars)) are recorded with the build's other credentials
-// (Result.Credentials), to be looked up as theirs are, though no step reads them.
-func (c *compiler) imagePulls(secret string, taskLists ...[]v1.PipelineTask) []ImagePull {
-	if len(c.pulls) == 0 {
-		return nil
+// (notePull), or whose image a task file read at run time names (runtimePulls), the
+// build's Secret of them, and returns the credentials, each once, sorted, and whether a
+// pod names the Secret. The refs of their ((vars)) are recorded with the build's other
+// credentials (Result.Credentials), to be looked up as theirs are, though no step reads
+// them.
+func (c *compiler) imagePulls(secret string, taskLists ...[]v1.PipelineTask) ([]ImagePull, bool) {
+	if len(c.pulls) == 0 && len(c.runtimePulls) == 0 {
+		return nil, false
 	}
+	named := false
 	used := map[ImagePull]bool{}
 	for _, tasks := range taskLists {
 		for _, pt := range tasks {
@@ -96,10 +99,13 @@ func (c *compiler) imagePulls(secret string, taskLists ...[]v1.PipelineTask) []I
 				}
 			}
 			pull, ok := c.pulls[img]
-			if !ok {
+			if !ok && !c.runtimePulls[img] {
 				continue
 			}
-			used[pull] = true
+			if ok {
+				used[pull] = true
+			}
+			named = true
 			c.podTemplate(pt.Name).ImagePullSecrets = []corev1.LocalObjectReference{{Name: secret}}
 		}
 	}
@@ -117,7 +123,7 @@ func (c *compiler) imagePulls(secret string, taskLists ...[]v1.PipelineTask) []I
 	} else {
 		c.secretsOf(refs)
 	}
-	return out
+	return out, named
 }
 
 // imagePullSecret is the build's Secret of image pull credentials without its data, as

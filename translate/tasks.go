@@ -43,7 +43,7 @@ type taskVariant struct {
 	// the team's index of the store (runspec.ResourceCacheIndex), its param; its runner
 	// reports what it found or saved there (runspec.ResultResourceCache).
 	sharedCaches bool
-	// varsResult declares the result `vars`: the resolve step of a task file, with
+	// varsResult declares the results `vars` and `pull`: the resolve step of a task file, with
 	// supplied credentials, lists the vars the file needs.
 	varsResult bool
 	// taskVars, for the task of such a file, is its vars Secret (runspec.TaskVarsSecret),
@@ -298,7 +298,8 @@ func makeStepTask(runnerImage string, v taskVariant) *v1.Task {
 		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultCount, Type: v1.ResultsTypeString, Description: "how many combinations of values an across step has"})
 	}
 	if v.varsResult {
-		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultVars, Type: v1.ResultsTypeString, Description: "the vars of the task file that the build's starter supplies (JSON)"})
+		spec.Results = append(spec.Results, v1.TaskResult{Name: runspec.ResultVars, Type: v1.ResultsTypeString, Description: "the vars of the task file that the build's starter supplies (JSON)"},
+			v1.TaskResult{Name: runspec.ResultPull, Type: v1.ResultsTypeString, Description: "the credentials of the registry of the task file's image, as the file writes them, for the build's starter to look up (JSON)"})
 	}
 	labels := map[string]string{runspec.LabelManagedBy: runspec.ManagedBy}
 	if v.verdict {

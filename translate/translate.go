@@ -42,7 +42,10 @@ type Result struct {
 	// without its data, named after the PipelineRun with ImagePullSecretSuffix, which
 	// those pods name as their imagePullSecrets: the starter resolves their ((vars)) (in
 	// Credentials with the others), fills in its Docker config, creates it before the
-	// PipelineRun, and gives it to the PipelineRun to own.
+	// PipelineRun, and gives it to the PipelineRun to own. With supplied credentials, the
+	// pods of tasks whose config is a file read at run time name it too, and it is there
+	// with no ImagePulls if need be: their starter adds the credentials the task's resolve
+	// step gives (runspec.ResultPull) before their pods pull.
 	ImagePulls      []ImagePull
 	ImagePullSecret *corev1.Secret
 	// RunnerImage is the step runner's image, which the backend also runs on its own
@@ -91,6 +94,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		secretsFor:     map[string][]secretMount{},
 		images:         map[string]string{},
 		pulls:          map[string]ImagePull{},
+		runtimePulls:   map[string]bool{},
 		failureHooks:   map[concourse.PlanID][]string{},
 	}
 	root := c.compile(&plan, cond{}, scope{})
@@ -108,7 +112,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	}
 	c.finish(c.tasks)
 	c.finish(finally)
-	pulls := c.imagePulls(c.runName()+ImagePullSecretSuffix, c.tasks, finally)
+	pulls, pullsNamed := c.imagePulls(c.runName()+ImagePullSecretSuffix, c.tasks, finally)
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -249,7 +253,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		}
 	}
 	var pullSecret *corev1.Secret
-	if len(pulls) > 0 {
+	if pullsNamed {
 		pullSecret = imagePullSecret(run.Name+ImagePullSecretSuffix, runLabels, withEntry(annotations, runspec.LabelBuild, opts.Build))
 	}
 	return &Result{

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,7 +23,8 @@ import (
 // anonymous pulls, its password from the pipeline's var source, runs in that image, as on
 // workers, where the registry-image resource fetches it with its source's credentials.
 // The run's Secret of image pull credentials holds them, and no Tekton object does; fly
-// never shows the password.
+// never shows the password. So does a task whose config is a file a task of the build
+// wrote, its image private, the password a ((var)) no plan holds.
 func TestPrivateRegistryImage(t *testing.T) {
 	dumpOnFailure(t)
 	t.Parallel()
@@ -34,10 +36,22 @@ func TestPrivateRegistryImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	repo := registry + "/atc-" + web.ns + "/busybox"
-	busybox := filepath.Join(cacheDir(), "concourse-tekton", "images", "busybox.tar")
-	if err := images.PushPrivate(ctx, busybox, repo+":private", user, password, "PULLED_WITH=credentials"); err != nil {
+	busyboxTar := filepath.Join(cacheDir(), "concourse-tekton", "images", "busybox.tar")
+	if err := images.PushPrivate(ctx, busyboxTar, repo+":private", user, password, "PULLED_WITH=credentials"); err != nil {
 		fatal(t, err)
 	}
+	// The task file's image is one of its own: the node has not pulled it for the first
+	// job, and pulls it with the credentials the file gives, or not at all.
+	if err := images.PushPrivate(ctx, busyboxTar, repo+":file", user, password, "PULLED_WITH=the-file-credentials"); err != nil {
+		fatal(t, err)
+	}
+	// A task of the build writes the file: its image and ((vars)) are in no plan.
+	file := fmt.Sprintf(`platform: linux
+image_resource:
+  type: registry-image
+  source: {repository: %s, tag: file, username: %s, password: ((dm:registry_password))}
+run: {path: sh, args: [-c, 'echo "ran the file in its private image, pulled with $PULLED_WITH"']}
+`, repo, user)
 
 	setPipeline(t, "private", fmt.Sprintf(`
 var_sources:
@@ -55,28 +69,48 @@ jobs:
         type: registry-image
         source: {repository: %[1]s, tag: private, username: %[2]s, password: ((dm:registry_password))}
       run: {path: sh, args: [-c, 'echo "ran in the private image, pulled with $PULLED_WITH"']}
-`, repo, user, password))
-	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "private/private", "-w")
-	t.Logf("fly trigger-job -j private/private -w: exit %d\n%s", code, out)
-	if code != 0 {
-		errorf(t, "exit %d, want 0", code)
+- name: from-file
+  plan:
+  - task: write
+    config:
+      platform: linux
+      image_resource: %[4]s
+      outputs: [{name: ci}]
+      run: {path: sh, args: [-c, 'echo %[5]s | base64 -d > ci/task.yml']}
+  - task: from-file
+    file: ci/task.yml
+`, repo, user, password, busybox(), base64.StdEncoding.EncodeToString([]byte(file))))
+	// build triggers a job of the pipeline, wants want in its output, and returns its
+	// run's Secret of image pull credentials, which must hold them.
+	build := func(job, want string) *corev1.Secret {
+		out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "private/"+job, "-w")
+		t.Logf("fly trigger-job -j private/%s -w: exit %d\n%s", job, code, out)
+		if code != 0 {
+			errorf(t, "exit %d, want 0", code)
+		}
+		inOrder(t, out, want, "succeeded")
+		if strings.Contains(out, password) {
+			errorf(t, "fly's output shows the registry's password")
+		}
+		run := pipelineRun(t, "private", job)
+		s, err := web.kube.CoreV1().Secrets(web.ns).Get(ctx, run+translate.ImagePullSecretSuffix, metav1.GetOptions{})
+		if err != nil {
+			fatalf(t, "the run's Secret of image pull credentials: %v", err)
+		}
+		if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "PipelineRun" || o[0].Name != run {
+			errorf(t, "the Secret's owners %+v, want PipelineRun %s", o, run)
+		}
+		if s.Type != corev1.SecretTypeDockerConfigJson || !strings.Contains(string(s.Data[corev1.DockerConfigJsonKey]), password) {
+			errorf(t, "the Secret, of type %s, does not hold the registry's credentials", s.Type)
+		}
+		return s
 	}
-	inOrder(t, out, "ran in the private image, pulled with credentials", "succeeded")
-	if strings.Contains(out, password) {
-		errorf(t, "fly's output shows the registry's password")
-	}
+	build("private", "ran in the private image, pulled with credentials")
+	// A task file read at run time: its resolve step gives the credentials as the file
+	// writes them, and the web node adds them, looked up, to the run's Secret (made
+	// without them) before the task's pod pulls its image.
+	build("from-file", "ran the file in its private image, pulled with the-file-credentials")
 
-	run := pipelineRun(t, "private", "private")
-	s, err := web.kube.CoreV1().Secrets(web.ns).Get(ctx, run+translate.ImagePullSecretSuffix, metav1.GetOptions{})
-	if err != nil {
-		fatalf(t, "the run's Secret of image pull credentials: %v", err)
-	}
-	if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "PipelineRun" || o[0].Name != run {
-		errorf(t, "the Secret's owners %+v, want PipelineRun %s", o, run)
-	}
-	if s.Type != corev1.SecretTypeDockerConfigJson || !strings.Contains(string(s.Data[corev1.DockerConfigJsonKey]), password) {
-		errorf(t, "the Secret, of type %s, does not hold the registry's credentials", s.Type)
-	}
 	for _, obj := range tektonObjects(t) {
 		if strings.Contains(obj, password) {
 			errorf(t, "a Tekton object holds the registry's password: %.200s", obj)
