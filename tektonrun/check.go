@@ -82,6 +82,10 @@ var Permissions = []Permission{
 	{"", "secrets", "", "create"},
 	{"", "secrets", "", "patch"},
 	{"", "secrets", "", "delete"},
+	// The service account a build's pods run as: its imagePullSecrets join the build's
+	// own in the pods that pull with those (Kubernetes gives a pod its service
+	// account's only when it names none).
+	{"", "serviceaccounts", "", "get"},
 	// Build volumes: made before their run, then owned by it (patched); gc deletes them.
 	{"", "persistentvolumeclaims", "", "get"},
 	{"", "persistentvolumeclaims", "", "list"},

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
@@ -230,7 +231,16 @@ func (c *Client) addPullAuths(ctx context.Context, pr *v1.PipelineRun, auths map
 		if err := setDockerAuths(s, have); err != nil {
 			return err
 		}
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{})
+		// A patch (the verb Permissions lists), on the version read: a conflict reads
+		// the Secret again.
+		patch, err := json.Marshal(map[string]any{
+			"metadata": map[string]any{"resourceVersion": s.ResourceVersion},
+			"data":     s.Data,
+		})
+		if err != nil {
+			return err
+		}
+		_, err = secrets.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		return err
 	})
 	if err != nil {
