@@ -330,10 +330,10 @@ func imageRefNeedsVars(cfg concourse.TaskConfig, mockImage string) bool {
 
 // filePull is, with supplied credentials, the credentials of the registry of a task
 // file's image (runspec.ResultPull): its registry-image source's username and password
-// as raw, the file, writes them, the repository as cfg resolved it. A password written
+// as the file (raw) writes them, the repository as cfg resolved it. A password written
 // out is not carried (it would be in the TaskRun's status): the image is then pulled
 // without it, as the step's log says. None for a task that runs an artifact (its get's
-// credentials are the build's already) or whose image gives no credentials.
+// credentials are the build's already) or whose image gives no password.
 func (s *step) filePull(raw map[string]any, cfg concourse.TaskConfig, artifact bool) *runspec.Pull {
 	ir := cfg.ImageResource
 	if artifact || ir == nil || !runspec.RegistryImageType(ir.Type) {
@@ -343,7 +343,7 @@ func (s *step) filePull(raw map[string]any, cfg concourse.TaskConfig, artifact b
 	source, _ := rawImage["source"].(map[string]any)
 	user, _ := source["username"].(string)
 	pass, _ := source["password"].(string)
-	if user == "" && pass == "" {
+	if pass == "" {
 		return nil
 	}
 	if !strings.Contains(pass, "((") {
