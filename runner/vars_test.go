@@ -438,8 +438,8 @@ run: {path: /bin/true}
 `
 	w := newWorld(t)
 	w.artifact("ci", map[string]string{
-		"private.yml": private,
-		"literal.yml": "platform: linux\nimage_resource: {type: registry-image, source: {repository: r.example/app, username: robot, password: written-out}}\nrun: {path: x}\n",
+		"private.yml":      private,
+		"literal.yml":      "platform: linux\nimage_resource: {type: registry-image, source: {repository: r.example/app, username: robot, password: written-out}}\nrun: {path: x}\n",
 		"unknown-repo.yml": "platform: linux\nimage_resource: {type: registry-image, source: {repository: ((repo)), password: ((p))}}\nrun: {path: x}\n",
 		"public.yml":       "platform: linux\nimage_resource: {type: registry-image, source: {repository: busybox}}\nrun: {path: x}\n",
 	})
