@@ -160,11 +160,11 @@ func (c *Client) deleteCredentialSecrets(ctx context.Context, secrets []*corev1.
 	return errors.Join(errs...)
 }
 
-// credentialsByVar indexes a build's credentials by their var.
-// secretKeys are the keys of a Secret: its data's, and its stringData's (which only a
-// Secret not yet written has).
-func secretKeys(s *corev1.Secret) map[string]string {
-	keys := make(map[string]string, len(s.Data)+len(s.StringData))
+// secretKeys are the keys of a Secret, with their values as strings (as the runner reads
+// a mounted Secret's files): its data's, and its stringData's (which only a Secret not
+// yet written has).
+func secretKeys(s *corev1.Secret) map[string]any {
+	keys := make(map[string]any, len(s.Data)+len(s.StringData))
 	for k, v := range s.Data {
 		keys[k] = string(v)
 	}
@@ -179,7 +179,7 @@ func secretKeys(s *corev1.Secret) map[string]string {
 // Secrets that exists and has a key. An optional volume of a Secret that is not there
 // is an empty directory, so an empty Secret is passed over as a missing one is; empty
 // names the first of those, for a message. get reads a Secret (nil for none).
-func credentialSecret(cred translate.Credential, get func(name string) (*corev1.Secret, error)) (name string, keys map[string]string, empty string, err error) {
+func credentialSecret(cred translate.Credential, get func(name string) (*corev1.Secret, error)) (name string, keys map[string]any, empty string, err error) {
 	for _, candidate := range cred.Secrets {
 		secret, err := get(candidate)
 		if err != nil {
@@ -217,6 +217,7 @@ func secretGetter(ctx context.Context, secrets typedcorev1.SecretInterface) func
 	}
 }
 
+// credentialsByVar indexes a build's credentials by their var.
 func credentialsByVar(creds []translate.Credential) map[string]translate.Credential {
 	out := make(map[string]translate.Credential, len(creds))
 	for _, c := range creds {

@@ -133,15 +133,9 @@ func (s secretVars) Get(ref vars.Reference) (any, bool, error) {
 	if err != nil || keys == nil {
 		return nil, false, err
 	}
-	var value any
+	var value any = keys
 	if v, ok := keys["value"]; ok && len(ref.Fields) == 0 {
 		value = v
-	} else {
-		m := make(map[string]any, len(keys))
-		for k, v := range keys {
-			m[k] = v
-		}
-		value = m
 	}
 	value, err = vars.Traverse(value, ref.String(), ref.Fields)
 	if err != nil {
