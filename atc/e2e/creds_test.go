@@ -135,6 +135,19 @@ jobs:
 	inOrder(t, out, "fine", "succeeded")
 }
 
+// writeTaskFile is a plan step (YAML, indented as a job's plan) of a task that writes
+// content into its output ci as ci/task.yml: a task file whose ((vars)) and image are in
+// no plan.
+func writeTaskFile(content string) string {
+	return fmt.Sprintf(`
+  - task: write
+    config:
+      platform: linux
+      image_resource: %s
+      outputs: [{name: ci}]
+      run: {path: sh, args: [-c, 'echo %s | base64 -d > ci/task.yml']}`, busybox(), base64.StdEncoding.EncodeToString([]byte(content)))
+}
+
 // TestTaskFileCredentials: the ((vars)) of a task file, which only the build reads (here a
 // task of the build writes it), are looked up by the web node once the file is read, as
 // Concourse looks them up when the step runs: a var source's, the credential manager's,
@@ -153,16 +166,6 @@ run:
   args: [-c, 'echo "file: ((dm:text)) $GLOBAL ((from_step))"; echo "upper: ((dm:text)) $GLOBAL" | tr a-z A-Z']
 `, busybox())
 	missing := fmt.Sprintf("platform: linux\nimage_resource: %s\nrun: {path: echo, args: [((not_anywhere))]}\n", busybox())
-	// A task of the build writes the files: their ((vars)) are in no plan.
-	write := func(content string) string {
-		return fmt.Sprintf(`
-  - task: write
-    config:
-      platform: linux
-      image_resource: %s
-      outputs: [{name: ci}]
-      run: {path: sh, args: [-c, 'echo %s | base64 -d > ci/task.yml']}`, busybox(), base64.StdEncoding.EncodeToString([]byte(content)))
-	}
 	setPipeline(t, "taskfile", fmt.Sprintf(`
 var_sources:
 - name: dm
@@ -178,7 +181,7 @@ jobs:
   plan:%s
   - task: from-file
     file: ci/task.yml
-`, text, write(file), write(missing)))
+`, text, writeTaskFile(file), writeTaskFile(missing)))
 
 	out, code := fly(t, 5*time.Minute, "trigger-job", "-j", "taskfile/file", "-w")
 	t.Logf("fly trigger-job -j taskfile/file -w: exit %d\n%s", code, out)

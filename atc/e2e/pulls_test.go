@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -70,16 +69,10 @@ jobs:
         source: {repository: %[1]s, tag: private, username: %[2]s, password: ((dm:registry_password))}
       run: {path: sh, args: [-c, 'echo "ran in the private image, pulled with $PULLED_WITH"']}
 - name: from-file
-  plan:
-  - task: write
-    config:
-      platform: linux
-      image_resource: %[4]s
-      outputs: [{name: ci}]
-      run: {path: sh, args: [-c, 'echo %[5]s | base64 -d > ci/task.yml']}
+  plan:%[4]s
   - task: from-file
     file: ci/task.yml
-`, repo, user, password, busybox(), base64.StdEncoding.EncodeToString([]byte(file))))
+`, repo, user, password, writeTaskFile(file)))
 	// build triggers a job of the pipeline, wants want in its output, and returns its
 	// run's Secret of image pull credentials, which must hold them.
 	build := func(job, want string) *corev1.Secret {
