@@ -30,18 +30,39 @@ const noResult runspec.Outcome = "no-result"
 // It returns the plan IDs of the leaves that ran and the build's status.
 func simulate(t *testing.T, r *translate.Result, outcomes map[string]runspec.Outcome) ([]string, runspec.Outcome) {
 	t.Helper()
-	return simulateAcross(t, r, outcomes, nil)
+	return newModel(t, r).run(t, outcomes, nil)
 }
 
 // simulateAcross is simulate where the resolver of each across step whose values are
 // known only at run time, when it succeeds, finds counts[its plan ID] combinations.
 func simulateAcross(t *testing.T, r *translate.Result, outcomes map[string]runspec.Outcome, counts map[string]int) ([]string, runspec.Outcome) {
 	t.Helper()
-	type task struct {
-		pt   v1.PipelineTask
-		spec runspec.Spec
+	return newModel(t, r).run(t, outcomes, counts)
+}
+
+// refRe matches a reference to a task's result.
+var refRe = regexp.MustCompile(`\$\(tasks\.([a-z0-9-]+)\.results\.([a-z]+)\)`)
+
+// model is a compiled build ready to run in the model of Tekton's scheduling: its tasks
+// with their specs decoded and the tasks each waits for, so that the tables, which run
+// one build under thousands of outcomes, compile and decode it once.
+type model struct {
+	tasks   []modelTask
+	finally map[string]bool
+}
+
+type modelTask struct {
+	pt   v1.PipelineTask
+	spec runspec.Spec
+	deps []string
+}
+
+func newModel(t *testing.T, r *translate.Result) *model {
+	t.Helper()
+	m := &model{finally: map[string]bool{}}
+	for _, f := range r.Pipeline.Spec.Finally {
+		m.finally[f.Name] = true
 	}
-	var tasks []task
 	for _, pt := range append(append([]v1.PipelineTask{}, r.Pipeline.Spec.Tasks...), r.Pipeline.Spec.Finally...) {
 		var raw string
 		for _, p := range pt.Params {
@@ -53,15 +74,37 @@ func simulateAcross(t *testing.T, r *translate.Result, outcomes map[string]runsp
 		if err != nil {
 			t.Fatalf("task %s: %v", pt.Name, err)
 		}
-		tasks = append(tasks, task{pt, spec})
+		deps := append([]string{}, pt.RunAfter...)
+		for _, w := range pt.When {
+			for _, m := range refRe.FindAllStringSubmatch(w.Input, -1) {
+				deps = append(deps, m[1])
+			}
+		}
+		for _, p := range pt.Params {
+			for _, m := range refRe.FindAllStringSubmatch(p.Value.StringVal, -1) {
+				deps = append(deps, m[1])
+			}
+		}
+		m.tasks = append(m.tasks, modelTask{pt, spec, deps})
 	}
+	return m
+}
+
+// run runs the build, each leaf ending as outcomes[planID] says, the resolver of each
+// across step whose values are known only at run time finding counts[its plan ID]
+// combinations when it succeeds. It returns the plan IDs of the leaves that ran and the
+// build's status.
+func (m *model) run(t *testing.T, outcomes map[string]runspec.Outcome, counts map[string]int) ([]string, runspec.Outcome) {
+	t.Helper()
 	results := map[string]map[string]string{} // task → result → value
 	done := map[string]bool{}
 	state := eval.Facts{Outcomes: map[string]runspec.Outcome{}, Present: map[string]int{}}
 	var ran []string
 	status := runspec.Outcome("")
-	refRe := regexp.MustCompile(`\$\(tasks\.([a-z0-9-]+)\.results\.([a-z]+)\)`)
 	resolve := func(s string) (string, bool) {
+		if !strings.Contains(s, "$(") {
+			return s, true
+		}
 		ok := true
 		out := refRe.ReplaceAllStringFunc(s, func(m string) string {
 			sub := refRe.FindStringSubmatch(m)
@@ -73,32 +116,14 @@ func simulateAcross(t *testing.T, r *translate.Result, outcomes map[string]runsp
 		})
 		return out, ok
 	}
-	deps := func(tk task) []string {
-		d := append([]string{}, tk.pt.RunAfter...)
-		for _, w := range tk.pt.When {
-			for _, m := range refRe.FindAllStringSubmatch(w.Input, -1) {
-				d = append(d, m[1])
-			}
-		}
-		for _, p := range tk.pt.Params {
-			for _, m := range refRe.FindAllStringSubmatch(p.Value.StringVal, -1) {
-				d = append(d, m[1])
-			}
-		}
-		return d
-	}
-	finally := map[string]bool{}
-	for _, f := range r.Pipeline.Spec.Finally {
-		finally[f.Name] = true
-	}
 	for progress := true; progress; {
 		progress = false
-		for _, tk := range tasks {
-			if done[tk.pt.Name] || finally[tk.pt.Name] {
+		for _, tk := range m.tasks {
+			if done[tk.pt.Name] || m.finally[tk.pt.Name] {
 				continue
 			}
 			ready := true
-			for _, d := range deps(tk) {
+			for _, d := range tk.deps {
 				ready = ready && done[d]
 			}
 			if !ready {
@@ -142,11 +167,11 @@ func simulateAcross(t *testing.T, r *translate.Result, outcomes map[string]runsp
 			}
 		}
 	}
-	for _, tk := range tasks {
-		if !done[tk.pt.Name] && !finally[tk.pt.Name] {
+	for _, tk := range m.tasks {
+		if !done[tk.pt.Name] && !m.finally[tk.pt.Name] {
 			t.Fatalf("task %s never became ready: the DAG has a cycle or a dangling reference", tk.pt.Name)
 		}
-		if finally[tk.pt.Name] {
+		if m.finally[tk.pt.Name] {
 			status = runTask(t, tk.spec, outcomes, state)
 		}
 	}
@@ -341,14 +366,26 @@ func leaves(p concourse.Plan) []string {
 
 func checkPlan(t *testing.T, plan concourse.Plan, outcomes map[string]runspec.Outcome) {
 	t.Helper()
+	checkModel(t, plan, compile(t, plan), outcomes)
+}
+
+// compile translates a plan of the tables into the model.
+func compile(t *testing.T, plan concourse.Plan) *model {
+	t.Helper()
 	r, err := translate.Translate(plan, translate.Options{Pipeline: "p", Job: "j"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newModel(t, r)
+}
+
+// checkModel is checkPlan for a plan compiled once (compile) and checked under many outcomes.
+func checkModel(t *testing.T, plan concourse.Plan, m *model, outcomes map[string]runspec.Outcome) {
+	t.Helper()
 	var wantRan []string
 	wantStatus := interpret(&plan, outcomes, &wantRan)
 	sort.Strings(wantRan)
-	gotRan, gotStatus := simulate(t, r, outcomes)
+	gotRan, gotStatus := m.run(t, outcomes, nil)
 	if diff := cmp.Diff(wantRan, gotRan); diff != "" || wantStatus != gotStatus {
 		var b strings.Builder
 		for _, id := range leaves(plan) {
@@ -442,10 +479,11 @@ func TestSemanticsTable(t *testing.T) {
 	for name, plan := range plans {
 		t.Run(name, func(t *testing.T) {
 			ids := leaves(plan)
+			m := compile(t, plan)
 			var each func(i int, outcomes map[string]runspec.Outcome)
 			each = func(i int, outcomes map[string]runspec.Outcome) {
 				if i == len(ids) {
-					checkPlan(t, plan, outcomes)
+					checkModel(t, plan, m, outcomes)
 					return
 				}
 				for _, o := range allOutcomes {
