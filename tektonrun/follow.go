@@ -96,6 +96,7 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 	var missingSince, endedSince time.Time
 	var archiveChecked, archiveRechecked bool
 	seenPods := map[string]bool{}
+	followed := time.Now()
 	var secrets *redact.Secrets
 	var taskVars *taskVarsSupplier
 	indexer := newCacheIndexer(c)
@@ -162,8 +163,7 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 				}
 				if f != nil {
 					so.Log, so.LogDone = f.snapshot()
-				} else if pod == nil && containerStarted(tr, nil) {
-					// The pod is gone, and its log with it.
+				} else if logLost(tr, pod, seenPods, time.Since(followed)) {
 					so.LogDone = true
 				}
 				obs.Steps[name] = so
@@ -218,6 +218,15 @@ func podsGone(trs []*v1.TaskRun, pods map[string]*corev1.Pod, seen map[string]bo
 		}
 	}
 	return false
+}
+
+// logLost says whether the log of a TaskRun whose step ran is gone with its pod: the pod
+// was seen and then left the cache, or was never seen in the time (notFoundGrace) a new
+// pod takes to reach it, following for so long (a build whose pods were deleted before
+// it was followed). A pod not seen yet may only be late in the cache, with its log to
+// read.
+func logLost(tr *v1.TaskRun, pod *corev1.Pod, seen map[string]bool, following time.Duration) bool {
+	return pod == nil && containerStarted(tr, nil) && (seen[tr.Status.PodName] || following > notFoundGrace)
 }
 
 func containerStarted(tr *v1.TaskRun, pod *corev1.Pod) bool {

@@ -91,6 +91,10 @@ func followDeleted(t *testing.T, dir string, running bool) (event.BuildStatus, [
 // end from what was last seen of it, with the status following it live gives; one deleted
 // while it ran is an error that says so, not a wait.
 func TestFollowDeletedAsItEnds(t *testing.T) {
+	// The pods go the moment the follower subscribed, perhaps before it saw them: it then
+	// waits out the grace a pod late in the cache has (logLost). A shorter one here.
+	defer func(g time.Duration) { notFoundGrace = g }(notFoundGrace)
+	notFoundGrace = time.Second
 	for _, dir := range recordedCases(t) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			obs := recorded(t, dir)
@@ -141,6 +145,35 @@ func TestPodsGone(t *testing.T) {
 	} {
 		if got := podsGone(tc.trs, tc.pods, tc.seen); got != tc.want {
 			t.Errorf("%s: podsGone = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A step's log is lost with its pod once the pod was seen and then left the cache, or
+// was not seen in the time a new pod takes to reach it; a pod only late in the cache
+// still has its log to read.
+func TestLogLost(t *testing.T) {
+	tr := &v1.TaskRun{Status: v1.TaskRunStatus{TaskRunStatusFields: v1.TaskRunStatusFields{
+		PodName: "p",
+		Steps:   []v1.StepState{{Name: runspec.StepRun, ContainerState: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
+	}}}
+	notStarted := &v1.TaskRun{Status: v1.TaskRunStatus{TaskRunStatusFields: v1.TaskRunStatusFields{PodName: "p"}}}
+	for _, tc := range []struct {
+		name      string
+		tr        *v1.TaskRun
+		pod       *corev1.Pod
+		seen      map[string]bool
+		following time.Duration
+		want      bool
+	}{
+		{"there", tr, &corev1.Pod{}, map[string]bool{"p": true}, time.Minute, false},
+		{"seen, then gone", tr, nil, map[string]bool{"p": true}, 0, true},
+		{"late in the cache", tr, nil, nil, time.Second, false},
+		{"never seen, for longer than a pod takes", tr, nil, nil, notFoundGrace + time.Second, true},
+		{"its step not started", notStarted, nil, map[string]bool{"p": true}, time.Minute, false},
+	} {
+		if got := logLost(tc.tr, tc.pod, tc.seen, tc.following); got != tc.want {
+			t.Errorf("%s: logLost = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
