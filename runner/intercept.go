@@ -29,7 +29,8 @@ type session struct {
 
 // session works out the step's session as the step does before it starts its process:
 // for a task, its config (with its params and the build's vars), working directory,
-// run.dir and run.user; for a get or a put, /tmp/build/get or /tmp/build/put; for another
+// run.dir and run.user; for a get or a put, /tmp/build/get or /tmp/build/put (with
+// await, once the running step made it); for another
 // step, /tmp/build; the container's environment but for a task. It reads the build
 // volume and the credentials, and writes nothing there. With stage, for a step that has
 // ended (its working directory went with its container), it makes the working directory
@@ -47,6 +48,11 @@ func (s *step) session(stage, await bool) (session, error) {
 	if m := s.spec.Mode; m == runspec.ModeGet || m == runspec.ModePut {
 		// Concourse's get and put containers start in /tmp/build/get and /tmp/build/put.
 		dir := filepath.Join(s.opts.tmpBuild, string(m))
+		if await {
+			if err := s.awaitProcess(dir); err != nil {
+				return fallback, err
+			}
+		}
 		if stage {
 			if err := s.stageResourceDir(dir); err != nil {
 				return fallback, err
@@ -95,14 +101,14 @@ func (s *step) session(stage, await bool) (session, error) {
 	return sess, nil
 }
 
-// processWait bounds how long a session of a running task waits for its process to
+// processWait bounds how long a session of a running step waits for its process to
 // start: the container runs from the pod's start, and the step's runner may still be
 // staging its inputs, or waiting for the pod's steps before it.
 var processWait = 5 * time.Minute
 
-// awaitProcess waits until the running task whose working directory is wd has started
-// its process, or ended without one (processMark), saying so on stderr if that is not at
-// once.
+// awaitProcess waits until the running step (a task, a get, a put) whose working
+// directory is wd has started its process, or ended without one (processMark), saying so
+// on stderr if that is not at once.
 func (s *step) awaitProcess(wd string) error {
 	mark := processMark(wd)
 	start := time.Now()

@@ -81,6 +81,29 @@ func TestInterceptWaitsForTheProcess(t *testing.T) {
 	}
 }
 
+// TestInterceptWaitsForTheResourceScript: a session of a running put that comes before
+// the step's runner waits until the put's directory holds its inputs, and starts there.
+func TestInterceptWaitsForTheResourceScript(t *testing.T) {
+	w := newWorld(t)
+	w.artifact("repo", map[string]string{"f": "staged"})
+	stop := filepath.Join(t.TempDir(), "stop")
+	w.script("out", "while [ ! -e "+stop+" ]; do sleep 0.05; done\necho '{\"version\":{\"v\":\"1\"}}'\n")
+	put := w.spec(runspec.ModePut, "p", "out")
+	put.Put = &runspec.Put{Type: "mock", Inputs: runspec.InputsList, InputNames: []string{"repo"}}
+	args := append(w.args(put), "--", "sh", "-c", "pwd; cat repo/f")
+	args[0] = string(runspec.ModeIntercept)
+	session := w.startArgs(args, []string{"PATH=/usr/bin:/bin"})
+	step := w.start(put, []string{"PATH=/usr/bin:/bin"})
+	r := session.wait(t)
+	write(t, filepath.Dir(stop), map[string]string{"stop": ""})
+	if want := filepath.Join(w.tmpBuild, "put") + "\nstaged"; r.exit != 0 || r.stdout != want {
+		t.Errorf("session: exit %d, stdout %q, want %q (stderr %q)", r.exit, r.stdout, want, r.stderr)
+	}
+	if r := step.wait(t); r.exit != 0 {
+		t.Errorf("put: exit %d (stderr %q)", r.exit, r.stderr)
+	}
+}
+
 // TestInterceptFallsBack starts the shell where it can when the step's config cannot be
 // worked out (its file is gone with the volume), saying why.
 func TestInterceptFallsBack(t *testing.T) {

@@ -39,7 +39,7 @@ func (s *step) script(ctx context.Context, name string, args []string, dir strin
 	}
 	s.exited(status)
 	if status != 0 {
-		s.keepRootfs(nil, started, dir)
+		s.keepRootfs(nil, started, dir, processMark(dir))
 	}
 	return stdout, status == 0, nil
 }
@@ -349,6 +349,7 @@ func (s *step) latest(ctx context.Context, source map[string]any) (map[string]st
 }
 
 func runGet(ctx context.Context, s *step) (bool, error) {
+	defer resourceProcessMark(s, "get")()
 	g := s.spec.Get
 	source, err := s.interpolateMap(g.Source)
 	if err != nil {
@@ -391,6 +392,7 @@ func runGet(ctx context.Context, s *step) (bool, error) {
 	if err := emptyDir(dir); err != nil {
 		return false, err
 	}
+	writeProcessMark(processMark(dir))
 	request := struct {
 		Source  map[string]any    `json:"source"`
 		Params  map[string]any    `json:"params,omitempty"`
@@ -466,6 +468,7 @@ func imageRef(typ string, source map[string]any, version map[string]string) stri
 }
 
 func runPut(ctx context.Context, s *step) (bool, error) {
+	defer resourceProcessMark(s, "put")()
 	p := s.spec.Put
 	source, err := s.interpolateMap(p.Source)
 	if err != nil {
@@ -488,6 +491,7 @@ func runPut(ctx context.Context, s *step) (bool, error) {
 			return false, fmt.Errorf("mounting input %s: %w", name, err)
 		}
 	}
+	writeProcessMark(processMark(dir))
 	request := struct {
 		Source map[string]any `json:"source"`
 		Params map[string]any `json:"params,omitempty"`
@@ -561,6 +565,16 @@ func detectInputs(value any) []string {
 		}
 	}
 	return names
+}
+
+// resourceProcessMark clears the process mark of a get's or put's directory (sub, under
+// /tmp/build), and returns what writes it once the step ended: an intercept session of
+// the running step waits for it (awaitProcess). The step writes it too once the
+// directory is ready for its script, a put's inputs in it.
+func resourceProcessMark(s *step, sub string) func() {
+	mark := processMark(filepath.Join(s.opts.tmpBuild, sub))
+	_ = os.Remove(mark)
+	return func() { writeProcessMark(mark) }
 }
 
 // concourseScript and concourseArgs name a script as Concourse would in its messages,

@@ -48,8 +48,9 @@ func workDir(tmpBuild, stepName string) string {
 	return filepath.Join(tmpBuild, hex.EncodeToString(sum[:4]))
 }
 
-// processMark is the file a task's runner writes, beside its working directory wd, once
-// the task's process started or the step ended without one: an intercept session of the
+// processMark is the file a task's, get's or put's runner writes, beside its working
+// directory wd, once the step's process started (a resource's script, once its
+// directory is ready for it) or the step ended without one: an intercept session of the
 // running step waits for it, so that it starts where the process does, with its inputs
 // staged (awaitProcess). It is the container's, as the working directory is.
 func processMark(wd string) string {
