@@ -230,7 +230,7 @@ func (s Spec) Encode() (string, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
+	if err := enc.Encode(&s); err != nil { // a pointer: the spec is not copied to the heap
 		return "", fmt.Errorf("encoding runner spec: %w", err)
 	}
 	return strings.TrimSuffix(buf.String(), "\n"), nil

@@ -395,7 +395,13 @@ func mergeConverted(convs []*converted) ([]any, [][]byte, [][]string) {
 
 // writeStream writes documents as one YAML stream, the stream translate.MarshalYAML makes.
 func writeStream(w io.Writer, docs [][]byte) error {
-	out := bufio.NewWriterSize(w, 64<<10)
+	// A buffer of 64 KiB at most, no larger than the stream: a small pipeline's stream
+	// is a few kilobytes.
+	size := 0
+	for _, doc := range docs {
+		size += len(doc) + len("---\n")
+	}
+	out := bufio.NewWriterSize(w, min(size, 64<<10))
 	for i, doc := range docs {
 		if i > 0 {
 			out.WriteString("---\n")
