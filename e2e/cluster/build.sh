@@ -72,6 +72,9 @@ func main() {
 	cfg := embed.NewConfig()
 	cfg.Dir = *dataDir
 	cfg.LogLevel = "warn"
+	// etcd's own command sets this default from its flags, not embed.NewConfig: at zero,
+	// every request is logged as a slow one (most of etcd's work, and its log, in a run).
+	cfg.WarningUnaryRequestDuration = embed.DefaultWarningUnaryRequestDuration
 	// A throwaway test cluster: durability is not worth the fsync latency.
 	cfg.UnsafeNoFsync = true
 	client := url.URL{Scheme: "http", Host: *listen}

@@ -22,7 +22,10 @@ E2E_CACHE=${E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/concourse-tekton}
 E2E_STATE=${E2E_STATE:-$E2E_CACHE/state}
 E2E_KUBECONFIG_PATH=$E2E_STATE/kubeconfig
 
-BIN_K8S=$E2E_CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION
+# K8S_BUILD_REV names a change to what build_k8s writes itself (the etcd command), so
+# that a cache built before it is built again.
+K8S_BUILD_REV=2
+BIN_K8S=$E2E_CACHE/bin/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-r$K8S_BUILD_REV
 BIN_TEKTON=$E2E_CACHE/bin/tekton-$TEKTON_VERSION
 BIN_ADDONS=$E2E_CACHE/bin/addons-csi-$CSI_PROVISIONER_VERSION-lp-$LOCAL_PATH_VERSION
 BIN_REGISTRY=$E2E_CACHE/bin/registry-$REGISTRY_VERSION

@@ -323,6 +323,12 @@ start_tekton() {
 	KUBECTL patch configmap feature-flags -n tekton-pipelines --type merge \
 		-p '{"data":{"set-security-context":"true","running-in-environment-with-injected-sidecars":"false","coschedule":"disabled"}}' >/dev/null ||
 		die "setting Tekton's feature flags"
+	# The webhook logs each admission and conversion request it serves at info, a dump of
+	# the whole HTTP request: tens of thousands in a run of the e2e suites, on the same
+	# two processors as the builds, and none a failure needs (the apiserver hands the
+	# webhook's refusals to its client).
+	KUBECTL patch configmap config-logging -n tekton-pipelines --type merge \
+		-p '{"data":{"loglevel.tekton-pipelines-webhook":"warn"}}' >/dev/null || die "setting the Tekton webhook's log level"
 	KUBECTL apply -f - >/dev/null <<YAML || die "creating the webhook's Service"
 apiVersion: v1
 kind: Service
