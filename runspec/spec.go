@@ -107,6 +107,13 @@ type Spec struct {
 	// the step's pod runs as the node pulls it (a registry image): the step's events show
 	// it as Concourse's check and get of that image, at these IDs.
 	PulledImage *PulledImage `json:"pulled_image,omitempty"`
+	// ImagePlans, when set, are the public plans of the fetch of a task's image_resource
+	// that steps of the build do (an image of a type the node does not pull), on the first
+	// of those steps: the check's and the get's, or the get's alone. Concourse announces
+	// the fetch with an image-check and an image-get event on the task's origin, which
+	// carry these plans, before the check's events and the get's; the web UI draws those
+	// steps under the task from them.
+	ImagePlans []json.RawMessage `json:"image_plans,omitempty"`
 
 	Task        *Task        `json:"task,omitempty"`
 	Get         *Get         `json:"get,omitempty"`

@@ -2,6 +2,7 @@ package tektonrun
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -209,5 +210,63 @@ func TestFetchedBefore(t *testing.T) {
 	typed := runspec.Spec{Mode: runspec.ModeGet, PulledImage: &runspec.PulledImage{Name: "slack", CheckID: "1/image-check", GetID: "1/image-get"}}
 	if k := imageKey(typed, concourse.TaskConfig{}); k == "" || k == busybox {
 		t.Errorf("a custom type's image key %q", k)
+	}
+}
+
+// TestTaskImageFetchAnnounced: the first step of the fetch of a task's image that steps of
+// the build do (runspec.Spec.ImagePlans) begins with Concourse's image-check and
+// image-get on the task's origin, carrying their plans, whether its pod waits for a node
+// (under the same keys as the head it later gets) or runs; other steps announce nothing.
+func TestTaskImageFetchAnnounced(t *testing.T) {
+	checkPlan := json.RawMessage(`{"id":"7/image-check","check":{"name":"image","type":"custom"}}`)
+	getPlan := json.RawMessage(`{"id":"7/image-get","get":{"name":"image","type":"custom"}}`)
+	tr := &v1.TaskRun{}
+	describe := func(evs []Event) []string {
+		var out []string
+		for _, e := range evs {
+			env, err := event.Marshal(e.Event, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v struct {
+				Data struct {
+					Origin struct{ ID string }
+					Plan   json.RawMessage
+				}
+				Event string
+			}
+			if err := json.Unmarshal(env, &v); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, strings.TrimSpace(fmt.Sprintf("%d %s %s %s", e.Key.N, v.Data.Origin.ID, v.Event, v.Data.Plan)))
+		}
+		return out
+	}
+	announced := []string{"0 7 image-check " + string(checkPlan), "1 7 image-get " + string(getPlan)}
+	for _, tt := range []struct {
+		spec         runspec.Spec
+		waiting, ran []string
+	}{
+		{runspec.Spec{Mode: runspec.ModeCheck, PlanID: "7/image-check", Name: "image", ImagePlans: []json.RawMessage{checkPlan, getPlan}},
+			append(announced, "2 7/image-check initialize-check"),
+			append(announced, "2 7/image-check initialize-check", "3 7/image-check selected-worker", "4 7/image-check start")},
+		{runspec.Spec{Mode: runspec.ModeGet, PlanID: "7/image-get", Name: "image", ImagePlans: []json.RawMessage{getPlan}},
+			[]string{"0 7 image-get " + string(getPlan), "1 7/image-get initialize-get", "2 7/image-get start-get"},
+			[]string{"0 7 image-get " + string(getPlan), "1 7/image-get initialize-get", "2 7/image-get start-get", "3 7/image-get selected-worker"}},
+		{runspec.Spec{Mode: runspec.ModeGet, PlanID: "3", Name: "repo"},
+			[]string{"0 3 initialize-get", "1 3 start-get"},
+			[]string{"0 3 initialize-get", "1 3 start-get", "2 3 selected-worker"}},
+	} {
+		origin := event.Origin{ID: concourse.PlanID(tt.spec.PlanID)}
+		m := &mapper{after: &Cursor{}}
+		m.waitingHead("step", tt.spec, origin, tr)
+		if diff := cmp.Diff(tt.waiting, describe(m.events)); diff != "" {
+			t.Errorf("%s waiting for a node (-want +got):\n%s", tt.spec.PlanID, diff)
+		}
+		m = &mapper{after: &Cursor{}}
+		m.head("step", tt.spec, origin, 0, "node-1", concourse.TaskConfig{}, imageFetchOf{}, true, false)
+		if diff := cmp.Diff(tt.ran, describe(m.events)); diff != "" {
+			t.Errorf("%s running (-want +got):\n%s", tt.spec.PlanID, diff)
+		}
 	}
 }

@@ -376,9 +376,29 @@ func (m *mapper) head(name string, spec runspec.Spec, origin event.Origin, at in
 	default:
 		evs = append(append(evs[:1:1], typeImageFetch(spec.PulledImage, at, node, fetch)...), evs[1:]...)
 	}
-	for i, e := range evs {
+	for i, e := range append(imageAnnouncement(spec, at), evs...) {
 		m.emit(Key{Step: name, Part: PartHead, N: i}, e)
 	}
+}
+
+// imageAnnouncement is, for the first step of the fetch of a task's image that steps of
+// the build do (runspec.Spec.ImagePlans), the events by which Concourse announces that
+// fetch on the task's origin before the fetch's own: image-check, then image-get. None for
+// any other step.
+func imageAnnouncement(spec runspec.Spec, at int64) []event.Event {
+	var evs []event.Event
+	for _, plan := range spec.ImagePlans {
+		var p struct{ ID string }
+		if err := json.Unmarshal(plan, &p); err != nil {
+			continue
+		}
+		if task, ok := strings.CutSuffix(p.ID, "/image-check"); ok {
+			evs = append(evs, event.ImageCheck{Time: at, Origin: event.Origin{ID: concourse.PlanID(task)}, Plan: plan})
+		} else if task, ok := strings.CutSuffix(p.ID, "/image-get"); ok {
+			evs = append(evs, event.ImageGet{Time: at, Origin: event.Origin{ID: concourse.PlanID(task)}, Plan: plan})
+		}
+	}
+	return evs
 }
 
 // headEvents are a step's initialize, selected-worker and start, in Concourse's order for
@@ -410,11 +430,12 @@ func (m *mapper) waitingHead(name string, spec runspec.Spec, origin event.Origin
 	if internal(spec.Mode) || m.after.pastHead(name) {
 		return
 	}
-	evs, n := headEvents(spec, origin, startTime(tr), "", m.taskConfig(spec, tr)), 1
+	at := startTime(tr)
+	evs, n := headEvents(spec, origin, at, "", m.taskConfig(spec, tr)), 1
 	if spec.Mode == runspec.ModeGet && spec.PulledImage == nil {
 		n = 2
 	}
-	for i, e := range evs[:n] {
+	for i, e := range append(imageAnnouncement(spec, at), evs[:n]...) {
 		m.emit(Key{Step: name, Part: PartHead, N: i}, e)
 	}
 }

@@ -238,9 +238,12 @@ func (c *compiler) successOf(h *handle) *cond {
 }
 
 type compiler struct {
-	opts  Options
-	tasks []v1.PipelineTask
-	names map[string]bool
+	opts Options
+	// imagePlans are the public plans of the fetches of task images that steps of the
+	// build do, by the plan ID of the fetch's first step (runspec.Spec.ImagePlans).
+	imagePlans map[concourse.PlanID][]json.RawMessage
+	tasks      []v1.PipelineTask
+	names      map[string]bool
 	// taskDefs are the shared Task definitions, by name.
 	taskDefs map[string]*v1.Task
 	// taskNames are the Tasks' names by their variant's key.
@@ -375,6 +378,7 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 		AcrossSlots:         sc.slots,
 		VarSources:          c.opts.VarSources,
 		SuppliedCredentials: c.opts.SuppliedCredentials,
+		ImagePlans:          c.imagePlans[planID],
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -496,6 +497,24 @@ func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.Task
 			return "", nil, nil, false
 		}
 		get, check := planner.FetchImagePlan(p.ID, *ir, p.Task.ResourceTypes, p.Task.Tags, p.Task.CheckSkipInterval)
+		// Concourse announces the check and the get of a task's image (a custom type's,
+		// not) with an event each on the task's origin that carries its plan, before
+		// either runs: the first step of the fetch does.
+		first, plans := get.ID, []*concourse.Plan{&get}
+		if check != nil {
+			first, plans = check.ID, []*concourse.Plan{check, &get}
+		}
+		for _, fp := range plans {
+			pub, err := event.Public(*fp)
+			if err != nil {
+				c.fail(p, step, "%v", err)
+				return "", nil, nil, false
+			}
+			if c.imagePlans == nil {
+				c.imagePlans = map[concourse.PlanID][]json.RawMessage{}
+			}
+			c.imagePlans[first] = append(c.imagePlans[first], pub)
+		}
 		img, before, ok := c.fetchImage(p, check, &get, e, sc)
 		return img, before, nil, ok
 	}

@@ -231,3 +231,62 @@ jobs:
 	}
 
 }
+
+// A task's image_resource that steps of the build fetch: the fetch's first step (its
+// check) carries the public plans of its check and its get, for Concourse's image-check
+// and image-get events on the task's origin (none of the image's source); a pinned
+// version's get, the fetch's only step, carries its own; the fetches of a custom type's
+// image for a resource step, which Concourse does not announce, carry none.
+func TestTaskImageFetchAnnounced(t *testing.T) {
+	for _, version := range []string{"", "version: {v: '1'}, "} {
+		yaml := `resource_types:
+- {name: custom-resource-type, type: mock, source: {mirror_self: true}}
+- {name: not-mirrored, type: custom-resource-type, source: {}}
+resources: [{name: r, type: not-mirrored, source: {initial_version: a}}]
+jobs:
+- name: test
+  plan:
+  - get: r
+  - task: t
+    config:
+      platform: linux
+      image_resource: {type: not-mirrored, ` + version + `source: {secret: s3cret}}
+      run: {path: "true"}
+`
+		_, r, err := translateJob(t, yaml, translate.Options{ResourceImages: map[string]string{"mock": "example.com/mock:v1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		validate(t, r)
+		task := ""
+		for _, pt := range r.Pipeline.Spec.Tasks {
+			if spec := specOf(t, pt); spec.Mode == runspec.ModeTask {
+				task = spec.PlanID
+			}
+		}
+		if task == "" {
+			t.Fatalf("no task in %s", stepImages(r))
+		}
+		announced := map[string][]string{}
+		for _, pt := range r.Pipeline.Spec.Tasks {
+			spec := specOf(t, pt)
+			for _, plan := range spec.ImagePlans {
+				if strings.Contains(string(plan), "s3cret") {
+					t.Errorf("%s: the image's source is in its public plan: %s", pt.Name, plan)
+				}
+				var p struct{ ID string }
+				if err := json.Unmarshal(plan, &p); err != nil {
+					t.Fatalf("%s: %s: %v", pt.Name, plan, err)
+				}
+				announced[spec.PlanID] = append(announced[spec.PlanID], p.ID)
+			}
+		}
+		want := map[string][]string{task + "/image-check": {task + "/image-check", task + "/image-get"}}
+		if version != "" {
+			want = map[string][]string{task + "/image-get": {task + "/image-get"}}
+		}
+		if diff := cmp.Diff(want, announced); diff != "" {
+			t.Errorf("%q: the plans each step announces (-want +got):\n%s", version, diff)
+		}
+	}
+}
