@@ -130,10 +130,6 @@ func TestTypeImageFetch(t *testing.T) {
 		m.head("step", spec, event.Origin{ID: "3"}, 5, "node-1", concourse.TaskConfig{}, imageFetchOf{digest: "sha256:abc"}, true, false)
 		var got []string
 		for _, e := range m.events {
-			env, err := event.Marshal(e.Event, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var v struct {
 				Data struct {
 					Origin  struct{ ID string }
@@ -142,9 +138,7 @@ func TestTypeImageFetch(t *testing.T) {
 				}
 				Event string
 			}
-			if err := json.Unmarshal(env, &v); err != nil {
-				t.Fatal(err)
-			}
+			decodeEvent(t, e.Event, &v)
 			got = append(got, v.Data.Origin.ID+" "+v.Event)
 			switch {
 			case v.Event == "initialize-check" && v.Data.Origin.ID != "3" && v.Data.Name != "slack":
@@ -224,10 +218,6 @@ func TestTaskImageFetchAnnounced(t *testing.T) {
 	describe := func(evs []Event) []string {
 		var out []string
 		for _, e := range evs {
-			env, err := event.Marshal(e.Event, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
 			var v struct {
 				Data struct {
 					Origin struct{ ID string }
@@ -235,9 +225,7 @@ func TestTaskImageFetchAnnounced(t *testing.T) {
 				}
 				Event string
 			}
-			if err := json.Unmarshal(env, &v); err != nil {
-				t.Fatal(err)
-			}
+			decodeEvent(t, e.Event, &v)
 			out = append(out, strings.TrimSpace(fmt.Sprintf("%d %s %s %s", e.Key.N, v.Data.Origin.ID, v.Event, v.Data.Plan)))
 		}
 		return out
@@ -268,5 +256,17 @@ func TestTaskImageFetchAnnounced(t *testing.T) {
 		if diff := cmp.Diff(tt.ran, describe(m.events)); diff != "" {
 			t.Errorf("%s running (-want +got):\n%s", tt.spec.PlanID, diff)
 		}
+	}
+}
+
+// decodeEvent decodes an event's envelope, as a consumer of the stream reads it, into v.
+func decodeEvent(t *testing.T, e event.Event, v any) {
+	t.Helper()
+	env, err := event.Marshal(e, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(env, v); err != nil {
+		t.Fatal(err)
 	}
 }
