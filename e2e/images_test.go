@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/gc"
 	"github.com/concourse-tekton/concourse-tekton/internal/ociimage"
 	"github.com/concourse-tekton/concourse-tekton/translate"
@@ -66,12 +67,64 @@ func TestImagesFromArtifacts(t *testing.T) {
 			"git-rootfs: fetched from git",
 			"git-oci-tar: fetched from git",
 			"fetched by a type built from git",
+			"image_resource: fetched from git",
 		},
 	})
 	if t.Failed() {
 		return
 	}
+	exit, events, stderr := runCLI(t, ctx, "events", translate.RunName("images", "images", "1"), "--json", "-n", ns, "--kubeconfig", kubeconfigPath())
+	if exit != 0 {
+		t.Fatalf("events: exit %d\n%s", exit, stderr)
+	}
+	checkStepsImageFetch(t, envelopes(t, events))
 	collectImages(t, ctx, ns)
+}
+
+// checkStepsImageFetch checks that the task whose image_resource steps of the build
+// fetched (a git repository's rootfs, which the node cannot pull), known by its log,
+// shows Concourse's fetch of its image: image-check and image-get on the task's origin, then the check's events
+// and the get's, then the task's own (logs and waits for a worker aside).
+func checkStepsImageFetch(t *testing.T, list []envelope) {
+	t.Helper()
+	type data struct {
+		Origin  struct{ ID string } `json:"origin"`
+		Plan    struct{ ID string } `json:"plan"`
+		Payload string              `json:"payload"`
+	}
+	id := ""
+	for _, e := range list {
+		var d data
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if e.Event == string(event.EventTypeLog) && strings.HasPrefix(d.Payload, "image_resource: ") {
+			id = d.Origin.ID
+		}
+	}
+	if id == "" {
+		t.Fatal("the task whose image_resource steps fetched wrote nothing")
+	}
+	var got []string
+	for _, e := range list {
+		var d data
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		if e.Event == string(event.EventTypeLog) || e.Event == string(event.EventTypeWaitingForWorker) {
+			continue
+		}
+		if d.Origin.ID == id || d.Origin.ID == id+"/image-check" || d.Origin.ID == id+"/image-get" {
+			got = append(got, strings.TrimSpace(d.Origin.ID+" "+e.Event+" "+d.Plan.ID))
+		}
+	}
+	want := []string{id + " image-check " + id + "/image-check", id + " image-get " + id + "/image-get",
+		id + "/image-check initialize-check", id + "/image-check selected-worker", id + "/image-check start", id + "/image-check finish",
+		id + "/image-get initialize-get", id + "/image-get start-get", id + "/image-get selected-worker", id + "/image-get finish-get",
+		id + " initialize-task", id + " selected-worker", id + " start-task"}
+	if len(got) < len(want) || strings.Join(got[:len(want)], "\n") != strings.Join(want, "\n") {
+		t.Errorf("the events of task %s:\n%s\nwant them to begin:\n%s", id, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
 }
 
 // collectImages deletes the build of namespace ns, whose tasks pushed images to the
@@ -166,6 +219,11 @@ jobs:
     - {task: in-oci-layout, image: layout-out, config: %[2]s}
     - {task: in-git-rootfs, image: rootfs-image, config: %[2]s}
     - {task: in-git-oci-tar, image: oci-image, config: %[2]s}
+    - task: in-image-resource
+      config:
+        platform: linux
+        image_resource: {type: git, source: {uri: %[1]s/rootfs-image, branch: master}}
+        run: {path: sh, args: [-c, 'echo "image_resource: $(cat /marker)"']}
   - task: read-thing
     config:
       platform: linux
