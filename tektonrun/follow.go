@@ -96,7 +96,7 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 	var missingSince, endedSince time.Time
 	var archiveChecked, archiveRechecked bool
 	seenPods := map[string]bool{}
-	followed := time.Now()
+	podMissingSince := map[string]time.Time{}
 	var secrets *redact.Secrets
 	var taskVars *taskVarsSupplier
 	indexer := newCacheIndexer(c)
@@ -163,8 +163,8 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 				}
 				if f != nil {
 					so.Log, so.LogDone = f.snapshot()
-				} else if logLost(tr, pod, seenPods, time.Since(followed)) {
-					so.LogDone = true
+				} else if pod == nil && containerStarted(tr, nil) {
+					so.LogDone = logLost(tr.Status.PodName, seenPods, podMissingSince, time.Now())
 				}
 				obs.Steps[name] = so
 			}
@@ -220,13 +220,22 @@ func podsGone(trs []*v1.TaskRun, pods map[string]*corev1.Pod, seen map[string]bo
 	return false
 }
 
-// logLost says whether the log of a TaskRun whose step ran is gone with its pod: the pod
-// was seen and then left the cache, or was never seen in the time (notFoundGrace) a new
-// pod takes to reach it, following for so long (a build whose pods were deleted before
-// it was followed). A pod not seen yet may only be late in the cache, with its log to
-// read.
-func logLost(tr *v1.TaskRun, pod *corev1.Pod, seen map[string]bool, following time.Duration) bool {
-	return pod == nil && containerStarted(tr, nil) && (seen[tr.Status.PodName] || following > notFoundGrace)
+// logLost says whether the log of a TaskRun whose step ran, and whose pod is not in the
+// watch's cache, is gone with its pod: the pod was seen and then left the cache, or has
+// been missing since longer than a new pod takes to reach it (notFoundGrace: a build
+// whose pods were deleted before it was followed). A pod not seen yet may only be late
+// in the cache, with its log to read. missingSince records when each pod was first
+// found missing, at now.
+func logLost(pod string, seen map[string]bool, missingSince map[string]time.Time, now time.Time) bool {
+	if seen[pod] {
+		return true
+	}
+	since, ok := missingSince[pod]
+	if !ok {
+		missingSince[pod] = now
+		return false
+	}
+	return now.Sub(since) > notFoundGrace
 }
 
 func containerStarted(tr *v1.TaskRun, pod *corev1.Pod) bool {

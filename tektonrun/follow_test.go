@@ -149,30 +149,28 @@ func TestPodsGone(t *testing.T) {
 	}
 }
 
-// A step's log is lost with its pod once the pod was seen and then left the cache, or
-// was not seen in the time a new pod takes to reach it; a pod only late in the cache
-// still has its log to read.
+// A step's log is lost with its pod once the pod was seen and then left the cache, or has
+// been missing for longer than a new pod takes to reach it, counted from when it was
+// first found missing (not from when the build was first followed: a pod of a long
+// build's later step is late in the cache as a first step's is).
 func TestLogLost(t *testing.T) {
-	tr := &v1.TaskRun{Status: v1.TaskRunStatus{TaskRunStatusFields: v1.TaskRunStatusFields{
-		PodName: "p",
-		Steps:   []v1.StepState{{Name: runspec.StepRun, ContainerState: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}},
-	}}}
-	notStarted := &v1.TaskRun{Status: v1.TaskRunStatus{TaskRunStatusFields: v1.TaskRunStatusFields{PodName: "p"}}}
+	start := time.Now()
+	seen := map[string]bool{"gone": true}
+	missing := map[string]time.Time{}
 	for _, tc := range []struct {
-		name      string
-		tr        *v1.TaskRun
-		pod       *corev1.Pod
-		seen      map[string]bool
-		following time.Duration
-		want      bool
+		name string
+		pod  string
+		at   time.Duration
+		want bool
 	}{
-		{"there", tr, &corev1.Pod{}, map[string]bool{"p": true}, time.Minute, false},
-		{"seen, then gone", tr, nil, map[string]bool{"p": true}, 0, true},
-		{"late in the cache", tr, nil, nil, time.Second, false},
-		{"never seen, for longer than a pod takes", tr, nil, nil, notFoundGrace + time.Second, true},
-		{"its step not started", notStarted, nil, map[string]bool{"p": true}, time.Minute, false},
+		{"seen, then gone", "gone", 0, true},
+		{"first found missing", "late", 0, false},
+		{"still late in the cache", "late", notFoundGrace / 2, false},
+		{"another found missing later in the build", "later", notFoundGrace, false},
+		{"missing for longer than a pod takes", "late", notFoundGrace + time.Second, true},
+		{"the later one, not yet", "later", notFoundGrace + time.Second, false},
 	} {
-		if got := logLost(tc.tr, tc.pod, tc.seen, tc.following); got != tc.want {
+		if got := logLost(tc.pod, seen, missing, start.Add(tc.at)); got != tc.want {
 			t.Errorf("%s: logLost = %v, want %v", tc.name, got, tc.want)
 		}
 	}
