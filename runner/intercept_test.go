@@ -66,18 +66,26 @@ func TestInterceptWaitsForTheProcess(t *testing.T) {
 		"inputs": []any{map[string]any{"name": "repo"}},
 		"run":    map[string]any{"path": "/bin/sh", "args": []any{"-c", "while [ ! -e " + stop + " ]; do sleep 0.05; done"}, "dir": "repo"},
 	}))
-	args := append(w.args(spec), "--", "sh", "-c", "pwd; cat f")
+	checkEarlySession(t, w, spec, "pwd; cat f", stop, filepath.Join(workDirOf(w, "running"), "repo")+"\nstaged")
+}
+
+// checkEarlySession starts a session running sh -c cmd in the step of spec before the
+// step's runner, so that it must wait for the step's process, then lets the step end
+// (it waits for the file stop), and wants the session to have printed want, and both to
+// exit 0.
+func checkEarlySession(t *testing.T, w *world, spec runspec.Spec, cmd, stop, want string) {
+	t.Helper()
+	args := append(w.args(spec), "--", "sh", "-c", cmd)
 	args[0] = string(runspec.ModeIntercept)
-	// The session comes first, before the step's runner: it waits for the process.
 	session := w.startArgs(args, []string{"PATH=/usr/bin:/bin"})
-	task := w.start(spec, []string{"PATH=/usr/bin:/bin"})
+	step := w.start(spec, []string{"PATH=/usr/bin:/bin"})
 	r := session.wait(t)
-	write(t, filepath.Dir(stop), map[string]string{"stop": ""})
-	if want := filepath.Join(workDirOf(w, "running"), "repo") + "\nstaged"; r.exit != 0 || r.stdout != want {
+	write(t, filepath.Dir(stop), map[string]string{filepath.Base(stop): ""})
+	if r.exit != 0 || r.stdout != want {
 		t.Errorf("session: exit %d, stdout %q, want %q (stderr %q)", r.exit, r.stdout, want, r.stderr)
 	}
-	if r := task.wait(t); r.exit != 0 {
-		t.Errorf("task: exit %d (stderr %q)", r.exit, r.stderr)
+	if r := step.wait(t); r.exit != 0 {
+		t.Errorf("%s: exit %d (stderr %q)", spec.Mode, r.exit, r.stderr)
 	}
 }
 
@@ -90,18 +98,7 @@ func TestInterceptWaitsForTheResourceScript(t *testing.T) {
 	w.script("out", "while [ ! -e "+stop+" ]; do sleep 0.05; done\necho '{\"version\":{\"v\":\"1\"}}'\n")
 	put := w.spec(runspec.ModePut, "p", "out")
 	put.Put = &runspec.Put{Type: "mock", Inputs: runspec.InputsList, InputNames: []string{"repo"}}
-	args := append(w.args(put), "--", "sh", "-c", "pwd; cat repo/f")
-	args[0] = string(runspec.ModeIntercept)
-	session := w.startArgs(args, []string{"PATH=/usr/bin:/bin"})
-	step := w.start(put, []string{"PATH=/usr/bin:/bin"})
-	r := session.wait(t)
-	write(t, filepath.Dir(stop), map[string]string{"stop": ""})
-	if want := filepath.Join(w.tmpBuild, "put") + "\nstaged"; r.exit != 0 || r.stdout != want {
-		t.Errorf("session: exit %d, stdout %q, want %q (stderr %q)", r.exit, r.stdout, want, r.stderr)
-	}
-	if r := step.wait(t); r.exit != 0 {
-		t.Errorf("put: exit %d (stderr %q)", r.exit, r.stderr)
-	}
+	checkEarlySession(t, w, put, "pwd; cat repo/f", stop, filepath.Join(w.tmpBuild, "put")+"\nstaged")
 }
 
 // TestInterceptFallsBack starts the shell where it can when the step's config cannot be
