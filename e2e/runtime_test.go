@@ -256,29 +256,38 @@ func replayable(list []envelope) []string {
 // checkImageFetch checks that the task of plan ID id, whose image_resource is a registry
 // image, shows Concourse's fetch of its image between its initialize-task and its
 // selected-worker: image-check and image-get, then the check's events and the get's, as
-// concourse-semantics.md (4.3) orders them. A wait for a worker (the pod unschedulable
-// a moment, as on a cluster just started) is not the fetch's: it is left out.
+// concourse-semantics.md (4.3) orders them.
 func checkImageFetch(t *testing.T, list []envelope, id string) {
+	t.Helper()
+	checkTaskEvents(t, list, id, false, []string{id + " initialize-task", id + " image-check " + id + "/image-check", id + " image-get " + id + "/image-get",
+		id + "/image-check initialize-check", id + "/image-check selected-worker", id + "/image-check start", id + "/image-check finish",
+		id + "/image-get initialize-get", id + "/image-get start-get", id + "/image-get selected-worker", id + "/image-get finish-get",
+		id + " selected-worker", id + " start-task"})
+}
+
+// checkTaskEvents checks that the events of the task of plan ID id, and of the steps
+// under it (origins id/...), begin as want says: "origin event", and the plan's ID for
+// an event that carries a plan. A wait for a worker (the pod unschedulable a moment, as
+// on a cluster just started), which only a follower that watched it knows, is left out,
+// and so are logs with withoutLogs.
+func checkTaskEvents(t *testing.T, list []envelope, id string, withoutLogs bool, want []string) {
 	t.Helper()
 	var got []string
 	for _, e := range list {
-		if e.Event == string(event.EventTypeWaitingForWorker) {
+		if e.Event == string(event.EventTypeWaitingForWorker) || withoutLogs && e.Event == string(event.EventTypeLog) {
 			continue
 		}
 		var d struct {
 			Origin struct{ ID string } `json:"origin"`
+			Plan   struct{ ID string } `json:"plan"`
 		}
 		if err := json.Unmarshal(e.Data, &d); err != nil {
 			t.Fatal(err)
 		}
 		if d.Origin.ID == id || strings.HasPrefix(d.Origin.ID, id+"/") {
-			got = append(got, d.Origin.ID+" "+e.Event)
+			got = append(got, strings.TrimSpace(d.Origin.ID+" "+e.Event+" "+d.Plan.ID))
 		}
 	}
-	want := []string{id + " initialize-task", id + " image-check", id + " image-get",
-		id + "/image-check initialize-check", id + "/image-check selected-worker", id + "/image-check start", id + "/image-check finish",
-		id + "/image-get initialize-get", id + "/image-get start-get", id + "/image-get selected-worker", id + "/image-get finish-get",
-		id + " selected-worker", id + " start-task"}
 	if len(got) < len(want) || strings.Join(got[:len(want)], "\n") != strings.Join(want, "\n") {
 		t.Errorf("the events of task %s:\n%s\nwant them to begin:\n%s", id, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
