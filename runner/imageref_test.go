@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 func TestImageRef(t *testing.T) {
@@ -63,7 +64,8 @@ func TestImageReference(t *testing.T) {
 
 func TestContainerEnv(t *testing.T) {
 	in := []string{"PATH=/bin", "KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443", "KUBERNETES_SERVICE_PORT_HTTPS=443",
-		"KUBERNETES_PORT=tcp://10.96.0.1:443", "KUBERNETES_PORT_443_TCP_ADDR=10.96.0.1", "KUBERNETES_VERSION=1.30", "HOME=/root"}
+		"KUBERNETES_PORT=tcp://10.96.0.1:443", "KUBERNETES_PORT_443_TCP_ADDR=10.96.0.1", "KUBERNETES_VERSION=1.30", "HOME=/root",
+		runspec.EnvBuildContext + `={"team":"main"}`}
 	want := []string{"PATH=/bin", "KUBERNETES_VERSION=1.30", "HOME=/root"}
 	if got := containerEnv(in); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("containerEnv = %q, want %q", got, want)

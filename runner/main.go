@@ -152,6 +152,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitUsage
 	}
 	spec, err := runspec.Decode(*specJSON)
+	if err == nil {
+		err = spec.Build.Complete(os.Getenv(runspec.EnvBuildContext))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return runspec.Errored.ExitCode()
@@ -166,6 +169,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if *verdictJSON != "" {
 		v, err := runspec.Decode(*verdictJSON)
+		if err == nil {
+			err = v.Build.Complete(os.Getenv(runspec.EnvBuildContext))
+		}
 		if err == nil && (v.Verdict == nil || !v.Verdict.Fused) {
 			err = errors.New("the verdict's spec is not one a step records (runspec.Verdict.Fused)")
 		}

@@ -536,12 +536,13 @@ func taskEnv(cfg concourse.TaskConfig, externalURL string) []string {
 // containerEnv is the container's environment as Concourse's containers have it: the
 // image's and the step's, without the variables the kubelet adds for the cluster's API
 // server (KUBERNETES_SERVICE_HOST, KUBERNETES_PORT_443_TCP, ...), which it adds even to
-// pods without service links: a step knows nothing of the cluster it runs on.
+// pods without service links: a step knows nothing of the cluster it runs on. Nor do its
+// processes see the runner's own runspec.EnvBuildContext.
 func containerEnv(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == "KUBERNETES_PORT" || strings.HasPrefix(k, "KUBERNETES_PORT_") || strings.HasPrefix(k, "KUBERNETES_SERVICE_") {
+		if k == "KUBERNETES_PORT" || strings.HasPrefix(k, "KUBERNETES_PORT_") || strings.HasPrefix(k, "KUBERNETES_SERVICE_") || k == runspec.EnvBuildContext {
 			continue
 		}
 		out = append(out, kv)

@@ -144,6 +144,17 @@ const AnnotationInstanceVars = "concourse-ci.org/instance-vars"
 // never a job's cache source.
 const AnnotationOneOff = "concourse-ci.org/one-off"
 
+// AnnotationBuildContext on a job's Pipeline and its builds' PipelineRuns is what every
+// step of the build knows of it but its name, as the JSON of a Build (team, pipeline,
+// instance vars, job, external URL): once for the whole build, where each step's spec
+// would repeat it. Tekton passes a PipelineRun's annotations, and its Pipeline's, on to
+// the step pods, whose runner reads it from EnvBuildContext.
+const AnnotationBuildContext = "concourse-ci.org/build-context"
+
+// EnvBuildContext is the runner's environment variable that the step Task sets from the
+// pod's AnnotationBuildContext (the downward API); the step's own processes never see it.
+const EnvBuildContext = "CONCOURSE_TEKTON_BUILD_CONTEXT"
+
 // AnnotationBuildLogRetention on a job's Pipeline and its builds' PipelineRuns is the
 // job's build_log_retention as JSON (builds, days, minimum_succeeded_builds); gc applies
 // the newest build's. Without it the job keeps its builds as the target's defaults say.

@@ -2,6 +2,7 @@ package runspec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -154,6 +155,35 @@ type Build struct {
 	ExternalURL  string         `json:"external_url,omitempty"`
 	// CreatedBy is BUILD_CREATED_BY, given to puts on resources that expose it.
 	CreatedBy string `json:"created_by,omitempty"`
+}
+
+// Complete fills the fields of b that are empty from context, the JSON of a Build (the
+// build's AnnotationBuildContext): a spec carries only the build's name, its build the
+// rest. An empty context changes nothing.
+func (b *Build) Complete(context string) error {
+	if context == "" {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(context))
+	dec.UseNumber()
+	var c Build
+	if err := dec.Decode(&c); err != nil {
+		return fmt.Errorf("decoding the build's context: %w", err)
+	}
+	b.ID = cmp.Or(b.ID, c.ID)
+	b.Name = cmp.Or(b.Name, c.Name)
+	b.TeamID = cmp.Or(b.TeamID, c.TeamID)
+	b.TeamName = cmp.Or(b.TeamName, c.TeamName)
+	b.PipelineID = cmp.Or(b.PipelineID, c.PipelineID)
+	b.PipelineName = cmp.Or(b.PipelineName, c.PipelineName)
+	if len(b.InstanceVars) == 0 {
+		b.InstanceVars = c.InstanceVars
+	}
+	b.JobID = cmp.Or(b.JobID, c.JobID)
+	b.JobName = cmp.Or(b.JobName, c.JobName)
+	b.ExternalURL = cmp.Or(b.ExternalURL, c.ExternalURL)
+	b.CreatedBy = cmp.Or(b.CreatedBy, c.CreatedBy)
+	return nil
 }
 
 // Paths are where the step finds the build: empty fields take the defaults below.

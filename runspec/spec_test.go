@@ -122,3 +122,32 @@ func TestRegistryImageType(t *testing.T) {
 		}
 	}
 }
+
+// A spec's build is its name; the build's context gives the rest, and never replaces what
+// the spec says.
+func TestBuildComplete(t *testing.T) {
+	b := Build{Name: "7"}
+	if err := b.Complete(`{"team":"main","pipeline":"app","instance_vars":{"n":1},"job":"unit","external_url":"https://ci"}`); err != nil {
+		t.Fatal(err)
+	}
+	want := Build{Name: "7", TeamName: "main", PipelineName: "app", InstanceVars: map[string]any{"n": json.Number("1")}, JobName: "unit", ExternalURL: "https://ci"}
+	if diff := cmp.Diff(want, b); diff != "" {
+		t.Errorf("completed build (-want +got):\n%s", diff)
+	}
+
+	own := Build{Name: "8", TeamName: "ops", JobName: "own"}
+	if err := own.Complete(`{"name":"1","team":"main","pipeline":"app","job":"unit"}`); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Build{Name: "8", TeamName: "ops", PipelineName: "app", JobName: "own"}, own); diff != "" {
+		t.Errorf("a spec's own fields (-want +got):\n%s", diff)
+	}
+
+	none := Build{Name: "9"}
+	if err := none.Complete(""); err != nil || !cmp.Equal(none, Build{Name: "9"}) {
+		t.Errorf("no context: %+v, %v", none, err)
+	}
+	if err := none.Complete(`{"team":`); err == nil || !strings.Contains(err.Error(), "build's context") {
+		t.Errorf("a context that is not JSON: err = %v", err)
+	}
+}

@@ -479,6 +479,8 @@ func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*co
 				runspec.LabelBuild:     orig.Labels[runspec.LabelBuild],
 				LabelIntercept:         "true",
 			},
+			// The step's environment reads the build's context from it.
+			Annotations:     map[string]string{runspec.AnnotationBuildContext: orig.Annotations[runspec.AnnotationBuildContext]},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: tektonGroupVersion, Kind: "PipelineRun", Name: pr.Name, UID: pr.UID}},
 		},
 		Spec: corev1.PodSpec{

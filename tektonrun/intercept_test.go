@@ -2,6 +2,7 @@ package tektonrun
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,8 @@ import (
 func stepPod() *corev1.Pod {
 	uid := int64(1000)
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "app-unit-1-task-test-pod", Labels: map[string]string{runspec.LabelBuild: "1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "app-unit-1-task-test-pod", Labels: map[string]string{runspec.LabelBuild: "1"},
+			Annotations: map[string]string{runspec.AnnotationBuildContext: `{"team":"main"}`, "tekton.dev/ready": "READY"}},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: "builder",
 			SecurityContext:    &corev1.PodSecurityContext{FSGroup: &uid},
@@ -73,6 +75,10 @@ func TestRemadePod(t *testing.T) {
 	}
 	if pod.Labels[LabelIntercept] != "true" || pod.Labels[runspec.LabelBuild] != "1" || pod.OwnerReferences[0].UID != "run-uid" || !strings.HasSuffix(pod.GenerateName, "-intercept-") {
 		t.Errorf("metadata: %+v", pod.ObjectMeta)
+	}
+	// The step's environment reads the build's context from the pod's annotation.
+	if want := map[string]string{runspec.AnnotationBuildContext: `{"team":"main"}`}; !maps.Equal(pod.Annotations, want) {
+		t.Errorf("annotations %v, want %v", pod.Annotations, want)
 	}
 
 	orig.Spec.Containers = orig.Spec.Containers[1:]

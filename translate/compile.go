@@ -362,15 +362,9 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 		Mode:   mode,
 		PlanID: string(planID),
 		Name:   name,
-		Build: runspec.Build{
-			// Each run gives it (see runspec.ParamBuildName, finish).
-			Name:         buildNamePlaceholder,
-			TeamName:     c.opts.Team,
-			PipelineName: c.pipelineField(),
-			InstanceVars: c.opts.InstanceVars,
-			JobName:      c.jobField(),
-			ExternalURL:  c.opts.ExternalURL,
-		},
+		// Each run gives the name (see runspec.ParamBuildName, finish); the rest is the
+		// build's context, once for the whole build (buildContext).
+		Build:               runspec.Build{Name: buildNamePlaceholder},
 		HookStatus:          sc.hookStatus,
 		Context:             sc.layers,
 		Scope:               sc.scope,
@@ -380,6 +374,22 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 		SuppliedCredentials: c.opts.SuppliedCredentials,
 		ImagePlans:          c.imagePlans[planID],
 	}
+}
+
+// buildContext is what each step knows of the build but its name, the JSON of
+// runspec.AnnotationBuildContext.
+func (c *compiler) buildContext() (string, error) {
+	buf, err := json.Marshal(runspec.Build{
+		TeamName:     c.opts.Team,
+		PipelineName: c.pipelineField(),
+		InstanceVars: c.opts.InstanceVars,
+		JobName:      c.jobField(),
+		ExternalURL:  c.opts.ExternalURL,
+	})
+	if err != nil {
+		return "", fmt.Errorf("encoding the build's context: %w", err)
+	}
+	return string(buf), nil
 }
 
 // runName is the name of the build's PipelineRun.

@@ -217,6 +217,17 @@ func stepSpec(t *testing.T, pt v1.PipelineTask) runspec.Spec {
 	return runspec.Spec{}
 }
 
+// seenSpec is the spec of pt as its runner sees it: the build's context, which the run's
+// annotation holds, completes its build.
+func seenSpec(t *testing.T, r *translate.Result, pt v1.PipelineTask) runspec.Spec {
+	t.Helper()
+	spec := stepSpec(t, pt)
+	if err := spec.Build.Complete(r.PipelineRun.Annotations[runspec.AnnotationBuildContext]); err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
 // With supplied credentials, a task whose config is a file read at run time gets the vars
 // the file needs from its starter once its resolve step has listed them: the resolve step's
 // Task declares the result `vars`, and the task's pod mounts, required, the Secret named

@@ -60,7 +60,7 @@ func TestOneOff(t *testing.T) {
 	if len(tasks) != 1 || !strings.HasPrefix(tasks[0].Name, "task-one-off") {
 		t.Fatalf("want the task alone, got %d tasks", len(tasks))
 	}
-	spec := stepSpec(t, tasks[0])
+	spec := seenSpec(t, r, tasks[0])
 	if spec.Build.PipelineName != "" || spec.Build.JobName != "" || spec.Build.Name != "$(params.build-name)" {
 		t.Errorf("the task sees pipeline %q, job %q, build %q; want none, none, the run's build-name", spec.Build.PipelineName, spec.Build.JobName, spec.Build.Name)
 	}
@@ -83,7 +83,7 @@ func TestOneOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec := stepSpec(t, r.PipelineRun.Spec.PipelineSpec.Tasks[0]); spec.Build.PipelineName != "app" || spec.Build.JobName != "" {
+	if spec := seenSpec(t, r, r.PipelineRun.Spec.PipelineSpec.Tasks[0]); spec.Build.PipelineName != "app" || spec.Build.JobName != "" {
 		t.Errorf("the pipeline's one-off task sees pipeline %q, job %q; want app, none", spec.Build.PipelineName, spec.Build.JobName)
 	}
 

@@ -236,6 +236,7 @@ func makeStepTask(runnerImage string, v taskVariant) *v1.Task {
 		Command: []string{runspec.RunnerPath},
 		Args: append([]string{string(runspec.ModeStep), "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")",
 			"--image=$(params." + runspec.ParamImage + ")"}, publishArgs...),
+		Env:          buildContextEnv(),
 		VolumeMounts: mounts,
 	}
 	run.SecurityContext = stepSecurity(v)
@@ -318,6 +319,7 @@ func makeStepTask(runnerImage string, v taskVariant) *v1.Task {
 				Image:           runnerImage,
 				Command:         []string{runspec.RunnerBinary},
 				Args:            []string{string(runspec.ModeVerdict), "--" + runspec.ParamSpec + "=$(params." + runspec.ParamVerdictSpec + ")"},
+				Env:             buildContextEnv(),
 				VolumeMounts:    []corev1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}},
 				SecurityContext: stepSecurity(taskVariant{asRoot: true}),
 			})
@@ -450,4 +452,12 @@ func sortedTasks(m map[string]*v1.Task) []*v1.Task {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// buildContextEnv gives the runner its build's context, runspec.AnnotationBuildContext,
+// which Tekton copies from the PipelineRun to its pods.
+func buildContextEnv() []corev1.EnvVar {
+	return []corev1.EnvVar{{Name: runspec.EnvBuildContext, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + runspec.AnnotationBuildContext + "']"},
+	}}}
 }

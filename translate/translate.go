@@ -144,12 +144,19 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		}
 		annotations[runspec.AnnotationBuildLogRetention] = string(buf)
 	}
+	buildContext, err := c.buildContext()
+	if err != nil {
+		return nil, err
+	}
+	// On the Pipeline, for a run that another tool starts from it (Tekton merges the
+	// Pipeline's annotations into its runs'), and on the run, whose spec may be embedded.
+	pipelineAnnotations := withEntry(annotations, runspec.AnnotationBuildContext, buildContext)
 	pipeline := &v1.Pipeline{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Pipeline"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      labels,
-			Annotations: annotations,
+			Annotations: pipelineAnnotations,
 		},
 		Spec: v1.PipelineSpec{
 			DisplayName: fmt.Sprintf("%s/%s", opts.Pipeline, opts.Job),
@@ -199,7 +206,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		claim.Spec.StorageClassName = &sc
 	}
 	claim.Labels = runLabels
-	runAnnotations := withEntry(annotations, runspec.LabelBuild, opts.Build)
+	runAnnotations := withEntry(pipelineAnnotations, runspec.LabelBuild, opts.Build)
 	if opts.OneOff {
 		runAnnotations[runspec.AnnotationOneOff] = "true"
 	}

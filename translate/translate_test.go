@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	psaapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
@@ -276,6 +277,43 @@ func TestPipelineSameForEveryBuild(t *testing.T) {
 	for _, bad := range []string{`1"`, `a\b`, "$(params.x)"} {
 		if _, err := translateFile(t, filepath.Join("testdata", "hooks", "pipeline.yml"), "test", translate.Options{Build: bad}); err == nil || !strings.Contains(err.Error(), "invalid build name") {
 			t.Errorf("build name %q: %v, want it refused", bad, err)
+		}
+	}
+}
+
+// TestBuildContext: the build's context (team, pipeline, instance vars, job, external
+// URL) is on the Pipeline and its run, once, and no step's spec repeats it; every runner
+// step reads it from its pod's annotation, and so sees the whole build.
+func TestBuildContext(t *testing.T) {
+	opts := translate.Options{Team: "ops", Pipeline: "app", InstanceVars: map[string]any{"branch": "main"}, ExternalURL: "https://ci.example.com", Build: "3"}
+	r, err := translateFile(t, filepath.Join("testdata", "hooks", "pipeline.yml"), "test", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, r)
+	want := `{"team":"ops","pipeline":"app","instance_vars":{"branch":"main"},"job":"test","external_url":"https://ci.example.com"}`
+	for _, obj := range []metav1.ObjectMeta{r.Pipeline.ObjectMeta, r.PipelineRun.ObjectMeta} {
+		if got := obj.Annotations[runspec.AnnotationBuildContext]; got != want {
+			t.Errorf("%s's build context %s, want %s", obj.Name, got, want)
+		}
+	}
+	wantSeen := runspec.Build{Name: "$(params.build-name)", TeamName: "ops", PipelineName: "app", InstanceVars: map[string]any{"branch": "main"},
+		JobName: "test", ExternalURL: "https://ci.example.com"}
+	for _, pt := range append(slices.Clone(r.Pipeline.Spec.Tasks), r.Pipeline.Spec.Finally...) {
+		if spec := stepSpec(t, pt); !cmp.Equal(spec.Build, runspec.Build{Name: "$(params.build-name)"}) {
+			t.Errorf("%s's spec repeats the build's context: %+v", pt.Name, spec.Build)
+		}
+		if diff := cmp.Diff(wantSeen, seenSpec(t, r, pt).Build); diff != "" {
+			t.Errorf("the build %s's runner sees (-want +got):\n%s", pt.Name, diff)
+		}
+	}
+	env := []corev1.EnvVar{{Name: runspec.EnvBuildContext, ValueFrom: &corev1.EnvVarSource{
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['concourse-ci.org/build-context']"}}}}
+	for _, task := range r.Tasks {
+		for _, step := range task.Spec.Steps {
+			if runner := step.Name != runspec.StepInstall; runner != cmp.Equal(step.Env, env) {
+				t.Errorf("Task %s, step %s: env %+v", task.Name, step.Name, step.Env)
+			}
 		}
 	}
 }
