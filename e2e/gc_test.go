@@ -32,12 +32,15 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
-// gcPipeline has a job that keeps 5 builds, and one that runs until it is aborted.
+// TestGC's builds of gcPipeline's job tick, and how many of them the job keeps.
+const tickBuilds, tickKept = 12, 5
+
+// gcPipeline has a job that keeps tickKept builds, and one that runs until it is aborted.
 func gcPipeline(t *testing.T) string {
 	image := busyboxImageResource()
 	pipeline := `jobs:
 - name: tick
-  build_log_retention: {builds: 5}
+  build_log_retention: {builds: ` + fmt.Sprint(tickKept) + `}
   plan:
   - task: say
     config:
@@ -60,9 +63,9 @@ func gcPipeline(t *testing.T) string {
 	return path
 }
 
-// TestGC runs 30 builds of a job that keeps 5, and a build of another job that is still
-// running, then gc: the 25 oldest builds go with their TaskRuns, pods and volumes; the 5
-// newest stay with their volumes, their pods go once their events are archived, and
+// TestGC runs tickBuilds (12) builds of a job that keeps tickKept (5), and a build of
+// another job that is still running, then gc: the 7 oldest builds go with their TaskRuns,
+// pods and volumes (gc of 10,000 builds is make bench-scale's); the 5 newest stay with their volumes, their pods go once their events are archived, and
 // "events" still prints their logs; the running build is left as it was. A second gc
 // finds nothing more to delete.
 func TestGC(t *testing.T) {
@@ -78,11 +81,11 @@ func TestGC(t *testing.T) {
 	}
 	start("slow", "1")
 	// Four at a time; the 5 the job keeps are the newest created, so they start once the
-	// 25 others were created (four concurrent starts create their runs in any order).
+	// 7 others were created (four concurrent starts create their runs in any order).
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
-	for n := 1; n <= 30; n++ {
-		if n == 26 {
+	for n := 1; n <= tickBuilds; n++ {
+		if n == tickBuilds-tickKept+1 {
 			wg.Wait()
 		}
 		wg.Add(1)
@@ -98,7 +101,7 @@ func TestGC(t *testing.T) {
 		t.FailNow()
 	}
 	tickRuns := "concourse-ci.org/job=tick"
-	poll(t, "the 30 builds of tick to end", 10*time.Minute, func(ctx context.Context) (bool, error) {
+	poll(t, "the builds of tick to end", 10*time.Minute, func(ctx context.Context) (bool, error) {
 		l, err := tekton.TektonV1().PipelineRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: tickRuns})
 		if err != nil {
 			return false, err
@@ -109,7 +112,7 @@ func TestGC(t *testing.T) {
 				ended++
 			}
 		}
-		return ended == 30, nil
+		return ended == tickBuilds, nil
 	})
 	slow := translate.RunName("gc", "slow", "1")
 	poll(t, "the slow build's step to run", 5*time.Minute, func(ctx context.Context) (bool, error) {
@@ -161,10 +164,10 @@ func TestGC(t *testing.T) {
 			}
 		}
 	}
-	for n := 1; n <= 30; n++ {
+	for n := 1; n <= tickBuilds; n++ {
 		run := translate.RunName("gc", "tick", fmt.Sprint(n))
 		switch {
-		case n > 25:
+		case n > tickBuilds-tickKept:
 			wantKept = append(wantKept, run+": "+gc.ReasonNewest)
 		case !slices.Contains(wantKept, run+": "+gc.ReasonCacheSource):
 			wantDeleted = append(wantDeleted, run)
@@ -174,7 +177,7 @@ func TestGC(t *testing.T) {
 	slices.Sort(wantDeleted)
 	slices.Sort(wantKept)
 	// The report lists items by name; "name: reason" strings sort differently when one
-	// name is the start of another (gc-tick-2, gc-tick-26).
+	// name is the start of another (gc-tick-1, gc-tick-10).
 	slices.Sort(keptRuns)
 	if !slices.Equal(deletedRuns, wantDeleted) || !slices.Equal(keptRuns, wantKept) || len(kept) > 7 {
 		t.Fatalf("gc deleted %q, kept %q; want deleted %q, kept %q\n%s", deletedRuns, keptRuns, wantDeleted, wantKept, stdout)
@@ -243,9 +246,9 @@ func TestGC(t *testing.T) {
 	}
 
 	// A kept build whose pods are gone prints its logs from its archive.
-	exit, stdout, stderr = runCLI(t, ctx, "events", translate.RunName("gc", "tick", "28"), "-n", ns, "--no-color")
+	exit, stdout, stderr = runCLI(t, ctx, "events", translate.RunName("gc", "tick", fmt.Sprint(tickBuilds-1)), "-n", ns, "--no-color")
 	if exit != 0 || !strings.Contains(stdout, "\ntick tock\n") || !strings.Contains(stdout, "succeeded") {
-		t.Errorf("events of build 28 after its pods went: exit %d\nstdout:\n%s\nstderr:\n%s", exit, stdout, stderr)
+		t.Errorf("events of build %d after its pods went: exit %d\nstdout:\n%s\nstderr:\n%s", tickBuilds-1, exit, stdout, stderr)
 	}
 
 	// Nothing more to delete.
