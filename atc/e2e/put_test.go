@@ -17,7 +17,9 @@ import (
 
 // TestPutFeedsPassed: the version a put creates is saved as its build's output and as a
 // version of the resource, as Concourse's put step saves it: it triggers the job that
-// gets the resource with passed: on the putting job.
+// gets the resource with passed: on the putting job. The put's script sees the build's
+// metadata as Concourse's does (its team, pipeline, job, name and URLs), which the build
+// gives all its steps once (runspec.AnnotationBuildContext).
 func TestPutFeedsPassed(t *testing.T) {
 	dumpOnFailure(t)
 	t.Parallel()
@@ -31,7 +33,7 @@ jobs:
 - name: make
   plan:
   - put: thing
-    params: {version: made-by-put}
+    params: {version: made-by-put, print_env: true}
 - name: after
   plan:
   - get: thing
@@ -45,11 +47,20 @@ jobs:
       run: {path: sh, args: [-c, 'echo after make: $(cat thing/version)']}
 `, busybox()))
 
-	flyOK(t, 5*time.Minute, "trigger-job", "-j", "put/make", "-w")
+	out := flyOK(t, 5*time.Minute, "trigger-job", "-j", "put/make", "-w")
+	for _, want := range []string{"BUILD_TEAM_NAME=main\n", "BUILD_PIPELINE_NAME=put\n", "BUILD_JOB_NAME=make\n", "BUILD_NAME=1\n",
+		"ATC_EXTERNAL_URL=" + web.url + "\n", "BUILD_URL=" + web.url + "/teams/main/pipelines/put/jobs/make/builds/1\n"} {
+		if !strings.Contains(out, want) {
+			errorf(t, "the put's script did not see %q", strings.TrimSpace(want))
+		}
+	}
+	if strings.Contains(out, runspec.EnvBuildContext) {
+		errorf(t, "the put's script saw the runner's own %s", runspec.EnvBuildContext)
+	}
 	if vs := versions(t, "put/thing"); !slices.Contains(vs, "made-by-put") {
 		errorf(t, "fly resource-versions: %q; want made-by-put among them", vs)
 	}
-	out := watchBuild(t, "put", "after", "1")
+	out = watchBuild(t, "put", "after", "1")
 	inOrder(t, out, "after make: made-by-put", "succeeded")
 }
 
