@@ -65,6 +65,10 @@ type BuildMeta struct {
 	// Retention is the job's build log retention, which gc applies to its builds (nil:
 	// the target's defaults).
 	Retention *concourse.BuildLogRetention
+	// The ATC's IDs of the team, pipeline, job and build, and who created the build, for
+	// its steps (translate.Options); zero when the build is no web node's.
+	TeamID, PipelineID, JobID, BuildID int64
+	CreatedBy                          string
 }
 
 // withDefaults fills in the names a one-off build lacks.
@@ -182,6 +186,7 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 		opts.InstanceVars = meta.InstanceVars
 	}
 	opts.BuildLogRetention = meta.Retention
+	opts.TeamID, opts.PipelineID, opts.JobID, opts.BuildID, opts.CreatedBy = meta.TeamID, meta.PipelineID, meta.JobID, meta.BuildID, meta.CreatedBy
 	opts.SuppliedCredentials = cfg.creds != nil
 	opts.OneOff = cfg.oneOff
 	opts.TaskCaches = cfg.taskCaches

@@ -377,19 +377,33 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 }
 
 // buildContext is what each step knows of the build but its name, the JSON of
-// runspec.AnnotationBuildContext.
-func (c *compiler) buildContext() (string, error) {
-	buf, err := json.Marshal(runspec.Build{
+// runspec.AnnotationBuildContext: the job's part, the same for each of its builds, for
+// its Pipeline, and with the build's own ID and creator for the build's run.
+func (c *compiler) buildContext() (job, build string, err error) {
+	b := runspec.Build{
+		TeamID:       c.opts.TeamID,
 		TeamName:     c.opts.Team,
 		PipelineName: c.pipelineField(),
 		InstanceVars: c.opts.InstanceVars,
 		JobName:      c.jobField(),
 		ExternalURL:  c.opts.ExternalURL,
-	})
-	if err != nil {
-		return "", fmt.Errorf("encoding the build's context: %w", err)
 	}
-	return string(buf), nil
+	if b.PipelineName != "" {
+		b.PipelineID = c.opts.PipelineID
+	}
+	if b.JobName != "" {
+		b.JobID = c.opts.JobID
+	}
+	jobJSON, err := json.Marshal(b)
+	if err != nil {
+		return "", "", fmt.Errorf("encoding the build's context: %w", err)
+	}
+	b.ID, b.CreatedBy = c.opts.BuildID, c.opts.CreatedBy
+	buildJSON, err := json.Marshal(b)
+	if err != nil {
+		return "", "", fmt.Errorf("encoding the build's context: %w", err)
+	}
+	return string(jobJSON), string(buildJSON), nil
 }
 
 // runName is the name of the build's PipelineRun.

@@ -77,14 +77,26 @@ func TestOneOff(t *testing.T) {
 
 	// A pipeline's one-off build (fly execute -j) is its pipeline's: its steps see the
 	// pipeline, and no job, as Concourse's steps see a pipeline build's.
+	// The ATC's IDs: no job's, and the pipeline's only for a pipeline's build.
 	withPipeline := opts
 	withPipeline.Pipeline, withPipeline.BuildPipeline = "app", "app"
+	withPipeline.PipelineID, withPipeline.JobID = 5, 6
 	r, err = translate.Translate(plan, withPipeline)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec := seenSpec(t, r, r.PipelineRun.Spec.PipelineSpec.Tasks[0]); spec.Build.PipelineName != "app" || spec.Build.JobName != "" {
-		t.Errorf("the pipeline's one-off task sees pipeline %q, job %q; want app, none", spec.Build.PipelineName, spec.Build.JobName)
+	if spec := seenSpec(t, r, r.PipelineRun.Spec.PipelineSpec.Tasks[0]); spec.Build.PipelineName != "app" || spec.Build.JobName != "" ||
+		spec.Build.PipelineID != 5 || spec.Build.JobID != 0 {
+		t.Errorf("the pipeline's one-off task sees pipeline %q (%d), job %q (%d); want app (5), none", spec.Build.PipelineName, spec.Build.PipelineID, spec.Build.JobName, spec.Build.JobID)
+	}
+	noPipeline := opts
+	noPipeline.PipelineID = 5
+	r, err = translate.Translate(plan, noPipeline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := seenSpec(t, r, r.PipelineRun.Spec.PipelineSpec.Tasks[0]); spec.Build.PipelineID != 0 {
+		t.Errorf("a one-off build of no pipeline sees pipeline ID %d", spec.Build.PipelineID)
 	}
 
 	opts.OneOff = false

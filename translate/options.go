@@ -38,6 +38,12 @@ type Options struct {
 	BuildLogRetention *concourse.BuildLogRetention
 	// ExternalURL is the ATC's URL, for the BUILD_URL the resource scripts see.
 	ExternalURL string
+	// The ATC's IDs of the build's team, pipeline and job, the build's own, and its
+	// creator, which resource scripts see (BUILD_TEAM_ID, BUILD_PIPELINE_ID, BUILD_JOB_ID,
+	// BUILD_ID, BUILD_CREATED_BY); zero where there is none. The build's own and its
+	// creator are on its run alone, so that the job's Pipeline is the same for every build.
+	TeamID, PipelineID, JobID, BuildID int64
+	CreatedBy                          string
 
 	// RunnerImage is the step runner's image.
 	RunnerImage string

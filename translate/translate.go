@@ -144,13 +144,14 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		}
 		annotations[runspec.AnnotationBuildLogRetention] = string(buf)
 	}
-	buildContext, err := c.buildContext()
+	jobContext, buildContext, err := c.buildContext()
 	if err != nil {
 		return nil, err
 	}
 	// On the Pipeline, for a run that another tool starts from it (Tekton merges the
-	// Pipeline's annotations into its runs'), and on the run, whose spec may be embedded.
-	pipelineAnnotations := withEntry(annotations, runspec.AnnotationBuildContext, buildContext)
+	// Pipeline's annotations into its runs'), and on the run, whose spec may be embedded,
+	// with what is the build's own.
+	pipelineAnnotations := withEntry(annotations, runspec.AnnotationBuildContext, jobContext)
 	pipeline := &v1.Pipeline{
 		TypeMeta: metav1.TypeMeta{APIVersion: "tekton.dev/v1", Kind: "Pipeline"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -206,7 +207,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		claim.Spec.StorageClassName = &sc
 	}
 	claim.Labels = runLabels
-	runAnnotations := withEntry(pipelineAnnotations, runspec.LabelBuild, opts.Build)
+	runAnnotations := withEntry(withEntry(annotations, runspec.AnnotationBuildContext, buildContext), runspec.LabelBuild, opts.Build)
 	if opts.OneOff {
 		runAnnotations[runspec.AnnotationOneOff] = "true"
 	}

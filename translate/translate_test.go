@@ -282,23 +282,28 @@ func TestPipelineSameForEveryBuild(t *testing.T) {
 }
 
 // TestBuildContext: the build's context (team, pipeline, instance vars, job, external
-// URL) is on the Pipeline and its run, once, and no step's spec repeats it; every runner
-// step reads it from its pod's annotation, and so sees the whole build.
+// URL, the ATC's IDs) is on the Pipeline and its run, once, and no step's spec repeats
+// it; the run's alone has what is the build's own (its ID, its creator), so that every
+// build of the job has the same Pipeline. Every runner step reads it from its pod's
+// annotation, and so sees the whole build.
 func TestBuildContext(t *testing.T) {
-	opts := translate.Options{Team: "ops", Pipeline: "app", InstanceVars: map[string]any{"branch": "main"}, ExternalURL: "https://ci.example.com", Build: "3"}
+	opts := translate.Options{Team: "ops", Pipeline: "app", InstanceVars: map[string]any{"branch": "main"}, ExternalURL: "https://ci.example.com", Build: "3",
+		TeamID: 1, PipelineID: 2, JobID: 3, BuildID: 42, CreatedBy: "alice"}
 	r, err := translateFile(t, filepath.Join("testdata", "hooks", "pipeline.yml"), "test", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	validate(t, r)
-	want := `{"team":"ops","pipeline":"app","instance_vars":{"branch":"main"},"job":"test","external_url":"https://ci.example.com"}`
-	for _, obj := range []metav1.ObjectMeta{r.Pipeline.ObjectMeta, r.PipelineRun.ObjectMeta} {
-		if got := obj.Annotations[runspec.AnnotationBuildContext]; got != want {
-			t.Errorf("%s's build context %s, want %s", obj.Name, got, want)
-		}
+	job := `{"team_id":1,"team":"ops","pipeline_id":2,"pipeline":"app","instance_vars":{"branch":"main"},"job_id":3,"job":"test","external_url":"https://ci.example.com"}`
+	build := `{"id":42,"team_id":1,"team":"ops","pipeline_id":2,"pipeline":"app","instance_vars":{"branch":"main"},"job_id":3,"job":"test","external_url":"https://ci.example.com","created_by":"alice"}`
+	if got := r.Pipeline.Annotations[runspec.AnnotationBuildContext]; got != job {
+		t.Errorf("the Pipeline's build context %s, want %s", got, job)
 	}
-	wantSeen := runspec.Build{Name: "$(params.build-name)", TeamName: "ops", PipelineName: "app", InstanceVars: map[string]any{"branch": "main"},
-		JobName: "test", ExternalURL: "https://ci.example.com"}
+	if got := r.PipelineRun.Annotations[runspec.AnnotationBuildContext]; got != build {
+		t.Errorf("the run's build context %s, want %s", got, build)
+	}
+	wantSeen := runspec.Build{ID: 42, Name: "$(params.build-name)", TeamID: 1, TeamName: "ops", PipelineID: 2, PipelineName: "app", InstanceVars: map[string]any{"branch": "main"},
+		JobID: 3, JobName: "test", ExternalURL: "https://ci.example.com", CreatedBy: "alice"}
 	for _, pt := range append(slices.Clone(r.Pipeline.Spec.Tasks), r.Pipeline.Spec.Finally...) {
 		if spec := stepSpec(t, pt); !cmp.Equal(spec.Build, runspec.Build{Name: "$(params.build-name)"}) {
 			t.Errorf("%s's spec repeats the build's context: %+v", pt.Name, spec.Build)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -18,8 +19,8 @@ import (
 // TestPutFeedsPassed: the version a put creates is saved as its build's output and as a
 // version of the resource, as Concourse's put step saves it: it triggers the job that
 // gets the resource with passed: on the putting job. The put's script sees the build's
-// metadata as Concourse's does (its team, pipeline, job, name and URLs), which the build
-// gives all its steps once (runspec.AnnotationBuildContext).
+// metadata as Concourse's does (its team, pipeline, job, name, their IDs and its URLs),
+// which the build gives all its steps once (runspec.AnnotationBuildContext).
 func TestPutFeedsPassed(t *testing.T) {
 	dumpOnFailure(t)
 	t.Parallel()
@@ -53,6 +54,15 @@ jobs:
 		if !strings.Contains(out, want) {
 			errorf(t, "the put's script did not see %q", strings.TrimSpace(want))
 		}
+	}
+	// The ATC's IDs, as Concourse gives them; the short URL is the build's ID's.
+	for _, v := range []string{"BUILD_ID", "BUILD_TEAM_ID", "BUILD_PIPELINE_ID", "BUILD_JOB_ID"} {
+		if !regexp.MustCompile(`(?m)^` + v + `=[1-9][0-9]*$`).MatchString(out) {
+			errorf(t, "the put's script did not see %s", v)
+		}
+	}
+	if id := regexp.MustCompile(`(?m)^BUILD_ID=(\d+)$`).FindStringSubmatch(out); id != nil && !strings.Contains(out, "BUILD_URL_SHORT="+web.url+"/builds/"+id[1]+"\n") {
+		errorf(t, "the put's script did not see BUILD_URL_SHORT=%s/builds/%s", web.url, id[1])
 	}
 	if strings.Contains(out, runspec.EnvBuildContext) {
 		errorf(t, "the put's script saw the runner's own %s", runspec.EnvBuildContext)

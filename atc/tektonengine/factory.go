@@ -106,11 +106,21 @@ func isCheck(b db.Build) bool {
 // Ref is what a build's run is started for: its names and its identity in the ATC.
 func Ref(b db.Build) BuildRef {
 	meta := tektonrun.BuildMeta{Team: b.TeamName(), Pipeline: b.PipelineName(), Job: b.JobName(), Build: b.Name(), InstanceVars: b.PipelineInstanceVars()}
+	withIDs(&meta, b)
 	if b.JobID() == 0 {
 		// A one-off build's name is its ID anyway; say so, whatever it is called.
 		meta.Build = strconv.Itoa(b.ID())
 	}
 	return BuildRef{Meta: meta, ID: b.ID(), Started: b.StartTime(), OneOff: b.JobID() == 0}
+}
+
+// withIDs gives meta the build's IDs and creator, which its steps see as Concourse's do
+// (BUILD_ID, BUILD_TEAM_ID, BUILD_PIPELINE_ID, BUILD_JOB_ID, BUILD_CREATED_BY).
+func withIDs(meta *tektonrun.BuildMeta, b db.Build) {
+	meta.BuildID, meta.TeamID, meta.PipelineID, meta.JobID = int64(b.ID()), int64(b.TeamID()), int64(b.PipelineID()), int64(b.JobID())
+	if c := b.CreatedBy(); c != nil {
+		meta.CreatedBy = *c
+	}
 }
 
 // buildStep runs one build's plan as one run.

@@ -392,14 +392,24 @@ func TestBuildRef(t *testing.T) {
 	oneOff.NameReturns("12")
 	oneOff.TeamNameReturns("main")
 	oneOff.StartTimeReturns(time.Unix(100, 0))
+	oneOff.TeamIDReturns(1)
+	creator := "alice"
+	oneOff.CreatedByReturns(&creator)
+	job.TeamIDReturns(1)
+	job.PipelineIDReturns(5)
+	instanced.TeamIDReturns(4)
+	instanced.PipelineIDReturns(6)
 	tests := []struct {
 		name  string
 		build db.Build
 		want  BuildRef
 	}{
-		{"a job build: its name", job, BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Pipeline: "app", Job: "unit", Build: "3"}, ID: 7, Started: time.Unix(100, 0)}},
-		{"a build of an instanced pipeline: its instance vars", instanced, BuildRef{Meta: tektonrun.BuildMeta{Team: "ops", Pipeline: "app", Job: "unit", Build: "3", InstanceVars: map[string]any{"branch": "main"}}, ID: 7, Started: time.Unix(100, 0)}},
-		{"a one-off build: its ID", oneOff, BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Build: "12"}, ID: 12, Started: time.Unix(100, 0), OneOff: true}},
+		{"a job build: its name, and the IDs its steps see", job, BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Pipeline: "app", Job: "unit", Build: "3",
+			TeamID: 1, PipelineID: 5, JobID: 2, BuildID: 7}, ID: 7, Started: time.Unix(100, 0)}},
+		{"a build of an instanced pipeline: its instance vars", instanced, BuildRef{Meta: tektonrun.BuildMeta{Team: "ops", Pipeline: "app", Job: "unit", Build: "3", InstanceVars: map[string]any{"branch": "main"},
+			TeamID: 4, PipelineID: 6, JobID: 2, BuildID: 7}, ID: 7, Started: time.Unix(100, 0)}},
+		{"a one-off build: its ID, and its creator", oneOff, BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Build: "12", TeamID: 1, BuildID: 12, CreatedBy: "alice"},
+			ID: 12, Started: time.Unix(100, 0), OneOff: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
