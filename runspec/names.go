@@ -144,11 +144,13 @@ const AnnotationInstanceVars = "concourse-ci.org/instance-vars"
 // never a job's cache source.
 const AnnotationOneOff = "concourse-ci.org/one-off"
 
-// AnnotationBuildContext on a job's Pipeline and its builds' PipelineRuns is what every
-// step of the build knows of it but its name, as the JSON of a Build (team, pipeline,
-// instance vars, job, external URL): once for the whole build, where each step's spec
-// would repeat it. Tekton passes a PipelineRun's annotations, and its Pipeline's, on to
-// the step pods, whose runner reads it from EnvBuildContext.
+// AnnotationBuildContext on a build's PipelineRun is what every step of the build knows
+// of it but its name, as the JSON of a Build (team, pipeline, instance vars, job, the
+// ATC's URL and IDs, the build's creator): once for the whole build, where each step's
+// spec would repeat it. The job's Pipeline has the job's part (all but the build's own ID
+// and creator), the same for each of its builds. Tekton passes a PipelineRun's
+// annotations, and its Pipeline's, on to the step pods, whose runner reads it from
+// EnvBuildContext.
 const AnnotationBuildContext = "concourse-ci.org/build-context"
 
 // EnvBuildContext is the runner's environment variable that the step Task sets from the
