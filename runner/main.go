@@ -151,10 +151,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "error: unexpected arguments %q\n", fs.Args())
 		return exitUsage
 	}
-	spec, err := runspec.Decode(*specJSON)
-	if err == nil {
-		err = spec.Build.Complete(os.Getenv(runspec.EnvBuildContext))
-	}
+	spec, err := decodeSpec(*specJSON)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return runspec.Errored.ExitCode()
@@ -168,10 +165,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runspec.Errored.ExitCode()
 	}
 	if *verdictJSON != "" {
-		v, err := runspec.Decode(*verdictJSON)
-		if err == nil {
-			err = v.Build.Complete(os.Getenv(runspec.EnvBuildContext))
-		}
+		v, err := decodeSpec(*verdictJSON)
 		if err == nil && (v.Verdict == nil || !v.Verdict.Fused) {
 			err = errors.New("the verdict's spec is not one a step records (runspec.Verdict.Fused)")
 		}
@@ -182,6 +176,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		opts.verdict = &v
 	}
 	return runStep(ctx, spec, opts, stdout, stderr)
+}
+
+// decodeSpec decodes a spec of the command line, its build completed with the build's
+// context that the step Task gives the runner (runspec.EnvBuildContext).
+func decodeSpec(data string) (runspec.Spec, error) {
+	spec, err := runspec.Decode(data)
+	if err != nil {
+		return spec, err
+	}
+	return spec, spec.Build.Complete(os.Getenv(runspec.EnvBuildContext))
 }
 
 // install copies the running executable to dest, atomically, executable by everyone.
