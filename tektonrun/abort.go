@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -44,9 +45,28 @@ func (e *spdyExecer) Exec(ctx context.Context, namespace, pod, container string,
 	if err != nil {
 		return "", err
 	}
-	var out bytes.Buffer
+	var out lockedBuffer
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
 	return out.String(), err
+}
+
+// lockedBuffer is a command's combined output: remotecommand copies its stdout and its
+// stderr from two goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Abort aborts a running build the way Concourse does: running steps are interrupted, their

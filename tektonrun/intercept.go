@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -375,8 +377,10 @@ func (c *Client) lookup(ctx context.Context, pod string, session, command []stri
 	case err == nil:
 		return nil
 	case errors.As(err, &exit) && exit.ExitStatus() == runspec.InterceptNotFound:
+		// The runner says where it looked, on one line. Anything else (nothing, or
+		// output the stream garbled) is not shown: the status said it all.
 		msg := strings.TrimSpace(out)
-		if msg == "" {
+		if !oneLine(msg) {
 			msg = "executable file not found in $PATH: " + command[0]
 		}
 		return &ExecutableNotFoundError{Command: command[0], Message: msg}
@@ -384,6 +388,11 @@ func (c *Client) lookup(ctx context.Context, pod string, session, command []stri
 		return fmt.Errorf("starting %s in pod %s: %s", command[0], pod, strings.TrimSpace(out))
 	}
 	return fmt.Errorf("starting %s in pod %s: %w", command[0], pod, err)
+}
+
+// oneLine tells whether s is a line of text: not empty, and printable.
+func oneLine(s string) bool {
+	return s != "" && utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
 }
 
 // remake starts a pod made again from a finished step's and waits until it runs.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -184,23 +185,34 @@ func interceptClient(t *testing.T, exec *fakeExecer, stream *fakeStreamer) (*Cli
 }
 
 // TestStartInterceptNotFound checks that a command the runner's lookup does not find
-// (exit 127) is an *ExecutableNotFoundError with the runner's message, and that no
-// session is started.
+// (exit 127) is an *ExecutableNotFoundError with the runner's message (a standard one
+// when the runner's is not a line of text), and that no session is started.
 func TestStartInterceptNotFound(t *testing.T) {
-	exec := &fakeExecer{out: "executable file not found in $PATH: bash\n", err: exitStatus(127)}
-	stream := &fakeStreamer{stream: func(context.Context) error { return nil }}
-	c, ctr := interceptClient(t, exec, stream)
-	s, err := c.StartIntercept(context.Background(), ctr, InterceptOptions{Command: []string{"bash"}})
-	var notFound *ExecutableNotFoundError
-	if !errors.As(err, &notFound) {
-		t.Fatalf("StartIntercept = %v, %v; want an *ExecutableNotFoundError", s, err)
-	}
-	want := &ExecutableNotFoundError{Command: "bash", Message: "executable file not found in $PATH: bash"}
-	if diff := cmp.Diff(want, notFound); diff != "" {
-		t.Errorf("error (-want +got):\n%s", diff)
-	}
-	if len(stream.calls) != 0 {
-		t.Errorf("a session was streamed: %+v", stream.calls)
+	for _, tc := range []struct {
+		name, out, want string
+	}{
+		{"runner's", "no such file: /bin/x\n", "no such file: /bin/x"},
+		{"empty", "", "executable file not found in $PATH: bash"},
+		{"garbled", strings.Repeat("\x00", 41), "executable file not found in $PATH: bash"},
+		{"lines", "one\ntwo\n", "executable file not found in $PATH: bash"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exec := &fakeExecer{out: tc.out, err: exitStatus(127)}
+			stream := &fakeStreamer{stream: func(context.Context) error { return nil }}
+			c, ctr := interceptClient(t, exec, stream)
+			s, err := c.StartIntercept(context.Background(), ctr, InterceptOptions{Command: []string{"bash"}})
+			var notFound *ExecutableNotFoundError
+			if !errors.As(err, &notFound) {
+				t.Fatalf("StartIntercept = %v, %v; want an *ExecutableNotFoundError", s, err)
+			}
+			want := &ExecutableNotFoundError{Command: "bash", Message: tc.want}
+			if diff := cmp.Diff(want, notFound); diff != "" {
+				t.Errorf("error (-want +got):\n%s", diff)
+			}
+			if len(stream.calls) != 0 {
+				t.Errorf("a session was streamed: %+v", stream.calls)
+			}
+		})
 	}
 }
 
