@@ -87,8 +87,12 @@ func parseVersionResult(stdout []byte, path string, args []string) (versionResul
 }
 
 // resourceEnv is the environment of a resource script: the container's, and the build's
-// BUILD_* variables, each only when it is set (Concourse's StepMetadata.Env).
+// BUILD_* variables, each only when it is set (Concourse's StepMetadata.Env). A check
+// build's scripts see it as Concourse's: named check, of no job.
 func resourceEnv(b runspec.Build, hookStatus string, createdBy bool) []string {
+	if b.Check {
+		b.Name, b.JobID, b.JobName = "check", 0, ""
+	}
 	env := containerEnv(os.Environ())
 	add := func(k, v string) {
 		if v != "" && v != "0" {

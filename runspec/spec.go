@@ -155,6 +155,9 @@ type Build struct {
 	ExternalURL  string         `json:"external_url,omitempty"`
 	// CreatedBy is BUILD_CREATED_BY, given to puts on resources that expose it.
 	CreatedBy string `json:"created_by,omitempty"`
+	// Check says the build is a check build. Its resource scripts see Concourse's: named
+	// check, of no job. Name and JobName still key its volume and caches.
+	Check bool `json:"check,omitempty"`
 }
 
 // Complete fills the fields of b that are empty from context, the JSON of a Build (the
@@ -183,6 +186,7 @@ func (b *Build) Complete(context string) error {
 	b.JobName = cmp.Or(b.JobName, c.JobName)
 	b.ExternalURL = cmp.Or(b.ExternalURL, c.ExternalURL)
 	b.CreatedBy = cmp.Or(b.CreatedBy, c.CreatedBy)
+	b.Check = b.Check || c.Check
 	return nil
 }
 

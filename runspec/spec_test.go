@@ -127,10 +127,10 @@ func TestRegistryImageType(t *testing.T) {
 // the spec says.
 func TestBuildComplete(t *testing.T) {
 	b := Build{Name: "7"}
-	if err := b.Complete(`{"team":"main","pipeline":"app","instance_vars":{"n":1},"job":"unit","external_url":"https://ci"}`); err != nil {
+	if err := b.Complete(`{"team":"main","pipeline":"app","instance_vars":{"n":1},"job":"unit","external_url":"https://ci","check":true}`); err != nil {
 		t.Fatal(err)
 	}
-	want := Build{Name: "7", TeamName: "main", PipelineName: "app", InstanceVars: map[string]any{"n": json.Number("1")}, JobName: "unit", ExternalURL: "https://ci"}
+	want := Build{Name: "7", TeamName: "main", PipelineName: "app", InstanceVars: map[string]any{"n": json.Number("1")}, JobName: "unit", ExternalURL: "https://ci", Check: true}
 	if diff := cmp.Diff(want, b); diff != "" {
 		t.Errorf("completed build (-want +got):\n%s", diff)
 	}

@@ -69,6 +69,8 @@ type BuildMeta struct {
 	// its steps (translate.Options); zero when the build is no web node's.
 	TeamID, PipelineID, JobID, BuildID int64
 	CreatedBy                          string
+	// Check says the build is a check build (translate.Options.Check).
+	Check bool
 }
 
 // withDefaults fills in the names a one-off build lacks.
@@ -187,6 +189,7 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 	}
 	opts.BuildLogRetention = meta.Retention
 	opts.TeamID, opts.PipelineID, opts.JobID, opts.BuildID, opts.CreatedBy = meta.TeamID, meta.PipelineID, meta.JobID, meta.BuildID, meta.CreatedBy
+	opts.Check = meta.Check
 	opts.SuppliedCredentials = cfg.creds != nil
 	opts.OneOff = cfg.oneOff
 	opts.TaskCaches = cfg.taskCaches
@@ -394,6 +397,7 @@ func (b *Backend) RunTask(ctx context.Context, meta BuildMeta, id concourse.Plan
 // CheckResource checks a resource for versions; the build's result has them (Versions)
 // and the latest (Version).
 func (b *Backend) CheckResource(ctx context.Context, meta BuildMeta, id concourse.PlanID, check concourse.CheckPlan) (*Build, error) {
+	meta.Check = true
 	return b.Run(ctx, concourse.Plan{ID: id, Check: &check}, meta)
 }
 

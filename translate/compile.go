@@ -387,6 +387,7 @@ func (c *compiler) buildContext() (job, build string, err error) {
 		InstanceVars: c.opts.InstanceVars,
 		JobName:      c.jobField(),
 		ExternalURL:  c.opts.ExternalURL,
+		Check:        c.opts.Check,
 	}
 	if b.PipelineName != "" {
 		b.PipelineID = c.opts.PipelineID

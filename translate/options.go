@@ -21,6 +21,10 @@ type Options struct {
 	// from it), its PipelineRun carries its Pipeline's spec (no other build shares it),
 	// and its plan may hold artifact inputs and outputs (Result.ArtifactInputs).
 	OneOff bool
+	// Check compiles a check build (the web node's check of a resource or a resource
+	// type): Job and Build then only name its objects and key its volume. Its resource
+	// scripts see a build named check, of no job (runspec.Build.Check).
+	Check bool
 	// BuildPipeline is the pipeline a one-off build belongs to (fly execute -j, whose
 	// build is its pipeline's), which its steps see (BUILD_PIPELINE_NAME), as Concourse's
 	// steps see a pipeline build's; empty: none.

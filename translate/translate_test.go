@@ -323,6 +323,32 @@ func TestBuildContext(t *testing.T) {
 	}
 }
 
+// TestCheckBuildContext compiles a check build: its context says so, for its scripts to
+// see a build named check, of no job, while the job its objects are named after (and its
+// volume keyed by) is still the check's.
+func TestCheckBuildContext(t *testing.T) {
+	plan := concourse.Plan{ID: "1", Check: &concourse.CheckPlan{Name: "repo", Type: "git", Source: concourse.Source{"uri": "x"}, Resource: "repo",
+		TypeImage: concourse.TypeImage{BaseType: "git"}}}
+	opts := translate.Options{Team: "main", Pipeline: "app", Job: "check-repo", Build: "17", TeamID: 1, PipelineID: 2, BuildID: 17, Check: true}
+	r, err := translate.Translate(plan, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, r)
+	want := `{"id":17,"team_id":1,"team":"main","pipeline_id":2,"pipeline":"app","job":"check-repo","check":true}`
+	if got := r.PipelineRun.Annotations[runspec.AnnotationBuildContext]; got != want {
+		t.Errorf("the run's build context %s, want %s", got, want)
+	}
+	if want := translate.RunName(translate.Scope("main", "app", nil), "check-repo", "17"); r.PipelineRun.Name != want {
+		t.Errorf("the run is named %s, want %s", r.PipelineRun.Name, want)
+	}
+	for _, pt := range r.Pipeline.Spec.Tasks {
+		if seen := seenSpec(t, r, pt).Build; !seen.Check || seen.JobName != "check-repo" {
+			t.Errorf("the build %s's runner sees %+v, want a check build of job check-repo", pt.Name, seen)
+		}
+	}
+}
+
 // TestTaskCacheRecords compiles a job with the ATC's records of its task caches: each
 // task gets its own step's (none when its step has none), and a build compiled without
 // records, or a one-off build, gets none.

@@ -43,7 +43,8 @@ func versionsOf(t *testing.T, resource, field string) []string {
 }
 
 // TestCheckResource: checks run as runs of their own, their versions saved, and a new
-// version triggers the job that gets the resource with trigger: true.
+// version triggers the job that gets the resource with trigger: true. The check's script
+// sees Concourse's check build: named check, of no job.
 func TestCheckResource(t *testing.T) {
 	dumpOnFailure(t)
 	t.Parallel()
@@ -52,7 +53,7 @@ resources:
 - name: thing
   type: mock
   check_every: 1h
-  source: {initial_version: first}
+  source: {initial_version: first, print_env: true}
 jobs:
 - name: use
   plan:
@@ -78,7 +79,12 @@ jobs:
 `, busybox()))
 
 	out := flyOK(t, 5*time.Minute, "check-resource", "-r", "check/thing")
-	inOrder(t, out, "checking check/thing", "succeeded")
+	inOrder(t, out, "checking check/thing", "BUILD_NAME=check", "BUILD_PIPELINE_NAME=check", "BUILD_TEAM_NAME=main", "succeeded")
+	for _, v := range []string{"BUILD_JOB_NAME=", "BUILD_JOB_ID="} {
+		if strings.Contains(out, v) {
+			errorf(t, "the check's script saw %s...; a check build has no job", v)
+		}
+	}
 	if vs := versions(t, "check/thing"); len(vs) != 1 || vs[0] != "first" {
 		errorf(t, "fly resource-versions: %q; want [first]", vs)
 	}

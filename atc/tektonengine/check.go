@@ -295,6 +295,7 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 func CheckRef(b db.Build, check atc.CheckPlan) BuildRef {
 	meta := tektonrun.BuildMeta{Team: b.TeamName(), Pipeline: b.PipelineName(), Job: "check-" + check.Name, Build: fmt.Sprint(b.ID()), InstanceVars: b.PipelineInstanceVars()}
 	withIDs(&meta, b)
+	meta.Check = true
 	return BuildRef{Meta: meta, ID: b.ID(), Started: b.StartTime(), Check: true}
 }
 

@@ -420,6 +420,24 @@ func TestBuildRef(t *testing.T) {
 	}
 }
 
+// TestCheckRef: a check build runs as its check's job, named by its ID, and its steps
+// know it for a check build.
+func TestCheckRef(t *testing.T) {
+	b := new(dbfakes.FakeBuild)
+	b.IDReturns(21)
+	b.NameReturns(db.CheckBuildName)
+	b.TeamNameReturns("main")
+	b.TeamIDReturns(1)
+	b.PipelineNameReturns("app")
+	b.PipelineIDReturns(5)
+	b.StartTimeReturns(time.Unix(100, 0))
+	want := BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Pipeline: "app", Job: "check-repo", Build: "21", TeamID: 1, PipelineID: 5, BuildID: 21, Check: true},
+		ID: 21, Started: time.Unix(100, 0), Check: true}
+	if diff := cmp.Diff(want, CheckRef(b, atc.CheckPlan{Name: "repo"})); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
 func TestAbort(t *testing.T) {
 	run := newRun(event.BuildStatusSucceeded, cat(taskHead, []event.Event{logLine("1", "sleeping\n", 102)})...)
 	run.untilAbort = true

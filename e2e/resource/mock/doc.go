@@ -5,6 +5,7 @@
 //
 // Differences, on purpose: "privileged" means the container holds CAP_SYS_ADMIN (on
 // Kubernetes, without user namespaces, upstream's uid_map test would call every
-// container privileged), print_env writes to stderr (stdout carries the JSON reply), and
+// container privileged), print_env writes to stderr (stdout carries the JSON reply; in a
+// source, it makes check print its environment), and
 // get and put accept a "fail" param that makes them fail with that message.
 package mock

@@ -31,6 +31,8 @@ type Source struct {
 	CheckFailure      string          `json:"check_failure"`
 	Metadata          []MetadataField `json:"metadata"`
 	Log               string          `json:"log"`
+	// PrintEnv makes check print its environment on stderr, as a put's print_env does.
+	PrintEnv bool `json:"print_env"`
 }
 
 // Version is a version of the resource.
@@ -128,6 +130,9 @@ func Check(env Env) error {
 		return err
 	}
 	logMessage(env, req.Source)
+	if req.Source.PrintEnv {
+		printEnv(env)
+	}
 	if req.Source.CheckDelay != "" {
 		d, err := time.ParseDuration(req.Source.CheckDelay)
 		if err != nil {
@@ -213,6 +218,15 @@ func In(env Env) error {
 	return json.NewEncoder(env.Stdout).Encode(Response{Version: req.Version, Metadata: metadata(req.Source)})
 }
 
+// printEnv writes the script's environment on stderr, sorted.
+func printEnv(env Env) {
+	vars := env.Environ()
+	sort.Strings(vars)
+	for _, v := range vars {
+		fmt.Fprintln(env.Stderr, v)
+	}
+}
+
 // Out emits the version given by the version param, or read from the file param.
 func Out(env Env) error {
 	var req struct {
@@ -227,11 +241,7 @@ func Out(env Env) error {
 	}
 	logMessage(env, req.Source)
 	if req.Params.PrintEnv {
-		vars := env.Environ()
-		sort.Strings(vars)
-		for _, v := range vars {
-			fmt.Fprintln(env.Stderr, v)
-		}
+		printEnv(env)
 	}
 	if req.Params.Fail != "" {
 		return fmt.Errorf("intentionally failing to put: %s", req.Params.Fail)

@@ -45,6 +45,7 @@ func TestCheck(t *testing.T) {
 		{name: "force_version wins", request: `{"source":{"force_version":"f"},"version":{"version":"v7"}}`, want: []Version{{Version: "f"}}},
 		{name: "privileged", request: `{"source":{}}`, env: []string{"MOCK_PRIVILEGED=true"}, want: []Version{{Version: "mock", Privileged: "true"}}},
 		{name: "log", request: `{"source":{"log":"hello from check"}}`, want: []Version{{Version: "mock"}}, wantStderr: "hello from check"},
+		{name: "print_env", request: `{"source":{"print_env":true}}`, env: []string{"BUILD_NAME=check"}, want: []Version{{Version: "mock"}}, wantStderr: "BUILD_NAME=check"},
 		{name: "check_delay", request: `{"source":{"check_delay":"1ms"}}`, want: []Version{{Version: "mock"}}},
 		{name: "check_failure", request: `{"source":{"check_failure":"boom"}}`, wantCode: 1, wantStderr: "intentionally failing to check: boom"},
 		{name: "bad check_delay", request: `{"source":{"check_delay":"soon"}}`, wantCode: 1, wantStderr: "malformed check_delay"},
