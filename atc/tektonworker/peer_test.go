@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -50,6 +51,16 @@ func TestOwnUserListener(t *testing.T) {
 		}
 		defer func() { nc.Process.Kill(); nc.Wait() }()
 	}
+	// Later, every connection is another user's, as the socket tables say (set before
+	// Accept runs: its goroutine reads it).
+	var otherUser atomic.Bool
+	lookup := l.(*ownUserListener).peerUID
+	l.(*ownUserListener).peerUID = func(local, remote *net.TCPAddr) (int, error) {
+		if otherUser.Load() {
+			return os.Getuid() + 1, nil
+		}
+		return lookup(local, remote)
+	}
 	accepted := make(chan net.Conn, 2)
 	go func() {
 		for {
@@ -92,7 +103,7 @@ func TestOwnUserListener(t *testing.T) {
 	}
 
 	// Another user's connection, as the socket tables say: closed.
-	l.(*ownUserListener).peerUID = func(*net.TCPAddr, *net.TCPAddr) (int, error) { return os.Getuid() + 1, nil }
+	otherUser.Store(true)
 	other, err := net.Dial("tcp", inner.Addr().String())
 	if err != nil {
 		t.Fatal(err)
