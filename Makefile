@@ -42,6 +42,11 @@ test: ## Run the hermetic tests (unit, golden, corpus) and print the corpus tabl
 	CONCOURSE_TEKTON_CORPUS_REPORT=$(abspath $(BIN))/corpus-report.txt $(GO) test -count=1 $(PKGS)
 	@sort $(BIN)/corpus-report.txt 2>/dev/null || true
 
+.PHONY: test-race
+test-race: ## The hermetic tests under the race detector (-short: no corpus sweeps), this module's and the atc module's.
+	$(GO) test -race -short -count=1 $(PKGS)
+	$(MAKE) -C atc test-race
+
 .PHONY: bench
 bench: ## Run the benchmarks, several times, and summarise them with benchstat.
 	@mkdir -p $(BIN)
