@@ -130,7 +130,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			fmt.Fprintf(stderr, "error: aborting the build: %v\n", err)
 			return 1
 		}
-		fmt.Fprintln(stderr, "build aborted")
+		fmt.Fprintln(stderr, runspec.AbortWritten)
 		return 0
 	case runspec.ModeHold:
 		return hold(ctx, *timeout)

@@ -54,6 +54,11 @@ const (
 // container (with --lookup, when it only says so), as a shell's.
 const InterceptNotFound = 127
 
+// AbortWritten is what the abort mode says (on stderr) once the build's abort marker is
+// written. An exec whose stream was lost ends with no status, which client-go reports as
+// success: without these words, the marker may not be there.
+const AbortWritten = "build aborted"
+
 // Spec is everything one runner invocation needs: which step, in which build, under which
 // contexts, and the payload of its mode (exactly one of the mode fields is set, the one
 // named by Mode).

@@ -122,8 +122,11 @@ func (c *Client) writeAbortMarker(ctx context.Context, pr *v1.PipelineRun) (bool
 				continue
 			}
 			out, err := c.exec.Exec(ctx, ns, p.Name, runspec.StepContainer, []string{runspec.RunnerPath, string(runspec.ModeAbort), "--volume=" + runspec.DefaultVolume})
-			if err == nil {
+			if err == nil && strings.Contains(out, runspec.AbortWritten) {
 				return true, nil
+			}
+			if err == nil {
+				err = errors.New("the exec ended without the runner's word that the marker is written (its stream lost?)")
 			}
 			errs = append(errs, fmt.Errorf("pod %s: %w: %s", p.Name, err, strings.TrimSpace(out)))
 		}
