@@ -296,7 +296,7 @@ func CheckRef(b db.Build, check atc.CheckPlan) BuildRef {
 	meta := tektonrun.BuildMeta{Team: b.TeamName(), Pipeline: b.PipelineName(), Job: "check-" + check.Name, Build: fmt.Sprint(b.ID()), InstanceVars: b.PipelineInstanceVars()}
 	withIDs(&meta, b)
 	meta.Check = true
-	return BuildRef{Meta: meta, ID: b.ID(), Started: b.StartTime(), Check: true}
+	return BuildRef{Meta: meta, ID: b.ID(), Started: b.StartTime()}
 }
 
 // errorStep is a step that errors at once, saying why.

@@ -432,7 +432,7 @@ func TestCheckRef(t *testing.T) {
 	b.PipelineIDReturns(5)
 	b.StartTimeReturns(time.Unix(100, 0))
 	want := BuildRef{Meta: tektonrun.BuildMeta{Team: "main", Pipeline: "app", Job: "check-repo", Build: "21", TeamID: 1, PipelineID: 5, BuildID: 21, Check: true},
-		ID: 21, Started: time.Unix(100, 0), Check: true}
+		ID: 21, Started: time.Unix(100, 0)}
 	if diff := cmp.Diff(want, CheckRef(b, atc.CheckPlan{Name: "repo"})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -93,9 +93,6 @@ type BuildRef struct {
 	// (tektonrun.OneOff): Uploads supply its artifact inputs (nil: it has none).
 	OneOff  bool
 	Uploads tektonrun.ArtifactSource
-	// Check says the build is a check build: its run is annotated so
-	// (AnnotationCheck).
-	Check bool
 	// TaskCaches, when not nil, are the ATC's records of the job's task caches
 	// (tektonrun.WithTaskCaches): its tasks clear the caches whose records are gone, and
 	// report the ones they used (Run.TaskCaches). nil: the caches are not recorded.
@@ -297,7 +294,7 @@ func (r *backendRuns) claim(ctx context.Context, b *tektonrun.Build, ref BuildRe
 			b.Namespace, b.Name, pr.CreationTimestamp.UTC().Format(time.RFC3339), ref.Started.UTC().Format(time.RFC3339), fix)
 	}
 	annotations := map[string]string{AnnotationBuildID: id}
-	if ref.Check {
+	if ref.Meta.Check {
 		annotations[AnnotationCheck] = "true"
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
