@@ -1,17 +1,16 @@
 package runner_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/concourse-tekton/concourse-tekton/internal/syncbuf"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -115,28 +114,11 @@ func (r run) said() string {
 // running is a runner process under way.
 type running struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *syncbuf.Buffer
 	start          time.Time
 	done           chan struct{}
 	// results is the step's results directory, when the test knows it.
 	results string
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func (w *world) args(spec runspec.Spec) []string {
@@ -158,7 +140,7 @@ func (w *world) start(spec runspec.Spec, env []string) *running {
 
 func (w *world) startArgs(args []string, env []string) *running {
 	w.t.Helper()
-	r := &running{cmd: exec.Command(binary, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	r := &running{cmd: exec.Command(binary, args...), stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	r.cmd.Stdout, r.cmd.Stderr = r.stdout, r.stderr
 	r.cmd.Env = env
 	r.start = time.Now()

@@ -1,12 +1,10 @@
 package tektonrun
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -20,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"knative.dev/pkg/apis"
 
+	"github.com/concourse-tekton/concourse-tekton/internal/syncbuf"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
@@ -45,28 +44,10 @@ func (e *spdyExecer) Exec(ctx context.Context, namespace, pod, container string,
 	if err != nil {
 		return "", err
 	}
-	var out lockedBuffer
+	// Two goroutines copy stdout and stderr into it.
+	var out syncbuf.Buffer
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
 	return out.String(), err
-}
-
-// lockedBuffer is a command's combined output: remotecommand copies its stdout and its
-// stderr from two goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // Abort aborts a running build the way Concourse does: running steps are interrupted, their

@@ -4,9 +4,10 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/concourse-tekton/concourse-tekton/internal/syncbuf"
 )
 
 func TestByteCount(t *testing.T) {
@@ -17,29 +18,11 @@ func TestByteCount(t *testing.T) {
 	}
 }
 
-// lockedBuilder is a strings.Builder for the progress's goroutine and the test.
-type lockedBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuilder) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuilder) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestProgress(t *testing.T) {
 	defer func(d time.Duration) { progressEvery = d }(progressEvery)
 	progressEvery = 20 * time.Millisecond
 
-	var quick lockedBuilder
+	var quick syncbuf.Buffer
 	p := newProgress(&quick, "uploading", "src")
 	io.WriteString(p.writer(io.Discard), "abc")
 	p.done(nil)
@@ -47,7 +30,7 @@ func TestProgress(t *testing.T) {
 		t.Errorf("a transfer quicker than a tick said %q", quick.String())
 	}
 
-	var slow lockedBuilder
+	var slow syncbuf.Buffer
 	p = newProgress(&slow, "downloading", "out")
 	io.WriteString(p.writer(io.Discard), strings.Repeat("x", 2048))
 	time.Sleep(70 * time.Millisecond)
@@ -57,7 +40,7 @@ func TestProgress(t *testing.T) {
 		t.Errorf("progress lines:\n%s", slow.String())
 	}
 
-	var failed lockedBuilder
+	var failed syncbuf.Buffer
 	p = newProgress(&failed, "uploading", "big")
 	time.Sleep(50 * time.Millisecond)
 	p.done(errors.New("broken pipe"))

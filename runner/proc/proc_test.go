@@ -1,34 +1,16 @@
 package proc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/concourse-tekton/concourse-tekton/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for the relay goroutines and the test to share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func sh(script string) Cmd {
 	return Cmd{Path: "/bin/sh", Args: []string{"-c", script}}
@@ -51,7 +33,7 @@ func TestRunExitAndStreams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out, errs syncBuffer
+			var out, errs syncbuf.Buffer
 			c := tt.cmd
 			c.Stdout, c.Stderr, c.MergeStderr = &out, &errs, tt.merge
 			res, err := Run(context.Background(), c)
@@ -84,7 +66,7 @@ func TestRunNotFound(t *testing.T) {
 func TestStartedBeforeOutput(t *testing.T) {
 	for _, tty := range []bool{false, true} {
 		for range 20 {
-			var out syncBuffer
+			var out syncbuf.Buffer
 			c := sh("echo one; echo two >&2")
 			c.Stdout, c.Stderr, c.MergeStderr, c.TTY = &out, &out, true, tty
 			c.Started = func() {
@@ -117,7 +99,7 @@ func TestInterruptTermThenKill(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			os.Remove(marker)
 			ctx, cancel := context.WithCancelCause(context.Background())
-			var out syncBuffer
+			var out syncbuf.Buffer
 			errc := make(chan error, 1)
 			var res Result
 			start := time.Now()
@@ -145,7 +127,7 @@ func TestInterruptTermThenKill(t *testing.T) {
 }
 
 func TestLeftoverChildrenDoNotHang(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	start := time.Now()
 	res, err := Run(context.Background(), Cmd{Path: "/bin/sh", Args: []string{"-c", "sleep 30 & echo bye"}, Stdout: &out})
 	if err != nil || res.ExitStatus != 0 {
@@ -194,7 +176,7 @@ func TestTTY(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuf.Buffer
 			start := time.Now()
 			res, err := Run(context.Background(), Cmd{Path: "/bin/sh", Args: []string{"-c", tt.script}, Stdout: &out, TTY: true})
 			if err != nil || res.ExitStatus != 0 {
@@ -210,7 +192,7 @@ func TestTTY(t *testing.T) {
 	}
 	t.Run("interrupted", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
-		var out syncBuffer
+		var out syncbuf.Buffer
 		errc := make(chan error, 1)
 		var res Result
 		go func() {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/concourse-tekton/concourse-tekton/internal/syncbuf"
 )
 
 func secrets(values ...any) *Secrets {
@@ -403,7 +405,7 @@ func FuzzWriter(f *testing.F) {
 // TestWriterConcurrentWithTimers runs the idle flush on real timers beside concurrent
 // writes (for the race detector): everything ends up written, nothing twice.
 func TestWriterConcurrentWithTimers(t *testing.T) {
-	var out syncBuilder
+	var out syncbuf.Buffer
 	w := &Writer{W: &out, Secrets: secrets("needle-secret"), Idle: time.Millisecond}
 	var wg sync.WaitGroup
 	for range 4 {
@@ -424,23 +426,6 @@ func TestWriterConcurrentWithTimers(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-}
-
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // BenchmarkRedact writes one line of size bytes (no newline: a progress bar, a base64
