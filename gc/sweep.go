@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/concourse-tekton/concourse-tekton/internal/pages"
+	"github.com/concourse-tekton/concourse-tekton/internal/transient"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
@@ -68,8 +69,10 @@ type Failure struct {
 // pods go, and deletes each object under a precondition on its UID, so that one made
 // again under its name meanwhile stays. The API load is one list per kind and page, a
 // get or two per archived build, and a delete per object, within the target client's
-// rate limit. Safe to run at any time, from any number of processes: what it deletes is
-// what no build needs, by the state it listed.
+// rate limit. A list, release or deletion that fails with a transient error
+// (transient.Is) is tried again for about 15 s: a moment of an overloaded or restarting
+// API server costs no sweep. Safe to run at any time, from any number of processes: what
+// it deletes is what no build needs, by the state it listed.
 func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) {
 	now := time.Now
 	if o.Now != nil {
@@ -146,7 +149,7 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 
 	blocked := map[string]error{} // runs that stay: their volume could not be released
 	for _, item := range d.Release {
-		if err := release(ctx, t, item, now()); err != nil {
+		if err := transient.Retry(ctx, transient.Delays, func() error { return release(ctx, t, item, now()) }); err != nil {
 			blocked[item.Run] = fmt.Errorf("releasing its volume %s first: %w", item.Name, err)
 			continue
 		}
@@ -168,30 +171,42 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 		}
 	}
 	deletedDigests := map[string]bool{}
+	deleteItem := func(item Item) error {
+		switch item.Kind {
+		case KindPipelineRun:
+			return t.Tekton.TektonV1().PipelineRuns(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, metav1.DeletePropagationBackground))
+		case KindPod:
+			return t.Kube.CoreV1().Pods(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
+		case KindVolume:
+			return t.Kube.CoreV1().PersistentVolumeClaims(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
+		case KindSecret:
+			return t.Kube.CoreV1().Secrets(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
+		case KindImage:
+			if deletedDigests[item.Digest] {
+				return nil
+			}
+			err := registry.delete(ctx, item.Digest)
+			deletedDigests[item.Digest] = err == nil
+			return err
+		case KindCacheEntry:
+			return removeIndexEntry(ctx, t, item, o.ResourceCacheTTL, now())
+		case KindCacheImage:
+			return caches.delete(ctx, item.Digest)
+		}
+		return nil
+	}
 	for _, item := range d.Delete {
+		// A run whose volume could not be released, or a pod whose build's events could not
+		// be archived, stays. An object whose deletion fails transiently is tried again.
 		var err error
 		switch item.Kind {
 		case KindPipelineRun:
-			if err = blocked[item.Name]; err == nil {
-				err = t.Tekton.TektonV1().PipelineRuns(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, metav1.DeletePropagationBackground))
-			}
+			err = blocked[item.Name]
 		case KindPod:
-			if err = archived[item.Run]; err == nil {
-				err = t.Kube.CoreV1().Pods(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
-			}
-		case KindVolume:
-			err = t.Kube.CoreV1().PersistentVolumeClaims(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
-		case KindSecret:
-			err = t.Kube.CoreV1().Secrets(t.Namespace).Delete(ctx, item.Name, deleteOptions(item.UID, ""))
-		case KindImage:
-			if !deletedDigests[item.Digest] {
-				err = registry.delete(ctx, item.Digest)
-				deletedDigests[item.Digest] = err == nil
-			}
-		case KindCacheEntry:
-			err = removeIndexEntry(ctx, t, item, o.ResourceCacheTTL, now())
-		case KindCacheImage:
-			err = caches.delete(ctx, item.Digest)
+			err = archived[item.Run]
+		}
+		if err == nil {
+			err = transient.Retry(ctx, transient.Delays, func() error { return deleteItem(item) })
 		}
 		switch {
 		case err == nil, apierrors.IsNotFound(err):

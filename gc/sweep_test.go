@@ -2,6 +2,7 @@ package gc
 
 import (
 	"context"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -99,5 +101,47 @@ func TestSweep(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"PersistentVolumeClaim/app-unit-2-build: " + pvc.ReasonNoRun}, names(r.Deleted)); diff != "" {
 		t.Errorf("after the grace period: Deleted (-want +got):\n%s", diff)
+	}
+}
+
+// handshakeTimeout is net/http's error when the API server is too loaded to finish a TLS
+// handshake in time.
+type handshakeTimeout struct{}
+
+func (handshakeTimeout) Error() string   { return "net/http: TLS handshake timeout" }
+func (handshakeTimeout) Timeout() bool   { return true }
+func (handshakeTimeout) Temporary() bool { return true }
+
+// TestSweepTransientErrors: a list and a deletion that fail once with an overloaded API
+// server's errors are tried again, and the sweep does all it would have done.
+func TestSweepTransientErrors(t *testing.T) {
+	ctx := context.Background()
+	target := fakeTarget(namespace([]fixture{
+		{job: "unit", n: 1, outcome: runspec.Succeeded, ended: 3},
+		{job: "unit", n: 2, outcome: runspec.Succeeded, ended: 3, retention: `{"builds":1}`},
+	}))
+	failOnce := func(err error) k8stesting.ReactionFunc {
+		failed := false
+		return func(k8stesting.Action) (bool, runtime.Object, error) {
+			if failed {
+				return false, nil, nil
+			}
+			failed = true
+			return true, nil, err
+		}
+	}
+	target.Kube.(*k8sfake.Clientset).PrependReactor("list", "configmaps", failOnce(&url.Error{Op: "Get", URL: "https://10.96.0.1/api/v1/namespaces/ci/configmaps", Err: handshakeTimeout{}}))
+	target.Tekton.(*tektonfake.Clientset).PrependReactor("delete", "pipelineruns", failOnce(apierrors.NewServiceUnavailable("restarting")))
+	now := t0.Add(3*time.Hour + 5*time.Minute)
+
+	r, err := Sweep(ctx, target, Options{Now: func() time.Time { return now }})
+	if err != nil || len(r.Failed) > 0 {
+		t.Fatalf("Sweep: %v, %+v", err, r.Failed)
+	}
+	if diff := cmp.Diff([]string{"PipelineRun/app-unit-1: " + ReasonBeyond}, names(r.Deleted)); diff != "" {
+		t.Errorf("Deleted (-want +got):\n%s", diff)
+	}
+	if _, err := target.Tekton.TektonV1().PipelineRuns("ci").Get(ctx, "app-unit-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the build beyond its retention: err = %v, want it gone", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/concourse/concourse/atc/exec"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/internal/transient"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
@@ -153,7 +154,7 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 		ref.Uploads = s.artifactSource()
 	}
 	run, err := s.factory.Runs.Start(runCtx, planJSON, ref)
-	if err != nil && ctx.Err() == nil && Transient(err) {
+	if err != nil && ctx.Err() == nil && transient.Is(err) {
 		// The cluster could not be reached, or asked to be tried again: the build stays
 		// pending on it, and the engine runs it again later (as a build whose events could
 		// not be followed).

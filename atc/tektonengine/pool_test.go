@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/internal/transient"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
@@ -285,7 +286,7 @@ func TestPoolUnreadableTarget(t *testing.T) {
 	}
 	_, err := (&Pool{Workers: []Worker{down("a")}}).Start(context.Background(), plan, ref)
 	var noWorkers *NoWorkersError
-	if err == nil || errors.As(err, &noWorkers) || !Transient(err) {
+	if err == nil || errors.As(err, &noWorkers) || !transient.Is(err) {
 		t.Errorf("the only target unreadable: %v; want its error, transient", err)
 	}
 }

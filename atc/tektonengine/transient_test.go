@@ -1,40 +1,31 @@
 package tektonengine
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"syscall"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	k8sschema "k8s.io/apimachinery/pkg/runtime/schema"
-
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
+	"github.com/concourse-tekton/concourse-tekton/internal/transient"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
-func TestTransient(t *testing.T) {
+// TestStartErrorsTransient: a build whose start meets an unreachable cluster is started
+// again later (exec.Retriable); one whose plan does not compile, or whose vars are not
+// defined, errors.
+func TestStartErrorsTransient(t *testing.T) {
 	refused := &url.Error{Op: "Get", URL: "https://127.0.0.1:6443/apis", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
-	prs := k8sschema.GroupResource{Group: "tekton.dev", Resource: "pipelineruns"}
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"the API server refused the connection", fmt.Errorf("looking for build app-unit-1: %w", refused), true},
-		{"the API server is unavailable", apierrors.NewServiceUnavailable("restarting"), true},
-		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), true},
-		{"a server timeout", apierrors.NewServerTimeout(prs, "create", 1), true},
-		{"forbidden", apierrors.NewForbidden(prs, "app-unit-1", errors.New("no")), false},
-		{"a plan that does not compile", &translate.UnsupportedError{PlanID: "1", Step: "t", Reason: "no image"}, false},
-		{"undefined vars", vars.UndefinedVarsError{Vars: []string{"x"}}, false},
-		{"nil", nil, false},
+	if err := fmt.Errorf("looking for build app-unit-1: %w", refused); !transient.Is(err) {
+		t.Errorf("transient.Is(%v) = false, want the build started again later", err)
 	}
-	for _, tt := range tests {
-		if got := Transient(tt.err); got != tt.want {
-			t.Errorf("%s: Transient(%v) = %t, want %t", tt.name, tt.err, got, tt.want)
+	for _, err := range []error{
+		&translate.UnsupportedError{PlanID: "1", Step: "t", Reason: "no image"},
+		vars.UndefinedVarsError{Vars: []string{"x"}},
+	} {
+		if transient.Is(err) {
+			t.Errorf("transient.Is(%v) = true, want the build errored", err)
 		}
 	}
 }
