@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -80,4 +81,75 @@ type countWriter struct{ n int64 }
 func (w *countWriter) Write(p []byte) (int, error) {
 	w.n += int64(len(p))
 	return len(p), nil
+}
+
+// BenchmarkPeakHeap runs `validate` and `convert -o DIR` once each on every pipeline of
+// the corpus, in one process as a user would (`validate corpus/*`), and reports the
+// highest heap the command held, per byte of the files it read: peak-heap/in sampled
+// every millisecond, live-heap/in the most a collection found alive. The process's own
+// RSS adds the binary's pages and the runtime, the same for any input.
+func BenchmarkPeakHeap(b *testing.B) {
+	files := testcorpus.Pipelines(b)
+	var in int64
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		in += st.Size()
+	}
+	for _, bc := range []struct {
+		name string
+		args func(dir string) []string
+	}{
+		{"validate/corpus", func(string) []string { return append([]string{"validate"}, files...) }},
+		{"convert/corpus", func(dir string) []string {
+			return append([]string{"convert", "--skip-unsupported", "-o", dir}, files...)
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var peak, live uint64
+			for b.Loop() {
+				dir := b.TempDir()
+				runtime.GC()
+				p, l := heapPeaks(func() { Main(bc.args(dir), strings.NewReader(""), io.Discard, io.Discard) })
+				peak, live = max(peak, p), max(live, l)
+			}
+			b.ReportMetric(float64(peak)/float64(in), "peak-heap/in")
+			b.ReportMetric(float64(live)/float64(in), "live-heap/in")
+		})
+	}
+}
+
+// heapPeaks runs f and returns how far the heap's objects grew beyond what they were
+// when it started, sampled every millisecond, and the most a collection found alive
+// beyond that.
+func heapPeaks(f func()) (peak, live uint64) {
+	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
+	read := func() (uint64, uint64) {
+		metrics.Read(samples)
+		return samples[0].Value.Uint64(), samples[1].Value.Uint64()
+	}
+	base, baseLive := read()
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			objects, alive := read()
+			peak, live = max(peak, objects-min(objects, base)), max(live, alive-min(alive, baseLive))
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-sampled
+	objects, alive := read()
+	return max(peak, objects-min(objects, base)), max(live, alive-min(alive, baseLive))
 }

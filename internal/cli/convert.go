@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -261,10 +260,13 @@ type converted struct {
 	file     string // the name in diagnostics
 	opts     translate.Options
 	keepJobs map[string]bool // the jobs -j did not select
-	objects  []any           // in apply order: Tasks first
-	docs     [][]byte        // for each object, its YAML document
-	held     [][]string      // for each object, the static vars whose values it holds
-	secrets  []string
+	// What is kept of its objects, in apply order (Tasks first): their kinds and names,
+	// their YAML documents, and the static vars whose values each holds. The objects
+	// themselves go once converted: a pipeline's are several times its documents' size.
+	names   []objectName
+	docs    [][]byte
+	held    [][]string
+	secrets []string
 	// pulls say, for each PipelineRun whose pods pull images with credentials, the
 	// Secret of them it names and the registries it holds.
 	pulls []string
@@ -331,13 +333,13 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d pipelines could not be converted, nothing was written: %s", len(failed), len(paths), strings.Join(failed, ", "))
 	}
-	objects, docs, held := mergeConverted(convs)
+	names, docs, held := mergeConverted(convs)
 	if f.outDir != "" {
 		conv := outdir.Conversion{Team: f.team, Pipelines: map[string]map[string]bool{}}
 		for _, c := range convs {
 			conv.Pipelines[c.opts.Pipeline] = c.keepJobs
 		}
-		if err := writeObjects(f.outDir, objects, docs, held, conv); err != nil {
+		if err := writeObjects(f.outDir, names, docs, held, conv); err != nil {
 			return err
 		}
 	} else {
@@ -372,25 +374,25 @@ func inputName(path string) string {
 // mergeConverted lists the objects of pipelines in order, each Task once (Task names are
 // hashes of their specs: one name, one object), with their documents and the vars each
 // holds.
-func mergeConverted(convs []*converted) ([]any, [][]byte, [][]string) {
-	var objects []any
+func mergeConverted(convs []*converted) ([]objectName, [][]byte, [][]string) {
+	var names []objectName
 	var docs [][]byte
 	var held [][]string
 	tasks := map[string]bool{}
 	for _, c := range convs {
-		for i, obj := range c.objects {
-			if t, ok := obj.(*v1.Task); ok {
-				if tasks[t.Name] {
+		for i, n := range c.names {
+			if n.kind == "Task" {
+				if tasks[n.name] {
 					continue
 				}
-				tasks[t.Name] = true
+				tasks[n.name] = true
 			}
-			objects = append(objects, obj)
+			names = append(names, n)
 			docs = append(docs, c.docs[i])
 			held = append(held, c.held[i])
 		}
 	}
-	return objects, docs, held
+	return names, docs, held
 }
 
 // writeStream writes documents as one YAML stream, the stream translate.MarshalYAML makes.
@@ -487,13 +489,25 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 			c.pulls = append(c.pulls, fmt.Sprintf("%s (%s)", r.ImagePullSecret.Name, strings.Join(regs, ", ")))
 		}
 	}
-	c.objects = slices.Concat(tasks, pipelines, runs)
+	objects := slices.Concat(tasks, pipelines, runs)
 	c.docs = slices.Concat(taskDocs, pipelineDocs, runDocs)
-	if c.held, err = varsHeld(c.objects, used); err != nil {
+	if c.held, err = varsHeld(objects, used); err != nil {
 		return nil, err
+	}
+	c.names = make([]objectName, len(objects))
+	for i, obj := range objects {
+		ro, isObject := obj.(runtime.Object)
+		mo, hasMeta := obj.(metav1.Object)
+		if !isObject || !hasMeta {
+			return nil, fmt.Errorf("converting %T: not a Kubernetes object", obj)
+		}
+		c.names[i] = objectName{kind: ro.GetObjectKind().GroupVersionKind().Kind, name: mo.GetName()}
 	}
 	return c, nil
 }
+
+// objectName is an object's kind and name.
+type objectName struct{ kind, name string }
 
 // compiledJob is a job's build plan, what Translate made of it and the YAML documents of
 // its Pipeline and PipelineRun (its Tasks, the process's step Tasks, are rendered once a
@@ -605,20 +619,15 @@ func (s *streams) warnPlainText(held [][]string) {
 // removing the files of earlier conversions that conv leaves over. A file is named after
 // its object's kind and name, taken from the object (not read back from its document);
 // one that holds a static var's value is readable by its owner only.
-func writeObjects(dir string, objects []any, docs [][]byte, held [][]string, conv outdir.Conversion) error {
+func writeObjects(dir string, names []objectName, docs [][]byte, held [][]string, conv outdir.Conversion) error {
 	files := make([]outdir.File, 0, len(docs))
 	conv.Files = map[string]bool{}
 	for i, doc := range docs {
-		ro, isObject := objects[i].(runtime.Object)
-		mo, hasMeta := objects[i].(metav1.Object)
-		if !isObject || !hasMeta {
-			return fmt.Errorf("writing %T: not a Kubernetes object", objects[i])
-		}
 		perm := fs.FileMode(0o644)
 		if len(held[i]) > 0 {
 			perm = 0o600
 		}
-		name := outdir.FileName(ro.GetObjectKind().GroupVersionKind().Kind, mo.GetName())
+		name := outdir.FileName(names[i].kind, names[i].name)
 		files = append(files, outdir.File{Name: name, Data: doc, Perm: perm})
 		conv.Files[name] = true
 	}

@@ -136,11 +136,18 @@ The exit code is 1 when any of them is invalid.`,
 			if err := StdinOnce(args); err != nil {
 				return err
 			}
-			pipelines := make([]*concourse.Pipeline, len(args))
+			// What is said of each valid pipeline, and nothing more: a pipeline's model
+			// goes once it is checked, so the process holds a few at a time, not all.
+			valid := make([]string, len(args))
 			errs := make([]error, len(args))
 			var invalid []string
 			err := s.EachPath(args, func(i int, own *Streams) {
-				pipelines[i], errs[i] = own.LoadPipeline(args[i], &flags)
+				p, err := own.LoadPipeline(args[i], &flags)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				valid[i] = fmt.Sprintf("%s: valid: %s, %s\n", p.File, Plural(len(p.Config.Jobs), "job"), Plural(len(p.Config.Resources), "resource"))
 			}, func(i int) error {
 				if err := errs[i]; err != nil {
 					if len(args) == 1 {
@@ -150,9 +157,8 @@ The exit code is 1 when any of them is invalid.`,
 					invalid = append(invalid, args[i])
 					return nil
 				}
-				p := pipelines[i]
-				fmt.Fprintf(s.Err, "%s: valid: %s, %s\n", p.File, Plural(len(p.Config.Jobs), "job"), Plural(len(p.Config.Resources), "resource"))
-				return nil
+				_, err := io.WriteString(s.Err, valid[i])
+				return err
 			})
 			if err != nil {
 				return err
