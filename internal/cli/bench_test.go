@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,36 +84,49 @@ func (w *countWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// BenchmarkPeakHeap runs `validate` and `convert -o DIR` once each on every pipeline of
-// the corpus, in one process as a user would (`validate corpus/*`), and reports the
+// BenchmarkPeakHeap runs `validate` and `convert -o DIR` on every pipeline of the corpus,
+// in one process as a user would (`validate corpus/*`), and on its largest file; it
+// reports the
 // highest heap the command held, per byte of the files it read: peak-heap/in sampled
 // every millisecond, live-heap/in the most a collection found alive. The process's own
 // RSS adds the binary's pages and the runtime, the same for any input.
 func BenchmarkPeakHeap(b *testing.B) {
-	files := testcorpus.Pipelines(b)
-	var in int64
-	for _, f := range files {
-		st, err := os.Stat(f)
-		if err != nil {
-			b.Fatal(err)
+	corpus := testcorpus.Pipelines(b)
+	largest, size := "", int64(0)
+	for _, f := range corpus {
+		if st, err := os.Stat(f); err == nil && st.Size() > size {
+			largest, size = f, st.Size()
 		}
-		in += st.Size()
 	}
 	for _, bc := range []struct {
-		name string
-		args func(dir string) []string
+		name    string
+		command []string
+		files   []string
 	}{
-		{"validate/corpus", func(string) []string { return append([]string{"validate"}, files...) }},
-		{"convert/corpus", func(dir string) []string {
-			return append([]string{"convert", "--skip-unsupported", "-o", dir}, files...)
-		}},
+		{"validate/corpus", []string{"validate"}, corpus},
+		{"validate/largest", []string{"validate"}, []string{largest}},
+		{"convert/corpus", []string{"convert", "--skip-unsupported", "-o"}, corpus},
+		{"convert/largest", []string{"convert", "--skip-unsupported", "-o"}, []string{largest}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
+			var in int64
+			for _, f := range bc.files {
+				st, err := os.Stat(f)
+				if err != nil {
+					b.Fatal(err)
+				}
+				in += st.Size()
+			}
 			var peak, live uint64
 			for b.Loop() {
 				dir := b.TempDir()
 				runtime.GC()
-				p, l := heapPeaks(func() { Main(bc.args(dir), strings.NewReader(""), io.Discard, io.Discard) })
+				args := slices.Clone(bc.command)
+				if args[0] == "convert" {
+					args = append(args, dir)
+				}
+				args = append(args, bc.files...)
+				p, l := heapPeaks(func() { Main(args, strings.NewReader(""), io.Discard, io.Discard) })
 				peak, live = max(peak, p), max(live, l)
 			}
 			b.ReportMetric(float64(peak)/float64(in), "peak-heap/in")

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -439,32 +440,29 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 	compiled := make([]compiledJob, len(jobs))
 	parallel.ForEach(len(jobs), 1, func() func(int) {
 		var scratch []byte
-		return func(i int) { compiled[i] = compileJob(p, opts, jobs[i], &scratch) }
+		return func(i int) { compiled[i] = compileJob(p, opts, jobs[i], used, &scratch) }
 	})
 	// In apply order: Tasks, so that kubectl apply creates them before what refers to
 	// them, then Pipelines, then PipelineRuns.
-	var tasks, pipelines, runs []any
+	var tasks []any
 	var taskDocs, pipelineDocs, runDocs [][]byte
+	var pipelines, runs []objectName
+	var pipelinesHeld, runsHeld [][]string
 	taken := map[string]bool{}
 	for i, name := range jobs {
-		b, r, err := compiled[i].build, compiled[i].result, compiled[i].err
-		if err != nil && b == nil {
-			return nil, err
-		}
-		if err != nil {
-			msg := stepError(p, b.Paths, name, err)
-			var unsupported *translate.UnsupportedError
-			if f.skipUnsupported && errors.As(err, &unsupported) {
-				fmt.Fprintf(s.err, "warning: %s (job %s left out)\n", msg, name)
+		j := &compiled[i]
+		if j.err != nil {
+			if f.skipUnsupported && j.unsupported {
+				fmt.Fprintf(s.err, "warning: %v (job %s left out)\n", j.err, name)
 				continue
 			}
-			return nil, errors.New(msg)
+			return nil, j.err
 		}
-		for _, w := range r.Warnings {
-			fmt.Fprintf(s.err, "warning: %s\n", stepWarning(p, b.Paths, name, w))
+		for _, w := range j.warnings {
+			fmt.Fprintf(s.err, "warning: %s\n", w)
 		}
 		c.jobs++
-		for _, t := range r.Tasks {
+		for _, t := range j.tasks {
 			if !taken[t.Name] {
 				taken[t.Name] = true
 				// A step Task's document was rendered once for the process.
@@ -475,54 +473,60 @@ func (s *streams) convertOne(path string, f *convertFlags) (*converted, error) {
 				tasks, taskDocs = append(tasks, t), append(taskDocs, doc)
 			}
 		}
-		pipelines, pipelineDocs = append(pipelines, r.Pipeline), append(pipelineDocs, compiled[i].docs[0])
-		runs, runDocs = append(runs, r.PipelineRun), append(runDocs, compiled[i].docs[1])
-		c.secrets = append(c.secrets, r.Secrets...)
-		if len(r.ImagePulls) > 0 {
-			regs := make([]string, len(r.ImagePulls))
-			for i, pull := range r.ImagePulls {
-				regs[i] = translate.PullRegistry(pull.Repository)
-				if strings.Contains(pull.Repository, "((") {
-					regs[i] = pull.Repository
-				}
-			}
-			c.pulls = append(c.pulls, fmt.Sprintf("%s (%s)", r.ImagePullSecret.Name, strings.Join(regs, ", ")))
+		pipelines, pipelineDocs, pipelinesHeld = append(pipelines, j.names[0]), append(pipelineDocs, j.docs[0]), append(pipelinesHeld, j.held[0])
+		runs, runDocs, runsHeld = append(runs, j.names[1]), append(runDocs, j.docs[1]), append(runsHeld, j.held[1])
+		c.secrets = append(c.secrets, j.secrets...)
+		if j.pulls != "" {
+			c.pulls = append(c.pulls, j.pulls)
 		}
 	}
-	objects := slices.Concat(tasks, pipelines, runs)
-	c.docs = slices.Concat(taskDocs, pipelineDocs, runDocs)
-	if c.held, err = varsHeld(objects, used); err != nil {
+	tasksHeld, err := varsHeld(tasks, used)
+	if err != nil {
 		return nil, err
 	}
-	c.names = make([]objectName, len(objects))
-	for i, obj := range objects {
-		ro, isObject := obj.(runtime.Object)
-		mo, hasMeta := obj.(metav1.Object)
-		if !isObject || !hasMeta {
-			return nil, fmt.Errorf("converting %T: not a Kubernetes object", obj)
-		}
-		c.names[i] = objectName{kind: ro.GetObjectKind().GroupVersionKind().Kind, name: mo.GetName()}
+	taskNames := make([]objectName, len(tasks))
+	for i, t := range tasks {
+		taskNames[i] = nameOf(t)
 	}
+	c.names = slices.Concat(taskNames, pipelines, runs)
+	c.docs = slices.Concat(taskDocs, pipelineDocs, runDocs)
+	c.held = slices.Concat(tasksHeld, pipelinesHeld, runsHeld)
 	return c, nil
 }
 
 // objectName is an object's kind and name.
 type objectName struct{ kind, name string }
 
-// compiledJob is a job's build plan, what Translate made of it and the YAML documents of
-// its Pipeline and PipelineRun (its Tasks, the process's step Tasks, are rendered once a
-// process); err is the planner's when build is nil, else the translator's.
+// nameOf is the kind and name of obj, a Kubernetes object whose TypeMeta is set.
+func nameOf(obj any) objectName {
+	return objectName{kind: obj.(runtime.Object).GetObjectKind().GroupVersionKind().Kind, name: obj.(metav1.Object).GetName()}
+}
+
+// compiledJob is what is kept of a job's compilation: the documents of its Pipeline and
+// PipelineRun, their names and the static vars each holds, and what the conversion says
+// of the job; not the objects, which go once rendered (a job's are several times its
+// documents' size, and a pipeline's jobs compile before any is written). Its Tasks are
+// the process's step Tasks, rendered once a process.
 type compiledJob struct {
-	build  *planner.Build
-	result *translate.Result
-	docs   [][]byte
-	err    error
+	// err is the planner's error, or the translator's, worded at the step it came from;
+	// unsupported says it is an UnsupportedError (--skip-unsupported leaves the job out).
+	err         error
+	unsupported bool
+	warnings    []string
+	tasks       []*v1.Task
+	docs        [][]byte // the Pipeline's and the PipelineRun's
+	names       []objectName
+	held        [][]string
+	secrets     []string
+	// pulls says which Secret of pull credentials the PipelineRun names, and the
+	// registries it holds; "" when it names none.
+	pulls string
 }
 
 // compileJob plans a build of the job, translates it and renders its Pipeline and
 // PipelineRun, in *scratch (a buffer the caller's goroutine reuses). It reads p and opts
 // only, so that jobs compile at the same time.
-func compileJob(p *concourse.Pipeline, opts translate.Options, job string, scratch *[]byte) compiledJob {
+func compileJob(p *concourse.Pipeline, opts translate.Options, job string, used []varuse.Var, scratch *[]byte) compiledJob {
 	b, err := planner.PlanBuild(p, job, planner.Options{ManuallyTriggered: true})
 	if err != nil {
 		return compiledJob{err: err}
@@ -531,18 +535,37 @@ func compileJob(p *concourse.Pipeline, opts translate.Options, job string, scrat
 	opts.BuildLogRetention = b.Retention
 	r, err := translate.Translate(b.Plan, opts)
 	if err != nil {
-		return compiledJob{build: &b, result: r, err: err}
+		var u *translate.UnsupportedError
+		return compiledJob{err: errors.New(stepError(p, b.Paths, job, err)), unsupported: errors.As(err, &u)}
 	}
-	docs := make([][]byte, 0, 2)
-	for _, obj := range []any{r.Pipeline, r.PipelineRun} {
+	j := compiledJob{tasks: r.Tasks, secrets: r.Secrets}
+	for _, w := range r.Warnings {
+		j.warnings = append(j.warnings, stepWarning(p, b.Paths, job, w))
+	}
+	objects := []any{r.Pipeline, r.PipelineRun}
+	for _, obj := range objects {
 		if *scratch, err = translate.AppendYAML((*scratch)[:0], obj); err != nil {
-			return compiledJob{build: &b, result: r, err: err}
+			return compiledJob{err: errors.New(stepError(p, b.Paths, job, err))}
 		}
 		// Each document at its size: a buffer grown to megabytes would be copied and
 		// cleared again and again.
-		docs = append(docs, bytes.Clone(*scratch))
+		j.docs = append(j.docs, bytes.Clone(*scratch))
+		j.names = append(j.names, nameOf(obj))
 	}
-	return compiledJob{build: &b, result: r, docs: docs}
+	if j.held, err = varsHeld(objects, used); err != nil {
+		return compiledJob{err: err}
+	}
+	if len(r.ImagePulls) > 0 {
+		regs := make([]string, len(r.ImagePulls))
+		for i, pull := range r.ImagePulls {
+			regs[i] = translate.PullRegistry(pull.Repository)
+			if strings.Contains(pull.Repository, "((") {
+				regs[i] = pull.Repository
+			}
+		}
+		j.pulls = fmt.Sprintf("%s (%s)", r.ImagePullSecret.Name, strings.Join(regs, ", "))
+	}
+	return j
 }
 
 // stepError says what went wrong translating a job: an unsupported construct at the step
