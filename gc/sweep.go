@@ -28,6 +28,9 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
+// retryDelays are the waits before a call that failed transiently is made again.
+var retryDelays = transient.Delays
+
 // Options say how Sweep sweeps.
 type Options struct {
 	Rules
@@ -147,9 +150,20 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 		return report, nil
 	}
 
+	// A call that fails transiently is tried again (retryDelays), until one has been tried
+	// again for as long as they allow: the API server is then away, and each call left is
+	// made once, rather than waited on again and again.
+	delays := retryDelays
+	try := func(call func() error) error {
+		err := transient.Retry(ctx, delays, call)
+		if transient.Is(err) {
+			delays = nil
+		}
+		return err
+	}
 	blocked := map[string]error{} // runs that stay: their volume could not be released
 	for _, item := range d.Release {
-		if err := transient.Retry(ctx, transient.Delays, func() error { return release(ctx, t, item, now()) }); err != nil {
+		if err := try(func() error { return release(ctx, t, item, now()) }); err != nil {
 			blocked[item.Run] = fmt.Errorf("releasing its volume %s first: %w", item.Name, err)
 			continue
 		}
@@ -206,7 +220,7 @@ func Sweep(ctx context.Context, t *tektonrun.Target, o Options) (Report, error) 
 			err = archived[item.Run]
 		}
 		if err == nil {
-			err = transient.Retry(ctx, transient.Delays, func() error { return deleteItem(item) })
+			err = try(func() error { return deleteItem(item) })
 		}
 		switch {
 		case err == nil, apierrors.IsNotFound(err):

@@ -115,6 +115,9 @@ func (handshakeTimeout) Temporary() bool { return true }
 // TestSweepTransientErrors: a list and a deletion that fail once with an overloaded API
 // server's errors are tried again, and the sweep does all it would have done.
 func TestSweepTransientErrors(t *testing.T) {
+	delays := retryDelays
+	retryDelays = []time.Duration{time.Millisecond}
+	t.Cleanup(func() { retryDelays = delays })
 	ctx := context.Background()
 	target := fakeTarget(namespace([]fixture{
 		{job: "unit", n: 1, outcome: runspec.Succeeded, ended: 3},
@@ -143,5 +146,35 @@ func TestSweepTransientErrors(t *testing.T) {
 	}
 	if _, err := target.Tekton.TektonV1().PipelineRuns("ci").Get(ctx, "app-unit-1", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the build beyond its retention: err = %v, want it gone", err)
+	}
+}
+
+// TestSweepAPIServerAway: when the API server stays away through one deletion's retries,
+// the deletions left are tried once each, and all are reported failed.
+func TestSweepAPIServerAway(t *testing.T) {
+	delays := retryDelays
+	retryDelays = []time.Duration{time.Millisecond, time.Millisecond}
+	t.Cleanup(func() { retryDelays = delays })
+	target := fakeTarget(namespace([]fixture{
+		{job: "unit", n: 1, outcome: runspec.Succeeded, ended: 3},
+		{job: "unit", n: 2, outcome: runspec.Succeeded, ended: 3},
+		{job: "unit", n: 3, outcome: runspec.Succeeded, ended: 3, retention: `{"builds":1}`},
+	}))
+	deletes := 0
+	target.Tekton.(*tektonfake.Clientset).PrependReactor("delete", "pipelineruns", func(k8stesting.Action) (bool, runtime.Object, error) {
+		deletes++
+		return true, nil, apierrors.NewServiceUnavailable("restarting")
+	})
+	now := t0.Add(3*time.Hour + 5*time.Minute)
+
+	r, err := Sweep(context.Background(), target, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Failed) != 2 || len(r.Deleted) != 0 {
+		t.Errorf("deleted %v, failed %+v; want both builds beyond their retention failed", names(r.Deleted), r.Failed)
+	}
+	if deletes != 3+1 {
+		t.Errorf("%d deletions asked for, want 3 (the first, tried again twice) and 1", deletes)
 	}
 }
