@@ -98,6 +98,9 @@ type handle struct {
 	step string
 	// success, when set, is a cheap condition for "the node succeeded".
 	success *cond
+	// successBy, when set, makes success on first need (lazySuccess): a node whose
+	// success no one asks for makes no join for it.
+	successBy func() *cond
 	// join is the node's join task, made on first need.
 	join string
 	// failedBy, when set, makes the node's failedTerms, on first need (most nodes are
@@ -147,7 +150,7 @@ func (c *compiler) test(h *handle, s outcomes) cond {
 		// "h finished": runAfter holds for skipped tasks too, and h's own entry tells
 		// whether h was entered at all.
 		return h.entry.and(cond{after: h.tasks})
-	case len(s) == 1 && s[0] == runspec.Succeeded && h.success != nil:
+	case len(s) == 1 && s[0] == runspec.Succeeded && c.resolveSuccess(h) != nil:
 		return *h.success
 	case h.leaf != "" && !s.has(runspec.Errored):
 		return outcomeIn(h.leaf, s)
@@ -225,9 +228,30 @@ func (c *compiler) seqFailed(nodes []*handle) []cond {
 	return terms
 }
 
+// resolveSuccess is h's success condition, made now if h makes it on first need.
+func (c *compiler) resolveSuccess(h *handle) *cond {
+	if h.successBy != nil {
+		h.success, h.successBy = h.successBy(), nil
+	}
+	return h.success
+}
+
+// lazySuccess is a handle's successBy: f, called on first need, under the name suffix of
+// the copy being compiled now (hookCopies), so that a join f makes is named as one made
+// now would be.
+func (c *compiler) lazySuccess(f func() *cond) func() *cond {
+	suffix := c.nameSuffix
+	return func() *cond {
+		saved := c.nameSuffix
+		c.nameSuffix = suffix
+		defer func() { c.nameSuffix = saved }()
+		return f()
+	}
+}
+
 // successOf is a cheap success condition for h, if it has one.
 func (c *compiler) successOf(h *handle) *cond {
-	if h.success != nil {
+	if c.resolveSuccess(h) != nil {
 		return h.success
 	}
 	if h.leaf != "" {

@@ -22,8 +22,10 @@ func (c *compiler) do(p *concourse.Plan, e cond, sc scope) *handle {
 		child := c.compile(&steps[i], next, sc)
 		h.tree.Steps = append(h.tree.Steps, child.tree)
 		h.tasks = append(h.tasks, child.tasks...)
-		next = c.test(child, onlySuccess)
 		children = append(children, child)
+		if i < len(steps)-1 {
+			next = c.test(child, onlySuccess)
+		}
 	}
 	if len(children) == 0 {
 		// An empty do succeeds as soon as it starts.
@@ -36,8 +38,13 @@ func (c *compiler) do(p *concourse.Plan, e cond, sc scope) *handle {
 		h.leaf = last.leaf
 	}
 	h.failedBy = func() []cond { return c.seqFailed(children) }
-	// A child runs only if the one before it succeeded: the last one's success is the do's.
-	h.success = &next
+	// A child runs only if the one before it succeeded: the last one's success is the do's
+	// (asked for when a step after the do needs it: the last step of a build's plan needs
+	// no join of its own).
+	h.successBy = c.lazySuccess(func() *cond {
+		s := c.test(last, onlySuccess)
+		return &s
+	})
 	return h
 }
 
@@ -61,7 +68,6 @@ type group struct {
 // parallel compiles a group of children.
 func (c *compiler) parallel(g group, e cond, sc scope) *handle {
 	h := &handle{tree: runspec.Node{ID: string(g.id), Kind: g.kind, Steps: []runspec.Node{}, FailFast: g.failFast, Slotted: g.slotted}, name: "parallel", entry: e}
-	success := e
 	var children []*handle
 	for i := range g.steps {
 		entry := e
@@ -85,15 +91,19 @@ func (c *compiler) parallel(g group, e cond, sc scope) *handle {
 		children = append(children, child)
 		h.tree.Steps = append(h.tree.Steps, child.tree)
 		h.tasks = append(h.tasks, child.tasks...)
-		if !g.slotted {
-			success = success.and(c.test(child, onlySuccess))
-		}
 	}
 	if len(children) > 0 {
 		h.name = children[0].name
 	}
 	if !g.slotted {
-		h.success = &success
+		// Every child succeeded.
+		h.successBy = c.lazySuccess(func() *cond {
+			success := e
+			for _, child := range children {
+				success = success.and(c.test(child, onlySuccess))
+			}
+			return &success
+		})
 	}
 	if g.kind == runspec.KindInParallel && !g.failFast && g.entry == nil && g.scope == nil {
 		h.failedBy = func() []cond { return c.parallelFailed(children) }
@@ -205,7 +215,7 @@ func (c *compiler) try(p *concourse.Plan, e cond, sc scope) *handle {
 func (c *compiler) timeout(p *concourse.Plan, e cond, sc scope) *handle {
 	inner := c.compile(&p.Timeout.Step, e, sc.withTimeout(p.ID, p.Timeout.Duration))
 	return &handle{tree: runspec.Node{ID: string(p.ID), Kind: runspec.KindTimeout, Step: &inner.tree}, name: inner.name,
-		entry: e, tasks: inner.tasks, leaf: inner.leaf, success: c.successOf(inner)}
+		entry: e, tasks: inner.tasks, leaf: inner.leaf, successBy: c.lazySuccess(func() *cond { return c.successOf(inner) })}
 }
 
 // hookParts are a hook node's kind, its step and its hook.
@@ -269,7 +279,7 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 	switch kind {
 	case runspec.KindOnSuccess:
 		// The hook runs only on success, and its result is the step's.
-		h.success = c.successOf(hk)
+		h.successBy = c.lazySuccess(func() *cond { return c.successOf(hk) })
 		// It fails when the step does, or when the hook does (it has run: the step
 		// succeeded).
 		h.failedBy = func() []cond {
@@ -280,7 +290,7 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 		}
 	case runspec.KindOnFailure, runspec.KindOnError, runspec.KindOnAbort:
 		// The hook cannot turn the step into a success, nor a success into anything else.
-		h.success = c.successOf(inner)
+		h.successBy = c.lazySuccess(func() *cond { return c.successOf(inner) })
 		switch {
 		case kind != runspec.KindOnFailure:
 			// Its hook does not run when the step failed, and the step's outcome is the
@@ -291,10 +301,13 @@ func (c *compiler) hook(p *concourse.Plan, e cond, sc scope) *handle {
 			h.failedBy = func() []cond { return failedThenHook(terms, copies) }
 		}
 	case runspec.KindEnsure:
-		if a, b := c.successOf(inner), c.successOf(hk); a != nil && b != nil {
-			s := a.and(*b)
-			h.success = &s
-		}
+		h.successBy = c.lazySuccess(func() *cond {
+			if a, b := c.successOf(inner), c.successOf(hk); a != nil && b != nil {
+				s := a.and(*b)
+				return &s
+			}
+			return nil
+		})
 		h.failedBy = func() []cond { return c.ensureFailed(inner, hk) }
 	}
 	return h

@@ -447,6 +447,8 @@ func TestSemanticsTable(t *testing.T) {
 		"in_parallel":           {ID: "9", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("2")}}},
 		"try":                   do("9", concourse.Plan{ID: "8", Try: &concourse.TryPlan{Step: task("1")}}, task("2")),
 		"attempts":              do("9", concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{task("1"), task("2")}}, task("3")),
+		"attempts last":         do("9", task("3"), concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{task("1"), task("2")}}),
+		"in_parallel of try":    {ID: "9", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{{ID: "8", Try: &concourse.TryPlan{Step: task("1")}}, task("2")}}},
 		"on_success":            {ID: "9", OnSuccess: &concourse.OnSuccessPlan{Step: task("1"), Next: task("2")}},
 		"on_failure":            {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: task("1"), Next: task("2")}},
 		"on_error":              {ID: "9", OnError: &concourse.OnErrorPlan{Step: task("1"), Next: task("2")}},
@@ -569,5 +571,61 @@ func TestFailureHookPods(t *testing.T) {
 			t.Errorf("step %q failed: the hook ran %d times, want %d (ran %v)", failing, hooks, want, ran)
 		}
 		checkPlan(t, plan, outcomes)
+	}
+}
+
+// TestJoinsOnlyWhereAsked: a join is made for a node's success only when a step after it
+// asks for that success. A build whose plan ends with attempts, a try or an in_parallel
+// of them runs no join for the build's last step: its verdict reads the build's state.
+// attempts makes the join that guards its next attempt, and a step after the attempts
+// the join of their success, which it reads.
+func TestJoinsOnlyWhereAsked(t *testing.T) {
+	task := func(id string) concourse.Plan {
+		return concourse.Plan{ID: concourse.PlanID(id), Task: &concourse.TaskPlan{Name: "t" + id, Config: leafConfig}}
+	}
+	do := func(id string, ps ...concourse.Plan) concourse.Plan {
+		d := concourse.DoPlan(ps)
+		return concourse.Plan{ID: concourse.PlanID(id), Do: &d}
+	}
+	attempts := concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{task("1"), task("2")}}
+	try := concourse.Plan{ID: "7", Try: &concourse.TryPlan{Step: task("4")}}
+	for _, tt := range []struct {
+		name  string
+		plan  concourse.Plan
+		joins []string
+	}{
+		{"attempts last", do("9", task("3"), attempts), []string{"join-t1-attempt-1"}},
+		{"try last", do("9", task("3"), try), nil},
+		{"in_parallel last", do("9", task("3"), concourse.Plan{ID: "6", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{attempts, try}}}),
+			[]string{"join-t1-attempt-1"}},
+		{"a step after attempts", do("9", attempts, task("3")), []string{"join-t1-attempt-1", "join-t1"}},
+		{"a step after a try", do("9", try, task("3")), []string{"join-try-t4"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := translate.Translate(tt.plan, translate.Options{Pipeline: "p", Job: "j"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var joins []string
+			for _, pt := range r.Pipeline.Spec.Tasks {
+				for _, p := range pt.Params {
+					if p.Name == "spec" && strings.Contains(p.Value.StringVal, `"mode":"join"`) {
+						joins = append(joins, pt.Name)
+					}
+				}
+			}
+			if !slices.Equal(joins, tt.joins) {
+				t.Errorf("joins %q, want %q", joins, tt.joins)
+			}
+			ids := leaves(tt.plan)
+			for _, o := range allOutcomes {
+				outcomes := map[string]runspec.Outcome{}
+				for _, id := range ids {
+					outcomes[id] = runspec.Succeeded
+				}
+				outcomes["1"] = o
+				checkPlan(t, tt.plan, outcomes)
+			}
+		})
 	}
 }
