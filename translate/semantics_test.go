@@ -433,50 +433,54 @@ func planString(p *concourse.Plan) string {
 
 var allOutcomes = []runspec.Outcome{runspec.Succeeded, runspec.Failed, runspec.Errored, runspec.Aborted, noResult}
 
+// leafTask is a task step of plan ID id, named t<id>.
+func leafTask(id string) concourse.Plan {
+	return concourse.Plan{ID: concourse.PlanID(id), Task: &concourse.TaskPlan{Name: "t" + id, Config: leafConfig}}
+}
+
+// doPlan is a do step of plan ID id.
+func doPlan(id string, ps ...concourse.Plan) concourse.Plan {
+	d := concourse.DoPlan(ps)
+	return concourse.Plan{ID: concourse.PlanID(id), Do: &d}
+}
+
 // TestSemanticsTable checks every construct against every outcome of its step and hook.
 func TestSemanticsTable(t *testing.T) {
-	task := func(id string) concourse.Plan {
-		return concourse.Plan{ID: concourse.PlanID(id), Task: &concourse.TaskPlan{Name: "t" + id, Config: leafConfig}}
-	}
-	do := func(id string, ps ...concourse.Plan) concourse.Plan {
-		d := concourse.DoPlan(ps)
-		return concourse.Plan{ID: concourse.PlanID(id), Do: &d}
-	}
 	plans := map[string]concourse.Plan{
-		"do":                    do("9", task("1"), task("2")),
-		"in_parallel":           {ID: "9", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("2")}}},
-		"try":                   do("9", concourse.Plan{ID: "8", Try: &concourse.TryPlan{Step: task("1")}}, task("2")),
-		"attempts":              do("9", concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{task("1"), task("2")}}, task("3")),
-		"attempts last":         do("9", task("3"), concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{task("1"), task("2")}}),
-		"in_parallel of try":    {ID: "9", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{{ID: "8", Try: &concourse.TryPlan{Step: task("1")}}, task("2")}}},
-		"on_success":            {ID: "9", OnSuccess: &concourse.OnSuccessPlan{Step: task("1"), Next: task("2")}},
-		"on_failure":            {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: task("1"), Next: task("2")}},
-		"on_error":              {ID: "9", OnError: &concourse.OnErrorPlan{Step: task("1"), Next: task("2")}},
-		"on_abort":              {ID: "9", OnAbort: &concourse.OnAbortPlan{Step: task("1"), Next: task("2")}},
-		"ensure":                {ID: "9", Ensure: &concourse.EnsurePlan{Step: task("1"), Next: task("2")}},
-		"ensure on a composite": {ID: "9", Ensure: &concourse.EnsurePlan{Step: do("8", task("1"), task("3")), Next: task("2")}},
-		"hook on a composite":   {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8", task("1"), task("3")), Next: task("2")}},
+		"do":                    doPlan("9", leafTask("1"), leafTask("2")),
+		"in_parallel":           {ID: "9", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{leafTask("1"), leafTask("2")}}},
+		"try":                   doPlan("9", concourse.Plan{ID: "8", Try: &concourse.TryPlan{Step: leafTask("1")}}, leafTask("2")),
+		"attempts":              doPlan("9", concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{leafTask("1"), leafTask("2")}}, leafTask("3")),
+		"attempts last":         doPlan("9", leafTask("3"), concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{leafTask("1"), leafTask("2")}}),
+		"in_parallel of try":    {ID: "9", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{{ID: "8", Try: &concourse.TryPlan{Step: leafTask("1")}}, leafTask("2")}}},
+		"on_success":            {ID: "9", OnSuccess: &concourse.OnSuccessPlan{Step: leafTask("1"), Next: leafTask("2")}},
+		"on_failure":            {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: leafTask("1"), Next: leafTask("2")}},
+		"on_error":              {ID: "9", OnError: &concourse.OnErrorPlan{Step: leafTask("1"), Next: leafTask("2")}},
+		"on_abort":              {ID: "9", OnAbort: &concourse.OnAbortPlan{Step: leafTask("1"), Next: leafTask("2")}},
+		"ensure":                {ID: "9", Ensure: &concourse.EnsurePlan{Step: leafTask("1"), Next: leafTask("2")}},
+		"ensure on a composite": {ID: "9", Ensure: &concourse.EnsurePlan{Step: doPlan("8", leafTask("1"), leafTask("3")), Next: leafTask("2")}},
+		"hook on a composite":   {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: doPlan("8", leafTask("1"), leafTask("3")), Next: leafTask("2")}},
 		// on_failure hooks compiled once for each way their step can fail.
 		"on_failure of in_parallel": {ID: "9", OnFailure: &concourse.OnFailurePlan{
-			Step: concourse.Plan{ID: "8", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("3"), task("4")}}}, Next: task("2")}},
-		"on_failure of a sequence": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8",
-			concourse.Plan{ID: "7", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("3")}, Limit: 1}},
-			concourse.Plan{ID: "6", OnSuccess: &concourse.OnSuccessPlan{Step: task("4"), Next: task("5")}}),
-			Next: do("a", task("2"), task("b"))}},
-		"nested on_failure": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8",
-			concourse.Plan{ID: "7", OnFailure: &concourse.OnFailurePlan{Step: do("6", task("1"), task("3")), Next: task("4")}}, task("5")),
-			Next: task("2")}},
+			Step: concourse.Plan{ID: "8", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{leafTask("1"), leafTask("3"), leafTask("4")}}}, Next: leafTask("2")}},
+		"on_failure of a sequence": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: doPlan("8",
+			concourse.Plan{ID: "7", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{leafTask("1"), leafTask("3")}, Limit: 1}},
+			concourse.Plan{ID: "6", OnSuccess: &concourse.OnSuccessPlan{Step: leafTask("4"), Next: leafTask("5")}}),
+			Next: doPlan("a", leafTask("2"), leafTask("b"))}},
+		"nested on_failure": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: doPlan("8",
+			concourse.Plan{ID: "7", OnFailure: &concourse.OnFailurePlan{Step: doPlan("6", leafTask("1"), leafTask("3")), Next: leafTask("4")}}, leafTask("5")),
+			Next: leafTask("2")}},
 		"on_failure of in_parallel of composites": {ID: "9", OnFailure: &concourse.OnFailurePlan{
 			Step: concourse.Plan{ID: "8", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{
-				do("7", task("3"), task("4")), task("1"), {ID: "6", OnSuccess: &concourse.OnSuccessPlan{Step: task("5"), Next: task("a")}}}}},
-			Next: task("2")}},
-		"on_failure of ensure": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8",
-			concourse.Plan{ID: "7", Ensure: &concourse.EnsurePlan{Step: do("6", task("1"), task("3")), Next: task("4")}}, task("5")),
-			Next: task("2")}},
-		"on_failure of on_error and on_abort": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: do("8",
-			concourse.Plan{ID: "7", OnError: &concourse.OnErrorPlan{Step: task("1"), Next: task("3")}},
-			concourse.Plan{ID: "6", OnAbort: &concourse.OnAbortPlan{Step: task("4"), Next: task("5")}}),
-			Next: task("2")}},
+				doPlan("7", leafTask("3"), leafTask("4")), leafTask("1"), {ID: "6", OnSuccess: &concourse.OnSuccessPlan{Step: leafTask("5"), Next: leafTask("a")}}}}},
+			Next: leafTask("2")}},
+		"on_failure of ensure": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: doPlan("8",
+			concourse.Plan{ID: "7", Ensure: &concourse.EnsurePlan{Step: doPlan("6", leafTask("1"), leafTask("3")), Next: leafTask("4")}}, leafTask("5")),
+			Next: leafTask("2")}},
+		"on_failure of on_error and on_abort": {ID: "9", OnFailure: &concourse.OnFailurePlan{Step: doPlan("8",
+			concourse.Plan{ID: "7", OnError: &concourse.OnErrorPlan{Step: leafTask("1"), Next: leafTask("3")}},
+			concourse.Plan{ID: "6", OnAbort: &concourse.OnAbortPlan{Step: leafTask("4"), Next: leafTask("5")}}),
+			Next: leafTask("2")}},
 	}
 	for name, plan := range plans {
 		t.Run(name, func(t *testing.T) {
@@ -529,14 +533,11 @@ func TestSemanticsRandom(t *testing.T) {
 // hook, compiled once for each way to fail, is skipped, no join runs, and the last
 // step's pod holds the verdict. When a step fails, the hook runs once.
 func TestFailureHookPods(t *testing.T) {
-	task := func(id string) concourse.Plan {
-		return concourse.Plan{ID: concourse.PlanID(id), Task: &concourse.TaskPlan{Name: "t" + id, Config: leafConfig}}
-	}
 	steps := concourse.DoPlan{
-		{ID: "3", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{task("1"), task("2")}}},
-		task("4"), task("5"),
+		{ID: "3", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{leafTask("1"), leafTask("2")}}},
+		leafTask("4"), leafTask("5"),
 	}
-	plan := concourse.Plan{ID: "9", OnFailure: &concourse.OnFailurePlan{Step: concourse.Plan{ID: "6", Do: &steps}, Next: task("7")}}
+	plan := concourse.Plan{ID: "9", OnFailure: &concourse.OnFailurePlan{Step: concourse.Plan{ID: "6", Do: &steps}, Next: leafTask("7")}}
 	r, err := translate.Translate(plan, translate.Options{Pipeline: "p", Job: "j"})
 	if err != nil {
 		t.Fatal(err)
@@ -580,26 +581,19 @@ func TestFailureHookPods(t *testing.T) {
 // attempts makes the join that guards its next attempt, and a step after the attempts
 // the join of their success, which it reads.
 func TestJoinsOnlyWhereAsked(t *testing.T) {
-	task := func(id string) concourse.Plan {
-		return concourse.Plan{ID: concourse.PlanID(id), Task: &concourse.TaskPlan{Name: "t" + id, Config: leafConfig}}
-	}
-	do := func(id string, ps ...concourse.Plan) concourse.Plan {
-		d := concourse.DoPlan(ps)
-		return concourse.Plan{ID: concourse.PlanID(id), Do: &d}
-	}
-	attempts := concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{task("1"), task("2")}}
-	try := concourse.Plan{ID: "7", Try: &concourse.TryPlan{Step: task("4")}}
+	attempts := concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{leafTask("1"), leafTask("2")}}
+	try := concourse.Plan{ID: "7", Try: &concourse.TryPlan{Step: leafTask("4")}}
 	for _, tt := range []struct {
 		name  string
 		plan  concourse.Plan
 		joins []string
 	}{
-		{"attempts last", do("9", task("3"), attempts), []string{"join-t1-attempt-1"}},
-		{"try last", do("9", task("3"), try), nil},
-		{"in_parallel last", do("9", task("3"), concourse.Plan{ID: "6", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{attempts, try}}}),
+		{"attempts last", doPlan("9", leafTask("3"), attempts), []string{"join-t1-attempt-1"}},
+		{"try last", doPlan("9", leafTask("3"), try), nil},
+		{"in_parallel last", doPlan("9", leafTask("3"), concourse.Plan{ID: "6", InParallel: &concourse.InParallelPlan{Steps: []concourse.Plan{attempts, try}}}),
 			[]string{"join-t1-attempt-1"}},
-		{"a step after attempts", do("9", attempts, task("3")), []string{"join-t1-attempt-1", "join-t1"}},
-		{"a step after a try", do("9", try, task("3")), []string{"join-try-t4"}},
+		{"a step after attempts", doPlan("9", attempts, leafTask("3")), []string{"join-t1-attempt-1", "join-t1"}},
+		{"a step after a try", doPlan("9", try, leafTask("3")), []string{"join-try-t4"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := translate.Translate(tt.plan, translate.Options{Pipeline: "p", Job: "j"})
