@@ -579,7 +579,8 @@ func TestFailureHookPods(t *testing.T) {
 // asks for that success. A build whose plan ends with attempts, a try or an in_parallel
 // of them runs no join for the build's last step: its verdict reads the build's state.
 // attempts makes the join that guards its next attempt, and a step after the attempts
-// the join of their success, which it reads.
+// the join of their success, which it reads. Each plan is checked against Concourse's
+// semantics with each of its leaves ending in each outcome.
 func TestJoinsOnlyWhereAsked(t *testing.T) {
 	attempts := concourse.Plan{ID: "8", Retry: &concourse.RetryPlan{leafTask("1"), leafTask("2")}}
 	try := concourse.Plan{ID: "7", Try: &concourse.TryPlan{Step: leafTask("4")}}
@@ -611,14 +612,17 @@ func TestJoinsOnlyWhereAsked(t *testing.T) {
 			if !slices.Equal(joins, tt.joins) {
 				t.Errorf("joins %q, want %q", joins, tt.joins)
 			}
+			// Each leaf in turn ends in each outcome, the others succeeding.
 			ids := leaves(tt.plan)
-			for _, o := range allOutcomes {
-				outcomes := map[string]runspec.Outcome{}
-				for _, id := range ids {
-					outcomes[id] = runspec.Succeeded
+			for _, varied := range ids {
+				for _, o := range allOutcomes {
+					outcomes := map[string]runspec.Outcome{}
+					for _, id := range ids {
+						outcomes[id] = runspec.Succeeded
+					}
+					outcomes[varied] = o
+					checkPlan(t, tt.plan, outcomes)
 				}
-				outcomes["1"] = o
-				checkPlan(t, tt.plan, outcomes)
 			}
 		})
 	}
