@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
-# Builds fly and concourse-tekton-web, from the Concourse module pinned in go.mod with
-# patches/*.patch applied, into the cache:
+# Builds fly and concourse-tekton-web, from Concourse's source at the release below with
+# patches/*.patch applied and its web UI compiled, into the cache:
 #
-#   $CACHE/<release>-<key>/src/               the module's source, patched (never in the repo)
+#   $CACHE/<release>-<key>/src/               the release's source, patched, with the UI built
+#                                             into web/public (never in the repo)
 #   $CACHE/<release>-<key>/modfile/<checkout>/go.mod   ours, plus a replace by src/
 #   $CACHE/<release>-<key>/bin/fly            fly, reporting <release>
-#   $CACHE/<release>-<key>/bin/concourse-tekton-web
+#   $CACHE/<release>-<key>/bin/concourse-tekton-web    the web node, its UI embedded
 #   $CACHE/bin -> <release>-<key>/bin         the last build
+#   $CACHE/ui-tools-<lock>/node_modules       the UI's build tools, from the npm registry
 #
 # CACHE is $CONCOURSE_TEKTON_ATC_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/concourse-tekton/atc;
-# <key> hashes the pinned version and the patches. The patched source and fly are made once
-# per key; the web binary is rebuilt every time (Go's build cache makes that quick), since
-# it includes this repository's code. Progress goes to stderr; stdout gets only the bin
-# directory.
+# <key> hashes the release, the patches and ui.sh. The Go module proxy does not serve
+# Concourse 8, so the source is the tarball in ../shared/third_party when it is there
+# (CONCOURSE_TEKTON_THIRD_PARTY names another directory), its sha256 checked; else the
+# release's git tag, cloned from CONCOURSE_TEKTON_CONCOURSE_GIT (GitHub), its commit
+# checked. The UI (less, Elm, uglify, webpack) is built as Concourse's package.json builds
+# it, by ui.sh (which says where its tools and packages come from).
 #
-# build.sh --modfile prepares only the patched source and the go.mod that points this
-# module at it, and prints that go.mod's path: go test -modfile=$(./build.sh --modfile) ./...
+# The patched source, its UI and fly are made once per key; the web binary is rebuilt
+# every time (Go's build cache makes that quick), since it includes this repository's
+# code. Progress goes to stderr; stdout gets only the bin directory.
+#
+# build.sh --modfile prepares only the patched source (no UI) and the go.mod that points
+# this module at it, and prints that go.mod's path: go test -modfile=$(./build.sh --modfile) ./...
 set -euo pipefail
 
 modfile_only=false
@@ -28,19 +36,25 @@ case "${1:-}" in
 	;;
 esac
 
-# The Concourse release that the pseudo-version in go.mod is. Both fly and the web node
-# report it: fly refuses to talk to a web node whose version differs too much.
-CONCOURSE_RELEASE=7.14.2
+# The Concourse release built, and what identifies its source. Both fly and the web node
+# report the release: fly refuses to talk to a web node whose version differs too much.
+CONCOURSE_RELEASE=8.2.5
+CONCOURSE_COMMIT=10d78df20d5e35b729e0049c6f1c219fa771d596
+CONCOURSE_TARBALL=concourse-$CONCOURSE_RELEASE-src.tar.gz
+CONCOURSE_TARBALL_SHA256=943b8a5bc6f4da59f644afba44080cdc2c1bb8a8013a375f0595c6697fb7e241
 CONCOURSE_MODULE=github.com/concourse/concourse
 
 atc_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 GO=${GO:-$(command -v go || echo /usr/local/go/bin/go)}
 cache=${CONCOURSE_TEKTON_ATC_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/concourse-tekton/atc}
+third_party=${CONCOURSE_TEKTON_THIRD_PARTY:-$atc_dir/../../shared/third_party}
+concourse_git=${CONCOURSE_TEKTON_CONCOURSE_GIT:-https://github.com/concourse/concourse}
 
 say() { printf '%s\n' "$*" >&2; }
 fail() { say "error: $*"; exit 1; }
 now() { date +%s; }
 took() { echo "$(( $(now) - $1 ))s"; }
+sha256() { sha256sum "$1" | cut -d' ' -f1; }
 
 cd "$atc_dir"
 version=$(awk -v m="$CONCOURSE_MODULE" '$1 == m { print $2 }' go.mod)
@@ -48,25 +62,40 @@ version=$(awk -v m="$CONCOURSE_MODULE" '$1 == m { print $2 }' go.mod)
 shopt -s nullglob
 patches=(patches/*.patch)
 shopt -u nullglob
-key=$( { echo "$version"; cat "${patches[@]}"; } | sha256sum | cut -c1-12)
+key=$( { echo "$CONCOURSE_RELEASE $CONCOURSE_COMMIT"; cat "${patches[@]}" ui.sh; } | sha256sum | cut -c1-12)
 dir=$cache/$CONCOURSE_RELEASE-$key
 ldflags="-X $CONCOURSE_MODULE.Version=$CONCOURSE_RELEASE"
 mkdir -p "$dir/bin"
 
-# The patched source. GOWORK=off: go.mod alone says which version is pinned.
+# fetch_source DIR: the release's pristine source into DIR.
+fetch_source() {
+	local tarball=$third_party/$CONCOURSE_TARBALL
+	if [ -f "$tarball" ]; then
+		say "• unpacking $tarball"
+		[ "$(sha256 "$tarball")" = "$CONCOURSE_TARBALL_SHA256" ] ||
+			fail "$tarball: sha256 is not $CONCOURSE_TARBALL_SHA256"
+		mkdir -p "$1"
+		tar -xzf "$tarball" -C "$1" --strip-components=1
+	else
+		say "• cloning $concourse_git v$CONCOURSE_RELEASE (no $tarball)"
+		git clone --quiet --depth 1 --branch "v$CONCOURSE_RELEASE" "$concourse_git" "$1" ||
+			fail "cloning $concourse_git: put $CONCOURSE_TARBALL in $third_party for an offline build"
+		local commit
+		commit=$(git -C "$1" rev-parse HEAD)
+		[ "$commit" = "$CONCOURSE_COMMIT" ] || fail "v$CONCOURSE_RELEASE of $concourse_git is $commit, not $CONCOURSE_COMMIT"
+		rm -rf "$1/.git"
+	fi
+}
+
+# The patched source.
 if [ ! -e "$dir/src/.patched" ]; then
 	start=$(now)
-	say "• downloading $CONCOURSE_MODULE@$version"
-	GOWORK=off "$GO" mod download "$CONCOURSE_MODULE"
-	pristine=$(GOWORK=off "$GO" list -m -f '{{.Dir}}' "$CONCOURSE_MODULE")
-	[ -d "$pristine" ] || fail "no source for $CONCOURSE_MODULE@$version in the module cache"
 	rm -rf "$dir/src.tmp" "$dir/src"
-	cp -R "$pristine" "$dir/src.tmp"
-	chmod -R u+w "$dir/src.tmp"
+	fetch_source "$dir/src.tmp"
 	for p in "${patches[@]}"; do
 		say "• applying $p"
 		patch -p1 --forward --batch --quiet -d "$dir/src.tmp" <"$p" >&2 ||
-			fail "$p does not apply to $CONCOURSE_MODULE@$version: update the patch for this version"
+			fail "$p does not apply to Concourse $CONCOURSE_RELEASE: update the patch for this release"
 	done
 	touch "$dir/src.tmp/.patched"
 	mv "$dir/src.tmp" "$dir/src"
@@ -87,6 +116,11 @@ mv "$work/go.mod.tmp" "$work/go.mod"
 if $modfile_only; then
 	printf '%s\n' "$work/go.mod"
 	exit 0
+fi
+
+# The web UI, which the web node embeds (//go:embed public in web/handler.go).
+if [ ! -e "$dir/src/web/public/.ui-built" ]; then
+	./ui.sh "$dir/src" "$cache"
 fi
 
 # fly, built in the module itself, so with Concourse's own dependency versions.

@@ -8,7 +8,8 @@
 #   down    stops what up started (web node, then Postgres); the state stays for next time
 #   status  says what runs; exits 0 when both run, 1 otherwise
 #   deps    installs Postgres 15's binaries when they are missing (root; Debian's
-#           postgresql-15), with no database cluster or service of the package left running
+#           postgresql-15), with no database cluster or service of the package left running,
+#           and the browser test's headless Chromium (Debian's chromium)
 #
 # Settings (environment):
 #   CONCOURSE_TEKTON_WEB_PORT   the web node's port (8090); its debug server uses the next one
@@ -129,7 +130,6 @@ start_web() {
 		--postgres-user concourse --postgres-database atc \
 		--session-signing-key "$state/session_signing_key" \
 		--add-local-user "$user:$user" --main-team-local-user "$user" \
-		--enable-across-step --enable-pipeline-instances \
 		--tekton-volumes-dir "${CONCOURSE_TEKTON_VOLUMES_DIR:-$state/volumes}" \
 		"$@" </dev/null >>"$state/web.log" 2>&1 &
 	echo $! >"$state/web.pid"
@@ -220,20 +220,34 @@ status() {
 # deps installs Debian's postgresql-15 for its binaries. The package makes a "main"
 # cluster and starts it as a service: that one is stopped and dropped at once, since
 # web.sh runs a Postgres of its own.
+# apt_install PACKAGE: installs one Debian package (root).
+apt_install() {
+	[ "$(id -u)" = 0 ] || fail "install Debian's $1 (as root: $0 deps)"
+	say "installing Debian's $1"
+	if [ -z "${apt_updated:-}" ]; then
+		apt-get update -q >/dev/null || fail "apt-get update failed"
+		apt_updated=1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$1" >/dev/null ||
+		fail "apt-get install $1 failed"
+}
+
 deps() {
 	if [ -x "$pg_bin/postgres" ]; then
 		say "✓ Postgres 15 in $pg_bin"
-		return
+	else
+		apt_install postgresql-15
+		if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q '^15 main '; then
+			pg_dropcluster --stop 15 main || fail "could not drop the package's own cluster (pg_dropcluster --stop 15 main)"
+		fi
+		[ -x "$pg_bin/postgres" ] || fail "postgresql-15 installed, but $pg_bin/postgres is missing"
 	fi
-	[ "$(id -u)" = 0 ] || fail "no Postgres 15 in $pg_bin: install Debian's postgresql-15 (as root: $0 deps)"
-	say "installing Debian's postgresql-15"
-	apt-get update -q >/dev/null || fail "apt-get update failed"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql-15 >/dev/null ||
-		fail "apt-get install postgresql-15 failed"
-	if command -v pg_lsclusters >/dev/null && pg_lsclusters -h 2>/dev/null | grep -q '^15 main '; then
-		pg_dropcluster --stop 15 main || fail "could not drop the package's own cluster (pg_dropcluster --stop 15 main)"
+	# The browser test's headless browser (e2e/browser_test.go).
+	if command -v chromium >/dev/null; then
+		say "✓ $(chromium --version 2>/dev/null || echo chromium)"
+	else
+		apt_install chromium
 	fi
-	[ -x "$pg_bin/postgres" ] || fail "postgresql-15 installed, but $pg_bin/postgres is missing"
 }
 
 case "${1:-}" in

@@ -25,7 +25,7 @@ const globalSecret = "g10bal-secret"
 // TestCredentials: a job's ((vars)) come from the ATC, as on workers: ((dm:secret)) and
 // ((dm:db.user)) from the pipeline's var source dm (Concourse's dummy type), the plain
 // ((global_secret)) from the web node's credential manager. The task sees the values; fly
-// shows them ((redacted)) (the web node runs with --enable-redact-secrets); none is in a
+// shows them ((redacted)) (as Concourse 8 always redacts them); none is in a
 // Tekton object but the build's Secret, which its run owns. A var no one has errors the
 // step that needs it, when it runs, in Concourse's words, after the steps before it ran;
 // a var of a step that never runs (a hook of a build that succeeds) fails nothing.

@@ -201,10 +201,9 @@ func start() (w *webNode, stop func(), err error) {
 		"CONCOURSE_TEKTON_RESOURCE_IMAGE=mock="+mockImage,
 		"CONCOURSE_TEKTON_IMAGE_REGISTRY="+os.Getenv("E2E_IMAGE_REGISTRY"),
 		"CONCOURSE_TEKTON_HEARTBEAT_INTERVAL=5s",
-		// Credentials (TestCredentials): a credential manager, and redaction in build
-		// logs, as a Concourse deployment may have them.
+		// Credentials (TestCredentials): a credential manager, as a Concourse deployment
+		// may have one (build logs redact them, as Concourse 8 always does).
 		"CONCOURSE_DUMMY_CREDS_VAR=global_secret="+globalSecret,
-		"CONCOURSE_ENABLE_REDACT_SECRETS=true",
 	)
 	undo = append(undo, func() {
 		if out, err := node.webSh("down"); err != nil {

@@ -42,7 +42,7 @@ func TestAcrossSubstepIDs(t *testing.T) {
 	vars := []atc.AcrossVar{{Var: "v", Values: []any{"x", "y"}, MaxInFlight: &atc.MaxInFlightConfig{All: true}}}
 
 	build := new(dbfakes.FakeBuild)
-	delegate := engine.NewBuildStepDelegate(build, "7", exec.NewRunState(noopStepper, nil, false), clock.NewClock(), nil)
+	delegate := engine.NewBuildStepDelegate(build, "7", exec.NewRunState(noopStepper, nil), clock.NewClock(), nil, false)
 	substeps, err := delegate.ConstructAcrossSubsteps(raw, vars, [][]any{{"x"}, {"y"}})
 	if err != nil {
 		t.Fatal(err)

@@ -139,6 +139,8 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 		}
 	}()
 
+	interval := checkInterval(*plan)
+
 	fromVersion := plan.FromVersion
 	if fromVersion == nil {
 		latest, found, err := scope.LatestVersion()
@@ -163,7 +165,7 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 	versions, succeeded, runErr := s.runCheck(ctx, logger, state, fromVersion, resourceConfig)
 	if runErr != nil || !succeeded {
 		metric.Metrics.ChecksFinishedWithError.Inc()
-		if _, err := delegate.UpdateScopeLastCheckEndTime(scope, false); err != nil {
+		if _, err := delegate.UpdateScopeLastCheckEndTime(scope, false, interval); err != nil {
 			return false, fmt.Errorf("update check end time: %w", err)
 		}
 		if errors.Is(runErr, context.DeadlineExceeded) {
@@ -184,7 +186,7 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 	if len(versions) > 0 {
 		state.StoreResult(s.plan.ID, versions[len(versions)-1])
 	}
-	if _, err := delegate.UpdateScopeLastCheckEndTime(scope, true); err != nil {
+	if _, err := delegate.UpdateScopeLastCheckEndTime(scope, true, interval); err != nil {
 		return false, fmt.Errorf("update check end time: %w", err)
 	}
 	delegate.Finished(logger, true)
@@ -311,4 +313,17 @@ func (s errorStep) Run(ctx context.Context, _ exec.RunState) (bool, error) {
 	bs := &buildStep{build: s.build, plan: s.plan, factory: &StepperFactory{Now: s.now}}
 	bs.saveError(lagerctx.FromContext(ctx), s.plan.ID, s.err.Error())
 	return false, s.err
+}
+
+// checkInterval is how long after a check ends the scope's next one is due: the plan's
+// check_every, else the web node's default for a resource or for a resource type, as
+// Concourse's check step records it.
+func checkInterval(plan atc.CheckPlan) time.Duration {
+	if plan.Interval.Interval != 0 {
+		return plan.Interval.Interval
+	}
+	if plan.IsResourceCheck() {
+		return atc.DefaultCheckInterval
+	}
+	return atc.DefaultResourceTypeInterval
 }

@@ -156,8 +156,12 @@ func TestCheckSavesVersion(t *testing.T) {
 	if _, versions := fx.scope.SaveVersionsArgsForCall(0); !cmp.Equal(versions, []atc.Version{{"v": "2"}}) {
 		t.Errorf("saved versions %v; want [{v: 2}]", versions)
 	}
-	if fx.scope.UpdateLastCheckEndTimeCallCount() != 1 || !fx.scope.UpdateLastCheckEndTimeArgsForCall(0) {
-		t.Error("the check's end not recorded as succeeded")
+	if fx.scope.UpdateLastCheckEndTimeCallCount() != 1 {
+		t.Fatal("the check's end not recorded")
+	}
+	// The next check is due the plan's interval after this one.
+	if ok, interval := fx.scope.UpdateLastCheckEndTimeArgsForCall(0); !ok || interval != time.Minute {
+		t.Errorf("the check's end recorded as (%t, %s); want (true, 1m)", ok, interval)
 	}
 	want := []string{"initialize-check", "selected-worker:labnode", "start", "log:checking\n", "finish:ok"}
 	if diff := cmp.Diff(want, eventTypes(savedEventsOf(fx.build))); diff != "" {
@@ -234,7 +238,7 @@ func TestCheckFails(t *testing.T) {
 			if fx.scope.SaveVersionsCallCount() != 0 {
 				t.Error("versions saved")
 			}
-			if fx.scope.UpdateLastCheckEndTimeCallCount() != 1 || fx.scope.UpdateLastCheckEndTimeArgsForCall(0) {
+			if fx.scope.UpdateLastCheckEndTimeCallCount() != 1 || checkEndSucceeded(fx.scope) {
 				t.Error("the check's end not recorded as failed")
 			}
 			evs := eventTypes(savedEventsOf(fx.build))
@@ -270,7 +274,7 @@ func TestCheckErrors(t *testing.T) {
 		if finished(fx.build) != db.BuildStatusErrored || len(evs) == 0 || evs[len(evs)-1] != "error:run check: forbidden" {
 			t.Errorf("status %q, events %q; want errored, saying why", finished(fx.build), evs)
 		}
-		if fx.scope.UpdateLastCheckEndTimeCallCount() != 1 || fx.scope.UpdateLastCheckEndTimeArgsForCall(0) {
+		if fx.scope.UpdateLastCheckEndTimeCallCount() != 1 || checkEndSucceeded(fx.scope) {
 			t.Error("the check's end not recorded as failed")
 		}
 	})
@@ -283,4 +287,31 @@ func TestCheckErrors(t *testing.T) {
 			t.Errorf("status %q, events %q; want errored, saying why", finished(fx.build), evs)
 		}
 	})
+}
+
+// checkEndSucceeded is whether the scope's first recorded check end says succeeded.
+func checkEndSucceeded(scope *dbfakes.FakeResourceConfigScope) bool {
+	ok, _ := scope.UpdateLastCheckEndTimeArgsForCall(0)
+	return ok
+}
+
+// A check's next one is due its check_every after it, else the web node's default for
+// a resource (--resource-checking-interval) or for a resource type
+// (--resource-type-checking-interval).
+func TestCheckInterval(t *testing.T) {
+	defer func(r, rt time.Duration) { atc.DefaultCheckInterval, atc.DefaultResourceTypeInterval = r, rt }(atc.DefaultCheckInterval, atc.DefaultResourceTypeInterval)
+	atc.DefaultCheckInterval, atc.DefaultResourceTypeInterval = 2*time.Minute, 3*time.Minute
+	for _, tt := range []struct {
+		name string
+		plan atc.CheckPlan
+		want time.Duration
+	}{
+		{"check_every", atc.CheckPlan{Resource: "repo", Interval: atc.CheckEvery{Interval: 10 * time.Second}}, 10 * time.Second},
+		{"a resource's default", atc.CheckPlan{Resource: "repo"}, 2 * time.Minute},
+		{"a resource type's default", atc.CheckPlan{ResourceType: "custom"}, 3 * time.Minute},
+	} {
+		if got := checkInterval(tt.plan); got != tt.want {
+			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
+		}
+	}
 }

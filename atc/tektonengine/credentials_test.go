@@ -16,11 +16,12 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
-// withRedaction turns on the ATC's --enable-redact-secrets for a test.
+// withRedaction makes sure the ATC redacts secrets (always, unless --disable-redact-secrets)
+// for a test.
 func withRedaction(t *testing.T) {
-	was := atc.EnableRedactSecrets
-	atc.EnableRedactSecrets = true
-	t.Cleanup(func() { atc.EnableRedactSecrets = was })
+	was := atc.DisableRedactSecrets
+	atc.DisableRedactSecrets = false
+	t.Cleanup(func() { atc.DisableRedactSecrets = was })
 }
 
 // credentialsOf checks that a run was started with the build's RunState as its

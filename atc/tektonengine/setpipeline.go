@@ -127,9 +127,6 @@ func (s *pipelineSetter) run(ctx context.Context, logger lager.Logger, delegate 
 	if s.config == nil || s.config.TeamFactory == nil || s.config.BuildFactory == nil {
 		return false, errors.New("set_pipeline steps need the ATC's teams and builds, which the build engine was not given")
 	}
-	if !atc.EnablePipelineInstances && p.InstanceVars != nil {
-		return false, errors.New("support for `instance_vars` is disabled")
-	}
 	var atcConfig atc.Config
 	if err := atc.UnmarshalConfig(p.Config, &atcConfig); err != nil {
 		return false, err

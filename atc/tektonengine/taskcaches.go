@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/concourse/concourse/atc/db"
@@ -20,7 +21,8 @@ import (
 type TaskCaches interface {
 	// Records are the job's records: by step name, the ID of each cache path's record.
 	Records(ctx context.Context, jobID int) (map[string]map[string]int, error)
-	// Record records the caches (paths by step name) that have no record.
+	// Record records the caches (paths by step name) a build used, as used now: a cache
+	// unused for its TTL loses its record (Concourse's task cache collector).
 	Record(ctx context.Context, jobID int, caches map[string][]string) error
 }
 
@@ -29,6 +31,9 @@ type DBTaskCaches struct {
 	// Conn reads a job's records, which TaskCacheFactory cannot list.
 	Conn    db.DbConn
 	Factory db.TaskCacheFactory
+	// TTL is how long a cache may go unused before its record is collected
+	// (--default-task-cache-ttl; 0: never).
+	TTL time.Duration
 }
 
 var _ TaskCaches = DBTaskCaches{}
@@ -60,7 +65,7 @@ func (c DBTaskCaches) Records(ctx context.Context, jobID int) (map[string]map[st
 func (c DBTaskCaches) Record(_ context.Context, jobID int, caches map[string][]string) error {
 	for _, step := range slices.Sorted(maps.Keys(caches)) {
 		for _, path := range caches[step] {
-			if _, err := c.Factory.FindOrCreate(jobID, step, path); err != nil {
+			if _, err := c.Factory.FindOrCreate(jobID, step, path, c.TTL); err != nil {
 				return fmt.Errorf("recording the task cache %s of step %s: %w", path, step, err)
 			}
 		}

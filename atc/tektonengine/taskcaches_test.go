@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/concourse/concourse/atc/db"
 	"github.com/concourse/concourse/atc/db/dbfakes"
@@ -126,23 +127,25 @@ func TestTaskCacheRecords(t *testing.T) {
 }
 
 // TestDBTaskCachesRecord records caches through Concourse's TaskCacheFactory: one record
-// per step and path, the steps in order; the first failure stops it and says which.
+// per step and path, the steps in order, each with the TTL (--default-task-cache-ttl) that
+// its record lives unused; the first failure stops it and says which.
 func TestDBTaskCachesRecord(t *testing.T) {
 	factory := new(dbfakes.FakeTaskCacheFactory)
-	c := DBTaskCaches{Factory: factory}
+	c := DBTaskCaches{Factory: factory, TTL: 90 * time.Minute}
 	if err := c.Record(context.Background(), 2, map[string][]string{"b": {"y", "x"}, "a": {"z"}}); err != nil {
 		t.Fatal(err)
 	}
 	type call struct {
 		job        int
 		step, path string
+		ttl        time.Duration
 	}
 	var got []call
 	for i := range factory.FindOrCreateCallCount() {
-		job, step, path := factory.FindOrCreateArgsForCall(i)
-		got = append(got, call{job, step, path})
+		job, step, path, ttl := factory.FindOrCreateArgsForCall(i)
+		got = append(got, call{job, step, path, ttl})
 	}
-	if diff := cmp.Diff([]call{{2, "a", "z"}, {2, "b", "y"}, {2, "b", "x"}}, got, cmp.AllowUnexported(call{})); diff != "" {
+	if diff := cmp.Diff([]call{{2, "a", "z", 90 * time.Minute}, {2, "b", "y", 90 * time.Minute}, {2, "b", "x", 90 * time.Minute}}, got, cmp.AllowUnexported(call{})); diff != "" {
 		t.Errorf("FindOrCreate calls (-want +got):\n%s", diff)
 	}
 	factory.FindOrCreateReturns(nil, errors.New("db down"))

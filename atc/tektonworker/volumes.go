@@ -29,13 +29,14 @@ type Volumes struct {
 	repo volume.Repository
 }
 
-// OpenVolumes opens the volumes under dir, making it if need be.
-func OpenVolumes(dir string) (*Volumes, error) {
+// OpenVolumes opens the volumes under dir, making it if need be; their filesystem logs
+// to logger.
+func OpenVolumes(logger lager.Logger, dir string) (*Volumes, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("the worker's volumes: %w", err)
 	}
 	d := &driver.NaiveDriver{}
-	fs, err := volume.NewFilesystem(d, dir)
+	fs, err := volume.NewFilesystem(logger, d, dir)
 	if err != nil {
 		return nil, fmt.Errorf("the worker's volumes in %s: %w", dir, err)
 	}
@@ -77,7 +78,7 @@ func (v *Volumes) Serve(ctx context.Context, l net.Listener, logger lager.Logger
 
 // VolumeHandles lists the volumes.
 func (v *Volumes) VolumeHandles(ctx context.Context) ([]string, error) {
-	vols, _, err := v.repo.ListVolumes(ctx, volume.Properties{})
+	vols, err := v.repo.ListVolumes(ctx, volume.Properties{})
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ import (
 // client of them, as the ATC makes one for a worker.
 func serveVolumes(t *testing.T) (*Volumes, baggageclaim.Client) {
 	t.Helper()
-	v, err := OpenVolumes(t.TempDir() + "/volumes/tekton-ci")
+	v, err := OpenVolumes(lagertest.NewTestLogger("volumes"), t.TempDir()+"/volumes/tekton-ci")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestVolumes(t *testing.T) {
 	}
 
 	// Opened again (the web node restarted), the volumes are there.
-	again, err := OpenVolumes(v.Dir)
+	again, err := OpenVolumes(lagertest.NewTestLogger("volumes"), v.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@
 #   1. compiles the suite (go test -c) inside the patched source build.sh keeps in the cache;
 #   2. unless TESTFLIGHT_ATC_URL names a running web node, makes a namespace of its own and
 #      starts Postgres and a web node with web.sh (its own ports, state and home): local
-#      users test:test (main team) and guest:guest, --enable-across-step, the `mock` type's
+#      users test:test (main team) and guest:guest, the `mock` type's
 #      image, fly served from its fly-assets so that the suite downloads it (DOWNLOAD_CLI);
 #   3. runs the test binary in the suite's directory once per file (-ginkgo.focus-file),
 #      its output in <out>/logs/FILE.log, its report in <out>/reports/FILE.json;
@@ -82,6 +82,9 @@ add_file() {
 	files+=("$f")
 }
 
+# The release build.sh builds, which fly must report.
+release=$(sed -n 's/^CONCOURSE_RELEASE=//p' "$atc_dir/build.sh")
+[ -n "$release" ] || fail "no CONCOURSE_RELEASE in $atc_dir/build.sh"
 # The patched source (and the modfile, unused here): the suite is compiled in its module.
 src=$(dirname "$("$atc_dir/build.sh" --modfile)")
 src=${src%/modfile/*}/src
@@ -170,7 +173,7 @@ else
 	started_web=true
 	"$atc_dir/web.sh" up -- --add-local-user guest:guest --cli-artifacts-dir "$out/fly-assets" ||
 		fail "starting the web node: see $out/web/web.log"
-	# What the suite downloads (DOWNLOAD_CLI): the fly build.sh made, which reports 7.14.2.
+	# What the suite downloads (DOWNLOAD_CLI): the fly build.sh made, which reports the release.
 	tar -C "$cache/bin" -czf "$out/fly-assets/fly-linux-amd64.tgz" fly
 	export DOWNLOAD_CLI=true
 fi
@@ -190,7 +193,7 @@ for f in "${files[@]}"; do
 	# The suite's download test builds fly (gexec.Build) in the module: with build.sh's
 	# flags, it comes from the build cache.
 	(cd "$src/testflight" && GOWORK=off CGO_ENABLED=0 \
-		GOFLAGS="-trimpath -buildvcs=false -ldflags=-X=github.com/concourse/concourse.Version=7.14.2" \
+		GOFLAGS="-trimpath -buildvcs=false -ldflags=-X=github.com/concourse/concourse.Version=$release" \
 		"$bin_test" -test.v -ginkgo.v -ginkgo.no-color \
 		-ginkgo.focus-file="(^|/)${f//./\\.}\$" -ginkgo.timeout="$timeout" \
 		-ginkgo.json-report="$out/reports/$name.json" "${ginkgo_flags[@]}") \

@@ -41,7 +41,7 @@ func main() {
 			Volumes:     config.VolumeRepository,
 			WorkerPool:  &config.WorkerPool,
 			ExternalURL: config.ExternalURL,
-			TaskCaches:  tektonengine.DBTaskCaches{Conn: config.Conn, Factory: config.TaskCacheFactory},
+			TaskCaches:  tektonengine.DBTaskCaches{Conn: config.Conn, Factory: config.TaskCacheFactory, TTL: config.DefaultTaskCacheTTL},
 		}
 		return cmd.Web.StepperFactory(config.Logger, config.Default, atc, checks, pipelines)
 	}

@@ -22,6 +22,23 @@ var raisedByConcourse = map[string]string{
 	"golang.org/x/exp": "tektonrun reaches only x/exp/slices (through a dependency); Concourse requires a build from two months later",
 }
 
+func init() {
+	// Concourse 8.2.5 requires client-go v0.36.0 (its Kubernetes credential manager),
+	// one minor release past Tekton's pin, which the main module keeps. A client one
+	// minor apart from the API server is within Kubernetes' skew policy; tektonrun runs
+	// with these in this module's tests and in make -C atc e2e, against the real cluster.
+	const k8s = "raised with client-go v0.36.0, which Concourse 8.2.5 requires: tested here and by make -C atc e2e"
+	for _, m := range []string{
+		"k8s.io/api", "k8s.io/client-go", "k8s.io/kube-openapi", "k8s.io/utils",
+		"sigs.k8s.io/structured-merge-diff/v6", "github.com/google/gnostic-models",
+		"github.com/emicklei/go-restful/v3", "github.com/fxamacker/cbor/v2",
+		"github.com/go-openapi/jsonpointer", "github.com/go-openapi/jsonreference", "github.com/go-openapi/swag",
+		"golang.org/x/time",
+	} {
+		raisedByConcourse[m] = k8s
+	}
+}
+
 // The go.mod files of the main module and of this one, relative to this package. Since
 // Go 1.17 a tidy go.mod lists every module that provides a package to its build, at the
 // version selected, so comparing them compares the builds.

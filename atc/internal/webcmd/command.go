@@ -10,7 +10,7 @@ import (
 
 	"github.com/concourse/concourse/atc/atccmd"
 	concoursecmd "github.com/concourse/concourse/cmd"
-	"github.com/concourse/flag/v2"
+	"github.com/concourse/concourse/flag"
 	flags "github.com/jessevdk/go-flags"
 	"github.com/tedsuo/ifrit"
 	"github.com/tedsuo/ifrit/grouper"
@@ -72,7 +72,8 @@ func (cmd *WebCommand) Execute(args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := t.listen(cmd.Tekton.GardenBindIP, cmd.Tekton.BaggageclaimBindIP, volumes); err != nil {
+		logger, _ := cmd.RunCommand.Logger.Logger("tekton")
+		if err := t.listen(logger, cmd.Tekton.GardenBindIP, cmd.Tekton.BaggageclaimBindIP, volumes); err != nil {
 			return err
 		}
 		defer t.close()

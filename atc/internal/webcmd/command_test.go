@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/concourse/flag/v2"
+	"github.com/concourse/concourse/flag"
 	flags "github.com/jessevdk/go-flags"
 )
 
@@ -29,7 +29,7 @@ func TestParseWeb(t *testing.T) {
 	cmd, ran, err := parse(t, "web",
 		"--bind-ip", "127.0.0.1", "--bind-port", "8090",
 		"--add-local-user", "test:test", "--main-team-local-user", "test",
-		"--enable-across-step")
+		"--enable-resource-causality")
 	if err != nil {
 		t.Fatalf("web without --session-signing-key and --client-secret, which it fills in: %v", err)
 	}
@@ -43,8 +43,8 @@ func TestParseWeb(t *testing.T) {
 	if got := web.Auth.AuthFlags.LocalUsers["test"]; got != "test" {
 		t.Errorf("local user test has password %q, want test", got)
 	}
-	if !web.FeatureFlags.EnableAcrossStep {
-		t.Error("--enable-across-step not set")
+	if !web.FeatureFlags.EnableResourceCausality {
+		t.Error("--enable-resource-causality not set")
 	}
 	if web.CredentialManagers == nil {
 		t.Error("the credential managers' flags are not wired")

@@ -281,7 +281,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 // listen opens the listeners of each target's Garden and baggageclaim servers, on free
 // ports of --tekton-garden-bind-ip and --tekton-baggageclaim-bind-ip, and its volumes, in
 // a directory of --tekton-volumes-dir named after its worker.
-func (t *tekton) listen(gardenIP, baggageclaimIP, volumesDir string) error {
+func (t *tekton) listen(logger lager.Logger, gardenIP, baggageclaimIP, volumesDir string) error {
 	for _, target := range t.targets {
 		l, err := net.Listen("tcp", net.JoinHostPort(gardenIP, "0"))
 		if err != nil {
@@ -293,7 +293,7 @@ func (t *tekton) listen(gardenIP, baggageclaimIP, volumesDir string) error {
 			t.close()
 			return fmt.Errorf("--tekton-baggageclaim-bind-ip: %w", err)
 		}
-		if target.volumes, err = tektonworker.OpenVolumes(filepath.Join(volumesDir, target.worker)); err != nil {
+		if target.volumes, err = tektonworker.OpenVolumes(logger.Session("volumes", lager.Data{"worker": target.worker}), filepath.Join(volumesDir, target.worker)); err != nil {
 			t.close()
 			return fmt.Errorf("--tekton-volumes-dir: %w", err)
 		}

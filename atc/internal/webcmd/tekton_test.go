@@ -163,7 +163,7 @@ func TestStepperFactory(t *testing.T) {
 		t.Fatal(err)
 	}
 	volumesDir := t.TempDir()
-	if err := tk.listen("127.0.0.1", "127.0.0.1", volumesDir); err != nil {
+	if err := tk.listen(lagertest.NewTestLogger("web"), "127.0.0.1", "127.0.0.1", volumesDir); err != nil {
 		t.Fatal(err)
 	}
 	defer tk.close()
