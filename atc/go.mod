@@ -5,9 +5,9 @@ go 1.26.4
 require (
 	code.cloudfoundry.org/clock v1.68.0
 	code.cloudfoundry.org/lager/v3 v3.67.0
+	github.com/chromedp/chromedp v0.23.1
 	github.com/concourse-tekton/concourse-tekton v0.0.0-00010101000000-000000000000
 	github.com/concourse/concourse v1.6.1-0.20260802000000-10d78df20d5e
-	github.com/concourse/flag/v2 v2.3.0
 	github.com/google/go-cmp v0.7.0
 	github.com/jessevdk/go-flags v1.6.1
 	github.com/tedsuo/ifrit v0.0.0-20260418191334-846868129986
@@ -21,6 +21,8 @@ require (
 )
 
 require (
+	github.com/chromedp/cdproto v0.160.1 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-openapi/swag/cmdutils v0.26.0 // indirect
 	github.com/go-openapi/swag/conv v0.26.0 // indirect
 	github.com/go-openapi/swag/fileutils v0.26.0 // indirect

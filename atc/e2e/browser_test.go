@@ -1,0 +1,363 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The build header's colours (Concourse's palette): a build that succeeded, one aborted.
+const (
+	headerGreen = "rgb(28, 189, 99)"
+	headerBrown = "rgb(110, 69, 0)"
+)
+
+// TestBrowser uses the web UI as a user does, in headless Chromium: it logs in, finds the
+// pipeline on the dashboard, opens its graph, pauses and unpauses it, reads a resource's
+// versions, triggers a job from the job's page and watches the build page until the build
+// has ended, reads its steps' names, states and log lines off the page and checks them
+// against fly watch, then triggers a second build and aborts it from its page. It saves
+// screenshots of the pipeline and of the build (E2E_ARTIFACTS, else the atc cache's
+// e2e-artifacts) and fails on any error in the browser's console.
+func TestBrowser(t *testing.T) {
+	dumpOnFailure(t)
+	t.Parallel()
+	const pipeline = "browser"
+	setPipeline(t, pipeline, fmt.Sprintf(`
+resources:
+- name: thing
+  type: mock
+  check_every: 1h
+  source: {initial_version: shown-in-the-ui}
+jobs:
+- name: hello
+  plan:
+  - get: thing
+  - task: say
+    config:
+      platform: linux
+      image_resource: %[1]s
+      inputs: [{name: thing}]
+      run: {path: sh, args: [-c, 'echo hello from tekton; echo version $(cat thing/version)']}
+- name: slow
+  plan:
+  - task: wait
+    config:
+      platform: linux
+      image_resource: %[1]s
+      run: {path: sh, args: [-c, 'echo waiting for an abort; sleep 600']}
+`, busybox()))
+	flyOK(t, 2*time.Minute, "check-resource", "-r", pipeline+"/thing")
+
+	b := openBrowser(t)
+	b.login()
+
+	// The dashboard lists the pipeline.
+	b.navigate("/")
+	b.waitFor("the dashboard's card of the pipeline", time.Minute,
+		fmt.Sprintf(`document.querySelector('.card[data-pipeline-name=%q]') !== null`, pipeline))
+
+	// The pipeline's graph shows its jobs and resource.
+	b.navigate("/teams/main/pipelines/" + pipeline)
+	b.waitFor("the pipeline's graph", time.Minute,
+		`['hello', 'slow', 'thing'].every(n => document.querySelector('#pipeline-container').innerText.includes(n))`)
+	b.screenshot("pipeline.png")
+
+	// Pause and unpause it from its top bar.
+	for _, paused := range []bool{true, false} {
+		b.do(time.Minute, chromedp.Click(chromedp.CSS("#top-bar-app .pause-toggle")))
+		eventually(t, fmt.Sprintf("the pipeline paused: %t", paused), time.Minute, func(context.Context) (bool, error) {
+			out, code := fly(t, time.Minute, "pipelines", "--json")
+			if code != 0 {
+				return false, fmt.Errorf("fly pipelines: exit %d\n%s", code, out)
+			}
+			var list []struct {
+				Name   string `json:"name"`
+				Paused bool   `json:"paused"`
+			}
+			if err := jsonUnmarshal(out, &list); err != nil {
+				return false, err
+			}
+			return slices.ContainsFunc(list, func(p struct {
+				Name   string `json:"name"`
+				Paused bool   `json:"paused"`
+			}) bool {
+				return p.Name == pipeline && p.Paused == paused
+			}), nil
+		})
+		// The toggle shows again once the UI has the pipeline's new state.
+		b.waitFor("the pause toggle", time.Minute, `document.querySelector('#top-bar-app .pause-toggle') !== null`)
+	}
+
+	// The resource's page lists the version its check found.
+	b.navigate("/teams/main/pipelines/" + pipeline + "/resources/thing")
+	b.waitFor("the resource's version", time.Minute,
+		`Array.from(document.querySelectorAll('.resource-versions li')).some(li => li.innerText.includes('shown-in-the-ui'))`)
+
+	// Trigger hello from its job page: the UI goes to the new build's page, which shows
+	// the build until it ends.
+	b.navigate("/teams/main/pipelines/" + pipeline + "/jobs/hello")
+	b.do(time.Minute, chromedp.Click(chromedp.CSS(`button[aria-label="Trigger Build"]`)))
+	b.waitFor("the build's page", time.Minute, `document.querySelector('[data-build-name="1"]') !== null`)
+	b.waitFor("the build to succeed", 10*time.Minute,
+		fmt.Sprintf(`document.querySelector('.build-header[style*=%q]') !== null`, headerGreen))
+	steps := b.steps()
+	want := []pageStep{{Name: "thing", State: "succeeded"}, {Name: "say", State: "succeeded"}}
+	if len(steps) != len(want) {
+		fatalf(t, "the build's page shows the steps %+v; want %+v", steps, want)
+	}
+	for i := range want {
+		if steps[i].Name != want[i].Name || steps[i].State != want[i].State {
+			errorf(t, "step %d on the page: %s %s; want %s %s", i, steps[i].Name, steps[i].State, want[i].Name, want[i].State)
+		}
+	}
+	// A step that succeeded is folded: unfold the task's to read its log.
+	b.do(time.Minute, chromedp.Click(chromedp.CSS(`[data-step-name="say"] .header`)))
+	b.waitFor("the task's log", time.Minute, `(() => {
+		const body = document.querySelector('[data-step-name="say"] .step-body:not(.step-collapsed)');
+		return body !== null && body.innerText.includes('hello from tekton');
+	})()`)
+	logLines := b.eval(`document.querySelector('[data-step-name="say"] .step-body').innerText`)
+	b.screenshot("build.png")
+	watched := watchBuild(t, pipeline, "hello", "1")
+	for _, line := range []string{"hello from tekton", "version shown-in-the-ui"} {
+		if !strings.Contains(logLines, line) {
+			errorf(t, "the build's page does not show %q in the task's log:\n%s", line, logLines)
+		}
+		if !strings.Contains(watched, line) {
+			errorf(t, "fly watch does not show %q:\n%s", line, watched)
+		}
+	}
+
+	// Trigger slow, and abort it from its page once its task runs.
+	b.navigate("/teams/main/pipelines/" + pipeline + "/jobs/slow")
+	b.do(time.Minute, chromedp.Click(chromedp.CSS(`button[aria-label="Trigger Build"]`)))
+	b.waitFor("the task running", 10*time.Minute, `(() => {
+		const step = document.querySelector('[data-step-name="wait"]');
+		return step !== null && step.querySelector('[data-step-state="running"]') !== null &&
+			step.innerText.includes('waiting for an abort');
+	})()`)
+	b.do(time.Minute, chromedp.Click(chromedp.CSS(`button[aria-label="Abort Build"]`)))
+	b.waitFor("the build aborted", 5*time.Minute,
+		fmt.Sprintf(`document.querySelector('.build-header[style*=%q]') !== null`, headerBrown))
+	b.waitFor("the task interrupted", time.Minute,
+		`document.querySelector('[data-step-name="wait"] [data-step-state="interrupted"]') !== null`)
+	if got := builds(t, pipeline)["slow/1"].Status; got != "aborted" {
+		errorf(t, "fly builds says slow #1 is %s; want aborted", got)
+	}
+	out, _ := fly(t, time.Minute, "watch", "-j", pipeline+"/slow", "-b", "1")
+	if !strings.Contains(out, "waiting for an abort") || !strings.Contains(out, "aborted") {
+		errorf(t, "fly watch of the aborted build:\n%s", out)
+	}
+
+	if errs := b.consoleErrors(); len(errs) > 0 {
+		errorf(t, "the browser's console has errors:\n%s", strings.Join(errs, "\n"))
+	}
+}
+
+// browser is a headless Chromium with one tab, logged in as the web node's user.
+type browser struct {
+	t   *testing.T
+	ctx context.Context
+	// artifacts is where screenshots go.
+	artifacts string
+
+	mu      sync.Mutex
+	console []chromedp.ConsoleMessage
+}
+
+// chromium is the browser's binary: E2E_CHROMIUM, else chromium on the PATH.
+func chromium(t *testing.T) string {
+	if p := os.Getenv("E2E_CHROMIUM"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		fatal(t, "no chromium on the PATH (Debian's chromium: make -C atc deps), nor E2E_CHROMIUM")
+	}
+	return p
+}
+
+func openBrowser(t *testing.T) *browser {
+	t.Helper()
+	artifacts := os.Getenv("E2E_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = filepath.Join(cacheDir(), "concourse-tekton", "atc", "e2e-artifacts")
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		fatal(t, err)
+	}
+	// As the machine's network is closed, the browser asks nothing of the internet: no
+	// background networking, component updates, sync or QUIC.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium(t)),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+	)
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	t.Cleanup(func() {
+		cancel()
+		cancelAlloc()
+	})
+	if err := chromedp.Do(ctx); err != nil {
+		fatalf(t, "starting %s: %v", chromium(t), err)
+	}
+	b := &browser{t: t, ctx: ctx, artifacts: artifacts}
+	messages := chromedp.Console(ctx)
+	go func() {
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.console = append(b.console, m)
+			b.mu.Unlock()
+		}
+	}()
+	return b
+}
+
+// do runs actions, failing the test when they fail or take longer than timeout.
+func (b *browser) do(timeout time.Duration, actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		b.fail(fmt.Sprintf("in the browser: %v", err))
+	}
+}
+
+func (b *browser) navigate(path string) {
+	b.t.Helper()
+	b.do(time.Minute, chromedp.Navigate(web.url+path))
+}
+
+// waitFor waits until the JavaScript expression is true, failing the test after timeout.
+func (b *browser) waitFor(what string, timeout time.Duration, expression string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, timeout+5*time.Second)
+	defer cancel()
+	_, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expression,
+		chromedp.WithPollingInterval(250*time.Millisecond), chromedp.WithPollingTimeout(timeout)))
+	if err != nil {
+		b.fail(fmt.Sprintf("waiting for %s in the browser: %v", what, err))
+	}
+}
+
+// eval is the string the JavaScript expression evaluates to.
+func (b *browser) eval(expression string) string {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expression))
+	if err != nil {
+		b.fail(fmt.Sprintf("evaluating %s in the browser: %v", expression, err))
+	}
+	return v
+}
+
+// login logs in through the login form, as the web node's local user, and waits for
+// the dashboard to show the user.
+func (b *browser) login() {
+	b.t.Helper()
+	b.navigate("/sky/login")
+	b.do(time.Minute,
+		chromedp.WaitVisible(chromedp.ID("login")),
+		chromedp.SendKeys(chromedp.ID("login"), "test"),
+		chromedp.SendKeys(chromedp.ID("password"), "test"),
+		chromedp.Click(chromedp.ID("submit-login")),
+		chromedp.WaitVisible(chromedp.ID("user-id")),
+	)
+	if text := b.eval(`document.querySelector('#user-id').innerText`); !strings.Contains(text, "test") {
+		b.fail(fmt.Sprintf("logged in, the top bar shows the user %q; want test", text))
+	}
+}
+
+// pageStep is a step as the build's page shows it.
+type pageStep struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+}
+
+// steps are the steps the build's page shows, in order, with their states.
+func (b *browser) steps() []pageStep {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	steps, err := chromedp.Run(ctx, chromedp.Evaluate[[]pageStep](`Array.from(document.querySelectorAll('[data-step-name]')).map(e => {
+		const state = e.querySelector('[data-step-state]');
+		return {name: e.dataset.stepName, state: state === null ? '' : state.dataset.stepState};
+	})`))
+	if err != nil {
+		b.fail(fmt.Sprintf("reading the build's steps: %v", err))
+	}
+	return steps
+}
+
+// screenshot saves the tab as a PNG in the artifacts directory.
+func (b *browser) screenshot(name string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.fail(fmt.Sprintf("taking a screenshot: %v", err))
+	}
+	path := filepath.Join(b.artifacts, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.fail(err.Error())
+	}
+	b.t.Logf("screenshot: %s", path)
+}
+
+// consoleErrors are the errors and exceptions the console has had.
+func (b *browser) consoleErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var errs []string
+	for _, m := range b.console {
+		if m.Type == chromedp.ConsoleError || m.IsException() {
+			errs = append(errs, fmt.Sprintf("%s %s:%d: %s", m.Type, m.URL, m.Line+1, m.Text))
+		}
+	}
+	return errs
+}
+
+// fail fails the test with what the page showed and its console, and a screenshot of it.
+func (b *browser) fail(msg string) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	if png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
+		path := filepath.Join(b.artifacts, "failure-"+strings.ReplaceAll(b.t.Name(), "/", "-")+".png")
+		if os.WriteFile(path, png, 0o644) == nil {
+			msg += "\nscreenshot: " + path
+		}
+	}
+	if text, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ''`)); err == nil {
+		msg += "\nthe page shows:\n" + text
+	}
+	b.mu.Lock()
+	for _, m := range b.console {
+		msg += fmt.Sprintf("\nconsole %s: %s", m.Type, m.Text)
+	}
+	b.mu.Unlock()
+	fatal(b.t, msg)
+}
