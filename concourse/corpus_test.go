@@ -36,11 +36,55 @@ var invalidCorpus = map[string]string{
 	// A var in a bool field must be given when the pipeline is set; the file expects -v.
 	"apache__geode__ci__pipelines__images__images.yml": `jobs[build-concourse-docker-image].public: ((public-pipelines)) is not given`,
 	// output_mapping written inside the task's config instead of on the step.
-	"ministryofjustice__analytics-platform-concourse-pipelines__update-helm-repo.yaml": `jobs[helm-repo].plan[1].config.output_mapping: unknown field "output_mapping"`,
+	"ministryofjustice__analytics-platform-concourse-pipelines__update-helm-repo.yaml": `jobs[helm-repo].plan[1].config.output_mapping: unknown fields ["output_mapping"]`,
 	// A task config with the `image` key Concourse removed (and no platform).
-	"alphagov__paas-cf__concourse__pipelines__concourse-lite-self-terminate.yml": `jobs[delete].plan[1].config.image: unknown field "image"`,
+	"alphagov__paas-cf__concourse__pipelines__concourse-lite-self-terminate.yml": `jobs[delete].plan[1].config.image: unknown fields ["image"]`,
 	// check_every needs its value when the pipeline is set; the file expects it from -v.
 	"Pix4D__cogito__pipelines__cogito.yml": `resource_types[cogito].check_every: ((cogito-image-check_every)) is not given`,
+}
+
+// v8Verdicts are the corpus pipelines whose verdict changed from Concourse v7.14.2 to
+// v8.2.5, with v8's, which is ours: valid, or the error it must report (a substring).
+var v8Verdicts = map[string]string{
+	// v7 refused across without --enable-across-step; v8 always has it.
+	"concourse__ci__pipelines__branch.yml":                              "",
+	"concourse__ci__pipelines__concourse.yml":                           "",
+	"concourse__ci__pipelines__pr-deploy.yml":                           "",
+	"concourse__ci__pipelines__pr.yml":                                  "",
+	"concourse__ci__pipelines__reconfigure.yml":                         "",
+	"concourse__ci__pipelines__release.yml":                             "",
+	"concourse__concourse__testflight__fixtures__across.yml":            "",
+	"concourse__concourse__testflight__fixtures__erroring_pipeline.yml": "",
+	"concourse__infrastructure__pipelines__reconfigure.yml":             "",
+	// v7 dropped the unknown keys of an inline task config; v8 refuses them.
+	"alphagov__paas-cf__concourse__pipelines__concourse-lite-self-terminate.yml":       `config.image: unknown fields ["image"]`,
+	"ministryofjustice__analytics-platform-concourse-pipelines__update-helm-repo.yaml": `config.output_mapping: unknown fields ["output_mapping"]`,
+}
+
+// TestCorpusV8Verdicts states v8's verdict for each pipeline v8 changed it for.
+func TestCorpusV8Verdicts(t *testing.T) {
+	for name, want := range v8Verdicts {
+		data, err := os.ReadFile(filepath.Join(corpusDir(t), "pipelines", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, diags := concourse.ParsePipeline(name, data, nil)
+		errs := diags.Errors()
+		switch {
+		case want == "" && len(errs) > 0:
+			t.Errorf("%s: v8 accepts it, got:\n%v", name, errs.Err())
+		case want != "" && (len(errs) == 0 || !strings.Contains(errs.Err().Error(), want)):
+			t.Errorf("%s: errors %v, want one containing %q", name, errs.Err(), want)
+		}
+		if want != "" && invalidCorpus[name] != want && !strings.Contains(invalidCorpus[name], want) {
+			t.Errorf("%s: v8 refuses it, but invalidCorpus does not say so", name)
+		}
+		for _, d := range diags {
+			if strings.Contains(d.Message, "enable-across-step") || strings.Contains(d.Message, "instance_vars") {
+				t.Errorf("%s: a v7 feature flag is asked for: %v", name, d)
+			}
+		}
+	}
 }
 
 func TestCorpusPipelines(t *testing.T) {

@@ -72,6 +72,64 @@ jobs:
 			warnings: []string{`2:1: anchors: unknown top-level key "anchors" is ignored (Concourse drops it; it is fine for YAML anchors)`},
 		},
 		{
+			name: "v8: passed patterns are path.Match patterns over job names",
+			yaml: `
+resources:
+- name: repo
+  type: git
+jobs:
+- name: unit-a
+  plan: [{get: repo}]
+- name: unit-b
+  plan: [{task: t, file: x/t.yml}]
+- name: ship
+  plan:
+  - get: repo
+    passed: ["unit-*", "{unit-a,unit-b}", "unit-[^b]", "[", "uint-a"]
+`,
+			errors: []string{
+				`13:14: jobs[ship].plan[0].passed[0]: job 'unit-b' does not interact with resource 'repo': get or put it in that job, or remove the job from passed`,
+				`13:24: jobs[ship].plan[0].passed[1]: no matching job(s) for '{unit-a,unit-b}'`,
+				`13:56: jobs[ship].plan[0].passed[3]: no matching job(s) for '[': the pattern is malformed (path.Match syntax: *, ?, [a-z], [^a-z], \ to escape)`,
+				`13:61: jobs[ship].plan[0].passed[4]: no matching job(s) for 'uint-a' (did you mean "unit-a"?)`,
+			},
+		},
+		{
+			name: "v8: a cycle through a passed pattern",
+			yaml: `
+resources:
+- name: repo
+  type: git
+jobs:
+- name: a
+  plan: [{get: repo, passed: ["b*"]}]
+- name: b1
+  plan: [{get: repo, passed: [a]}]
+`,
+			errors: []string{`6:3: jobs[a]: the jobs' passed constraints form a cycle: a -> b1 -> a`},
+		},
+		{
+			name: "v8: user_data, across and instance_vars need no flag",
+			yaml: `
+user_data:
+  defaults: &defaults {bucket: b}
+resources:
+- name: out
+  type: s3
+  source: *defaults
+jobs:
+- name: unit
+  plan:
+  - across:
+    - var: v
+      values: [a, b]
+    put: out
+  - set_pipeline: child
+    file: out/p.yml
+    instance_vars: {branch: main}
+`,
+		},
+		{
 			name: "duplicate keys name both lines",
 			yaml: `
 jobs:
@@ -148,7 +206,7 @@ jobs:
 			errors: []string{
 				`5:3: resources[unused]: resource "unused" is not used by any job: use it in a get or put, or remove it`,
 				`10:5: jobs[unit].plan[0].get: unknown resource "rep" (did you mean "repo"?)`,
-				`12:14: jobs[unit].plan[1].passed[0]: passed "nope" matches no job`,
+				`12:14: jobs[unit].plan[1].passed[0]: no matching job(s) for 'nope'`,
 				`13:5: jobs[unit].plan[2].task: task "t" has neither ` + "`file` nor `config`" + `: give one of them`,
 				`14:5: jobs[unit].plan[3].attempts: attempts must be greater than 0, not 0`,
 				`18:7: jobs[unit].plan[4].try.get: job "unit" gets "repo" more than once (first at line 11): give the steps different names and use ` + "`resource:`",
@@ -219,9 +277,9 @@ jobs:
 `,
 			errors: []string{
 				`8:5: jobs[j].plan[0].config.platform: missing 'platform'`,
-				`10:7: jobs[j].plan[0].config.ouputs: unknown field "ouputs" (did you mean "outputs"?)`,
+				`10:7: jobs[j].plan[0].config.ouputs: unknown fields ["ouputs"] (did you mean "outputs"?)`,
 				`11:16: jobs[j].plan[0].config.inputs[0]: input has no name`,
-				`12:26: jobs[j].plan[0].config.caches[0].ttl: invalid cache ttl "1ms": use a duration of at least 1s`,
+				`12:26: jobs[j].plan[0].config.caches[0].ttl: cache ttl must be at least 1s, got '1ms'`,
 			},
 			warnings: []string{
 				`6:5: jobs[j].plan[0].image: task "t" sets ` + "`image`" + `, which wins over the image in its config`,
@@ -250,12 +308,13 @@ jobs:
 `,
 			errors: []string{
 				`9:3: resources[repo]: resource "repo" is defined more than once (also as resource at line 7)`,
+				`15:3: jobs[123].build_logs_to_retain: can't use both build_log_retention and build_logs_to_retain: keep build_log_retention`,
 				`16:36: jobs[123].build_log_retention.minimum_succeeded_builds: minimum_succeeded_builds (3) must not be greater than builds (2)`,
 			},
 			warnings: []string{
 				`11:3: resources[Bad_Name].name: resource "Bad_Name" is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'`,
 				`14:3: jobs[123].name: job "123" is not a valid identifier: it must not be only digits`,
-				`15:3: jobs[123].build_logs_to_retain: build_logs_to_retain is deprecated: use build_log_retention`,
+				`15:3: jobs[123].build_logs_to_retain: build_logs_to_retain is deprecated. Use build_log_retention instead.`,
 				`17:24: jobs[123].plan[1].get: get step "Bad_Name" is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'`,
 			},
 		},
@@ -632,7 +691,7 @@ container_limits: {cpu: 512, memory: 1GB}
 		t.Errorf("memory = %d, want %d", got, 1<<30)
 	}
 	_, err = concourse.LoadTaskConfig("task.yml", []byte("platform: linux\nrun: {path: x}\nouputs: []\n"))
-	if err == nil || err.Error() != `task.yml:3:1: ouputs: unknown field "ouputs" (did you mean "outputs"?)` {
+	if err == nil || err.Error() != `task.yml:3:1: ouputs: unknown fields ["ouputs"] (did you mean "outputs"?)` {
 		t.Errorf("got %v", err)
 	}
 }

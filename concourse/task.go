@@ -112,8 +112,15 @@ var taskConfigFields = fieldsOf[TaskConfig]()
 // field it concerns (relative to the config).
 func (c TaskConfig) Validate() []FieldError {
 	var errs []FieldError
-	for _, k := range slices.Sorted(maps.Keys(c.UnknownFields)) {
-		errs = append(errs, FieldError{Field: []PathElem{Key(k)}, Message: fmt.Sprintf("unknown field %q%s", k, suggest(k, taskConfigFields()))})
+	if len(c.UnknownFields) > 0 {
+		// Concourse v8 reports them all in one error (atc.StepValidator.VisitTask), here
+		// at the first of them.
+		keys := slices.Sorted(maps.Keys(c.UnknownFields))
+		hint := ""
+		if len(keys) == 1 {
+			hint = suggest(keys[0], taskConfigFields())
+		}
+		errs = append(errs, FieldError{Field: []PathElem{Key(keys[0])}, Message: fmt.Sprintf("unknown fields %+q%s", keys, hint)})
 	}
 	if c.Platform == "" {
 		errs = append(errs, FieldError{Field: []PathElem{Key("platform")}, Message: "missing 'platform'"})
@@ -133,9 +140,11 @@ func (c TaskConfig) Validate() []FieldError {
 			errs = append(errs, FieldError{Field: []PathElem{Key("caches"), Index(i)}, Message: "cache has no path"})
 		}
 		if cache.TTL != "" {
-			d, err := time.ParseDuration(cache.TTL)
-			if err != nil || d < time.Second {
-				errs = append(errs, FieldError{Field: []PathElem{Key("caches"), Index(i), Key("ttl")}, Message: fmt.Sprintf("invalid cache ttl %q: use a duration of at least 1s", cache.TTL)})
+			ttlPath := []PathElem{Key("caches"), Index(i), Key("ttl")}
+			if d, err := time.ParseDuration(cache.TTL); err != nil {
+				errs = append(errs, FieldError{Field: ttlPath, Message: fmt.Sprintf("invalid cache ttl '%s': %v", cache.TTL, err)})
+			} else if d < time.Second {
+				errs = append(errs, FieldError{Field: ttlPath, Message: fmt.Sprintf("cache ttl must be at least 1s, got '%s'", cache.TTL)})
 			}
 		}
 	}

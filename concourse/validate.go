@@ -306,9 +306,11 @@ func (v *validator) jobs() {
 
 func (v *validator) jobSettings(job *JobConfig, path Path) {
 	if job.BuildLogsToRetain != 0 {
-		v.warnf(path.Child(Key("build_logs_to_retain")), "build_logs_to_retain is deprecated: use build_log_retention")
+		v.warnf(path.Child(Key("build_logs_to_retain")), "build_logs_to_retain is deprecated. Use build_log_retention instead.")
 	}
-	if job.BuildLogsToRetain < 0 {
+	if job.BuildLogRetention != nil && job.BuildLogsToRetain != 0 {
+		v.errorf(path.Child(Key("build_logs_to_retain")), "can't use both build_log_retention and build_logs_to_retain: keep build_log_retention")
+	} else if job.BuildLogsToRetain < 0 {
 		v.errorf(path.Child(Key("build_logs_to_retain")), "build_logs_to_retain must not be negative")
 	}
 	if r := job.BuildLogRetention; r != nil {

@@ -1,6 +1,7 @@
 package concourse
 
 import (
+	pathpkg "path"
 	"strings"
 	"time"
 )
@@ -52,28 +53,45 @@ func (v *validator) getStep(jc *jobCheck, st *GetStep, path Path) {
 	v.stepTimeout(st.Timeout, path)
 }
 
-// passed checks one `passed` glob of a get of resource, and records the jobs it names.
+// passed checks one `passed` pattern of a get of resource, and records the jobs it names.
+// Concourse v8 matches it against every job's name with path.Match, as its scheduler
+// does (atc/db.insertJobInput), and every job it matches is a constraint; a malformed
+// pattern matches nothing. Groups' jobs are gobwas globs instead (compileGlob).
 func (v *validator) passed(job *JobConfig, resource, pattern string, path Path) {
-	re, err := compileGlob(pattern)
-	if err != nil {
-		v.errorf(path, "invalid glob %q: %v", pattern, err)
-		return
-	}
 	matched := false
 	for _, other := range v.c.Jobs {
-		if !re.MatchString(other.Name) {
+		if !matchPassed(pattern, other.Name) {
 			continue
 		}
 		matched = true
-		if !jobUsesResource(&other, resource) {
-			v.errorf(path, "job %q does not get or put resource %q, so it cannot be passed", other.Name, resource)
-			continue
-		}
 		v.passedDeps[job.Name] = append(v.passedDeps[job.Name], other.Name)
+		if !jobUsesResource(&other, resource) {
+			v.errorf(path, "job '%s' does not interact with resource '%s': get or put it in that job, or remove the job from passed", other.Name, resource)
+		}
 	}
-	if !matched {
-		v.errorf(path, "passed %q matches no job", pattern)
+	if matched {
+		return
 	}
+	hint := suggest(pattern, v.jobNames())
+	if _, err := pathpkg.Match(pattern, ""); err != nil {
+		hint = ": the pattern is malformed (path.Match syntax: *, ?, [a-z], [^a-z], \\ to escape)"
+	}
+	v.errorf(path, "no matching job(s) for '%s'%s", pattern, hint)
+}
+
+// matchPassed says whether a get's `passed` pattern names a job, by Concourse's rule
+// (path.Match; a malformed pattern matches nothing).
+func matchPassed(pattern, job string) bool {
+	ok, _ := pathpkg.Match(pattern, job)
+	return ok
+}
+
+func (v *validator) jobNames() map[string]bool {
+	names := make(map[string]bool, len(v.c.Jobs))
+	for _, j := range v.c.Jobs {
+		names[j.Name] = true
+	}
+	return names
 }
 
 func (v *validator) putStep(st *PutStep, path Path) {
