@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,6 +166,48 @@ func (c InputsConfig) MarshalJSON() ([]byte, error) {
 		}
 		return json.Marshal(c.Specified)
 	}
+}
+
+// DetectPutInputs are the artifacts a put mounts when its inputs are detected, which since
+// Concourse v8 is also what a put without `inputs` mounts (exec.NewDetectInputs): for every
+// string among the values of its params, at any depth of maps and lists, the string itself
+// when it has no '/', else its first path segment other than "." and "..". A leading '/'
+// makes that segment empty, so an absolute path names no artifact; keys, numbers and
+// booleans name none either. The params are the step's, not interpolated. A name is a
+// guess: one that is no artifact of the build is skipped when the put runs. The names are
+// in the order of the params' sorted keys, each once.
+func DetectPutInputs(params map[string]any) []string {
+	var names []string
+	seen := map[string]bool{}
+	var walk func(any)
+	walk = func(value any) {
+		switch v := value.(type) {
+		case string:
+			name := v
+			if parts := strings.Split(v, "/"); len(parts) > 1 {
+				for _, part := range parts {
+					if part != "." && part != ".." {
+						name = part
+						break
+					}
+				}
+			}
+			if name != "" && !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(v[k])
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		}
+	}
+	walk(params)
+	return names
 }
 
 // MaxInFlightConfig is an across var's `max_in_flight`: a number, or "all".

@@ -66,7 +66,7 @@ func fuzzOne(data string) error {
 	for _, format := range []string{"", formatJSON, formatYAML, formatTrim, formatRaw, "xml"} {
 		_, _ = parseVar("f.json", format, []byte(data))
 	}
-	_ = detectInputs(map[string]any{"p": data})
+	_ = concourse.DetectPutInputs(map[string]any{"p": data})
 	return nil
 }
 

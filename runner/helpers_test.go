@@ -35,21 +35,6 @@ func TestWorkDir(t *testing.T) {
 	}
 }
 
-func TestDetectInputs(t *testing.T) {
-	params := map[string]any{
-		"a": "built/image.tar",
-		"b": "./src/x",
-		"c": "../../up/x",
-		"d": []any{"list/1", map[string]any{"e": "nested/y"}},
-		"f": 3,
-		"g": "/abs/path",
-	}
-	want := []string{"built", "src", "up", "list", "nested", "abs"}
-	if diff := cmp.Diff(want, detectInputs(params)); diff != "" {
-		t.Errorf("detectInputs (-want +got):\n%s", diff)
-	}
-}
-
 func TestBuildURL(t *testing.T) {
 	tests := []struct {
 		name string

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/runner/cowcopy"
 	"github.com/concourse-tekton/concourse-tekton/runner/proc"
 	"github.com/concourse-tekton/concourse-tekton/runner/state"
@@ -539,36 +540,12 @@ func (s *step) putInputs() (map[string]string, error) {
 		return out, nil
 	}
 	out := map[string]string{}
-	for _, name := range detectInputs(p.Params) {
+	for _, name := range concourse.DetectPutInputs(p.Params) {
 		if v, ok := visible[name]; ok {
 			out[name] = v
 		}
 	}
 	return out, nil
-}
-
-// detectInputs guesses artifact names from the uninterpolated put params: the first path
-// segment, other than . and .., of every string in them.
-func detectInputs(value any) []string {
-	var names []string
-	switch v := value.(type) {
-	case string:
-		for _, seg := range strings.Split(v, "/") {
-			if seg != "" && seg != "." && seg != ".." {
-				names = append(names, seg)
-				break
-			}
-		}
-	case map[string]any:
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			names = append(names, detectInputs(v[k])...)
-		}
-	case []any:
-		for _, e := range v {
-			names = append(names, detectInputs(e)...)
-		}
-	}
-	return names
 }
 
 // resourceProcessMark clears the process mark of a get's or put's directory (sub, under

@@ -305,6 +305,7 @@ func TestPut(t *testing.T) {
 		env       string
 	}{
 		{name: "detect from uninterpolated params", params: map[string]any{"file": "built/image.tar", "deep": []any{map[string]any{"x": "./repo/y"}}, "other": "nothing/here", "v": "((version))"}, want: runspec.Succeeded, mounted: "built repo"},
+		{name: "detect: an absolute path names no artifact", inputs: runspec.InputsDetect, params: map[string]any{"a": "/unused/x", "b": "built", "v": "((version))"}, want: runspec.Succeeded, mounted: "built"},
 		{name: "all", inputs: runspec.InputsAll, want: runspec.Succeeded, mounted: "built repo unused"},
 		{name: "list", inputs: runspec.InputsList, names: []string{"repo"}, want: runspec.Succeeded, mounted: "repo"},
 		{name: "list with a missing input", inputs: runspec.InputsList, names: []string{"repo", "nope"}, want: runspec.Errored},

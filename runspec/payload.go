@@ -89,7 +89,8 @@ type Put struct {
 	Resource string         `json:"resource,omitempty"`
 	Source   map[string]any `json:"source,omitempty"`
 	Params   map[string]any `json:"params,omitempty"`
-	// Inputs is detect (also when empty), all, or list (then InputNames are the names).
+	// Inputs is detect (also when empty: the names concourse.DetectPutInputs gives from
+	// Params, where the build has them), all, or list (then InputNames are the names).
 	Inputs     string   `json:"inputs,omitempty"`
 	InputNames []string `json:"input_names,omitempty"`
 	// ExposeBuildCreatedBy sets BUILD_CREATED_BY from Build.CreatedBy.

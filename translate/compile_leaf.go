@@ -310,16 +310,17 @@ func (c *compiler) put(p *concourse.Plan, e cond, sc scope) *handle {
 		return stub(p.ID, runspec.KindLeaf, pp.Name, e)
 	}
 	spec := c.spec(runspec.ModePut, p.ID, pp.Name, sc.withTimeout(p.ID, pp.Timeout))
-	// Omitted, a put's inputs are all the build's artifacts (exec.PutStep: "Put step
-	// defaults to all inputs if not specified").
+	// Omitted, a put's inputs are detected from its params since Concourse v8
+	// (exec.PutStep: "Put step defaults to detect inputs if not specified"): the runner
+	// mounts the artifacts concourse.DetectPutInputs names that the build has.
 	spec.Put = &runspec.Put{Type: pp.Type, Resource: pp.Resource, Source: pp.Source, Params: pp.Params,
-		Inputs: runspec.InputsAll, ExposeBuildCreatedBy: pp.ExposeBuildCreatedBy}
+		Inputs: runspec.InputsDetect, ExposeBuildCreatedBy: pp.ExposeBuildCreatedBy}
 	spec.MirroredImage, spec.PulledImage = c.mirroredTypeImage(pp.TypeImage), pulledImage(pp.TypeImage)
 	if in := pp.Inputs; in != nil {
 		switch {
-		case in.All:
 		case in.Detect:
-			spec.Put.Inputs = runspec.InputsDetect
+		case in.All:
+			spec.Put.Inputs = runspec.InputsAll
 		default:
 			spec.Put.Inputs, spec.Put.InputNames = runspec.InputsList, in.Specified
 		}
