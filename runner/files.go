@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
+
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runner/state"
@@ -153,8 +155,13 @@ func runSetPipeline(_ context.Context, s *step) (bool, error) {
 	if name == "self" {
 		name, team, instanceVars = s.spec.Build.PipelineName, "", s.spec.Build.InstanceVars
 	}
-	if strings.Contains(name, "/") || strings.Contains(team, "/") {
-		s.logf("invalid pipeline name %q or team %q: '/' is not allowed", name, team)
+	// Concourse v8's messages, before anything else is looked at.
+	if strings.Contains(name, "/") {
+		s.logf("ERROR: pipeline name cannot contain '/'")
+		return false, nil
+	}
+	if strings.Contains(team, "/") {
+		s.logf("ERROR: team name cannot contain '/'")
 		return false, nil
 	}
 	if file == "" {
@@ -164,9 +171,16 @@ func runSetPipeline(_ context.Context, s *step) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	// Concourse's precedence: the step's vars, then each var file (the first that has
-	// the var wins), then the instance vars.
-	static := vars.Multi{vars.StaticVariables(orEmpty(stepVars))}
+	// Concourse v8 reads the file with yaml.v3 first, which refuses a duplicate key, and
+	// only then interpolates it (exec.setPipelineSource.MarshalPipelineConfig).
+	if err := yamlv3.Unmarshal(data, make(map[any]any)); err != nil {
+		s.logf("error parsing pipeline:")
+		fmt.Fprintf(s.stderr, "%s", err)
+		return false, nil
+	}
+	// Concourse v8's precedence: the instance vars, then the step's vars, then each var
+	// file (the first that has the var wins).
+	static := vars.Multi{vars.StaticVariables(orEmpty(instanceVars)), vars.StaticVariables(orEmpty(stepVars))}
 	files, _ := p["var_files"].([]any)
 	for _, f := range files {
 		f, _ := f.(string)
@@ -181,7 +195,6 @@ func runSetPipeline(_ context.Context, s *step) (bool, error) {
 		}
 		static = append(static, fileVars)
 	}
-	static = append(static, vars.StaticVariables(orEmpty(instanceVars)))
 	pipeline, diags := concourse.ParsePipeline(file, data, static)
 	if errs := diags.Errors(); len(errs) > 0 || pipeline == nil {
 		for _, d := range diags.Warnings() {

@@ -66,12 +66,12 @@ func TestSetPipeline(t *testing.T) {
 	if err := json.Unmarshal(p.Config, &got); err != nil {
 		t.Fatal(err)
 	}
-	// Concourse's precedence: vars, then the var files in order, then instance vars.
-	if diff := cmp.Diff(map[string]any{"uri": "from-file", "branch": "from-vars", "tag": "first-file"}, got.Resources[0].Source); diff != "" {
+	// Concourse v8's precedence: instance vars, then vars, then the var files in order.
+	if diff := cmp.Diff(map[string]any{"uri": "instance-uri", "branch": "from-vars", "tag": "first-file"}, got.Resources[0].Source); diff != "" {
 		t.Errorf("source (-want +got):\n%s", diff)
 	}
-	if got.Jobs[0].Name != "file-job" {
-		t.Errorf("job %q: want the var file's over the instance var", got.Jobs[0].Name)
+	if got.Jobs[0].Name != "instance-job" {
+		t.Errorf("job %q: want the instance var's over the var file's", got.Jobs[0].Name)
 	}
 	if got.Extra != nil {
 		t.Error("an unknown top-level key was kept")
@@ -129,5 +129,43 @@ func TestSetPipelineFrameNotRedacted(t *testing.T) {
 	// Concourse sets the pipeline with the step's vars evaluated, credentials included.
 	if !strings.Contains(string(p.Config), `"name":"s3cr3t-value"`) {
 		t.Errorf("config %s", p.Config)
+	}
+}
+
+// TestSetPipelineRefused: what Concourse v8 refuses before it validates the pipeline, with
+// its messages on stderr; the step fails and hands nothing over.
+func TestSetPipelineRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name, pipeline, team, file string
+		stderr                     string
+	}{
+		{name: "a pipeline name with a slash", pipeline: "a/b", file: "ok.yml", stderr: "ERROR: pipeline name cannot contain '/'\n"},
+		{name: "a team name with a slash", pipeline: "child", team: "x/y", file: "ok.yml", stderr: "ERROR: team name cannot contain '/'\n"},
+		{
+			// yaml.v3 reads the file before any var is interpolated: the missing var is
+			// never reached.
+			name: "a duplicate key", pipeline: "child", file: "dup.yml",
+			stderr: "error parsing pipeline:\nyaml: unmarshal errors:\n  line 2: mapping key \"jobs\" already defined at line 1",
+		},
+		{name: "a syntax error", pipeline: "child", file: "syntax.yml", stderr: "error parsing pipeline:\nyaml: line 1: did not find expected node content"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.artifact("ci", map[string]string{
+				"ok.yml":     "jobs: [{name: j, plan: [{task: t, config: {platform: linux, run: {path: x}}}]}]\n",
+				"dup.yml":    "jobs: [{name: ((missing)), plan: []}]\njobs: []\n",
+				"syntax.yml": "jobs: [\n",
+			})
+			sp := w.spec(runspec.ModeSetPipeline, "1", tt.pipeline)
+			sp.SetPipeline = &runspec.SetPipeline{File: "ci/" + tt.file, Team: tt.team}
+			r := w.run(sp)
+			w.checkRun(r, "1", runspec.Failed)
+			if r.stderr != tt.stderr {
+				t.Errorf("stderr = %q, want %q", r.stderr, tt.stderr)
+			}
+			if runspec.IsPipelineFrame(r.stdout) {
+				t.Errorf("stdout = %q: a refused pipeline is handed to no one", r.stdout)
+			}
+		})
 	}
 }
