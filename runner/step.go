@@ -130,14 +130,20 @@ func runOne(ctx context.Context, spec runspec.Spec, opts options, stdout, stderr
 func newStep(spec runspec.Spec, opts options, stdout, stderr io.Writer) *step {
 	paths := spec.Paths.WithDefaults()
 	secrets := &redact.Secrets{}
+	// The writers redact the secrets the step learns, unless the build reveals them:
+	// then they redact nothing.
+	shown := secrets
+	if spec.Build.RevealSecrets {
+		shown = &redact.Secrets{}
+	}
 	s := &step{
 		spec:    spec,
 		opts:    opts,
 		paths:   paths,
 		state:   state.New(paths.Volume),
 		secrets: secrets,
-		stdout:  &redact.Writer{W: stdout, Secrets: secrets},
-		stderr:  &redact.Writer{W: stderr, Secrets: secrets},
+		stdout:  &redact.Writer{W: stdout, Secrets: shown},
+		stderr:  &redact.Writer{W: stderr, Secrets: shown},
 	}
 	s.vars = &buildVars{
 		state:    s.state,

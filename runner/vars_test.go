@@ -117,6 +117,25 @@ func TestRedactionCoversEveryStream(t *testing.T) {
 	}
 }
 
+// TestRevealSecrets: a build of a web node run with --disable-redact-secrets shows the
+// credentials its steps use, and a load_var value without reveal, as they are.
+func TestRevealSecrets(t *testing.T) {
+	w := newWorld(t)
+	w.secret("app.key", map[string]string{"value": "shown-secret"})
+	w.artifact("vars", map[string]string{"v.txt": "shown-loaded\n"})
+	lv := w.spec(runspec.ModeLoadVar, "1", "v")
+	lv.Build.RevealSecrets = true
+	lv.LoadVar = &runspec.LoadVar{File: "vars/v.txt"}
+	w.checkRun(w.run(lv), "1", runspec.Succeeded)
+	task := w.taskSpec("2", "t", shConfig(`echo "$K $V"`, map[string]any{"params": map[string]any{"K": "((key))", "V": "((.:v))"}}))
+	task.Build.RevealSecrets = true
+	r := w.run(task)
+	w.checkRun(r, "2", runspec.Succeeded)
+	if r.stdout != "shown-secret shown-loaded\n" {
+		t.Errorf("stdout = %q, want the values as they are", r.stdout)
+	}
+}
+
 func TestLoadVar(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -163,6 +163,9 @@ type Build struct {
 	// Check says the build is a check build. Its resource scripts see Concourse's: named
 	// check, of no job. Name and JobName still key its volume and caches.
 	Check bool `json:"check,omitempty"`
+	// RevealSecrets says the steps' logs show the credentials they use, which are
+	// otherwise redacted (the web node's --disable-redact-secrets).
+	RevealSecrets bool `json:"reveal_secrets,omitempty"`
 }
 
 // Complete fills the fields of b that are empty from context, the JSON of a Build (the

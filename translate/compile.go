@@ -405,13 +405,14 @@ func (c *compiler) spec(mode runspec.Mode, planID concourse.PlanID, name string,
 // its Pipeline, and with the build's own ID and creator for the build's run.
 func (c *compiler) buildContext() (job, build string, err error) {
 	b := runspec.Build{
-		TeamID:       c.opts.TeamID,
-		TeamName:     c.opts.Team,
-		PipelineName: c.pipelineField(),
-		InstanceVars: c.opts.InstanceVars,
-		JobName:      c.jobField(),
-		ExternalURL:  c.opts.ExternalURL,
-		Check:        c.opts.Check,
+		TeamID:        c.opts.TeamID,
+		TeamName:      c.opts.Team,
+		PipelineName:  c.pipelineField(),
+		InstanceVars:  c.opts.InstanceVars,
+		JobName:       c.jobField(),
+		ExternalURL:   c.opts.ExternalURL,
+		Check:         c.opts.Check,
+		RevealSecrets: c.opts.RevealSecrets,
 	}
 	if b.PipelineName != "" {
 		b.PipelineID = c.opts.PipelineID

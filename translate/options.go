@@ -25,6 +25,10 @@ type Options struct {
 	// type): Job and Build then only name its objects and key its volume. Its resource
 	// scripts see a build named check, of no job (runspec.Build.Check).
 	Check bool
+	// RevealSecrets leaves the credentials the steps use unredacted in their logs (the web
+	// node's --disable-redact-secrets; runspec.Build.RevealSecrets). By default they show
+	// as ((redacted)), as Concourse 8 always shows them.
+	RevealSecrets bool
 	// BuildPipeline is the pipeline a one-off build belongs to (fly execute -j, whose
 	// build is its pipeline's), which its steps see (BUILD_PIPELINE_NAME), as Concourse's
 	// steps see a pipeline build's; empty: none.

@@ -323,6 +323,20 @@ func TestBuildContext(t *testing.T) {
 	}
 }
 
+// TestRevealSecretsBuildContext: a web node's --disable-redact-secrets is in the build's
+// context, on the Pipeline, for every step to see.
+func TestRevealSecretsBuildContext(t *testing.T) {
+	r, err := translateFile(t, filepath.Join("testdata", "hooks", "pipeline.yml"), "test", translate.Options{Team: "ops", Pipeline: "app", Build: "3", RevealSecrets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validate(t, r)
+	want := `{"team":"ops","pipeline":"app","job":"test","reveal_secrets":true}`
+	if got := r.Pipeline.Annotations[runspec.AnnotationBuildContext]; got != want {
+		t.Errorf("the Pipeline's build context %s, want %s", got, want)
+	}
+}
+
 // TestCheckBuildContext compiles a check build: its context says so, for its scripts to
 // see a build named check, of no job, while the job its objects are named after (and its
 // volume keyed by) is still the check's.

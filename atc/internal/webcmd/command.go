@@ -64,6 +64,7 @@ func (cmd *WebCommand) Execute(args []string) error {
 		return err
 	}
 	if cmd.Tekton.Enabled() {
+		cmd.Tekton.revealSecrets = cmd.RunCommand.DisableRedactSecrets
 		t, err := cmd.Tekton.openTekton()
 		if err != nil {
 			return err

@@ -51,6 +51,10 @@ type TektonFlags struct {
 	BaggageclaimBindIP string        `long:"baggageclaim-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the baggageclaim API (on a free port), through which this web node keeps fly execute's inputs and outputs: with several web nodes, one they all reach."`
 	VolumesDir         string        `long:"volumes-dir" value-name:"DIR" description:"Where the workers keep their volumes (fly execute's inputs and outputs), a directory each: one of this web node's own (default: concourse-tekton-web/volumes in the user's cache directory)."`
 	GCInterval         time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
+
+	// revealSecrets is the web node's --disable-redact-secrets: the builds' steps then
+	// show the credentials they use in their logs.
+	revealSecrets bool
 }
 
 // Enabled tells whether builds run on Kubernetes: any flag that picks a cluster, a
@@ -78,6 +82,8 @@ func (f *TektonFlags) Options() (translate.Options, error) {
 
 		ImageRegistry:       strings.TrimSuffix(f.ImageRegistry, "/"),
 		ImageRegistrySecret: f.ImageRegistrySecret,
+
+		RevealSecrets: f.revealSecrets,
 	}, nil
 }
 

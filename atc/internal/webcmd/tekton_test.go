@@ -36,7 +36,7 @@ func TestTektonFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(want, cmd.Web.Tekton); diff != "" {
+		if diff := cmp.Diff(want, cmd.Web.Tekton, cmp.AllowUnexported(TektonFlags{})); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
@@ -48,7 +48,7 @@ func TestTektonFlags(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(want, cmd.Web.Tekton); diff != "" {
+		if diff := cmp.Diff(want, cmd.Web.Tekton, cmp.AllowUnexported(TektonFlags{})); diff != "" {
 			t.Errorf("(-want +got):\n%s", diff)
 		}
 	})
@@ -123,6 +123,11 @@ func TestTektonOptions(t *testing.T) {
 	want := translate.Options{RunnerImage: "r", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true, RunnerImageVolume: true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// --disable-redact-secrets reaches the builds.
+	f.revealSecrets = true
+	if got, err := f.Options(); err != nil || !got.RevealSecrets {
+		t.Errorf("with --disable-redact-secrets: RevealSecrets %t, %v; want true", got.RevealSecrets, err)
 	}
 	if _, err := (&TektonFlags{ResourceImages: map[string]string{"mock": ""}}).Options(); err == nil {
 		t.Error("--tekton-resource-image mock= accepted")
