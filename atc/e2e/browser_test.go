@@ -122,13 +122,7 @@ jobs:
 			errorf(t, "step %d on the page: %s %s; want %s %s", i, steps[i].Name, steps[i].State, want[i].Name, want[i].State)
 		}
 	}
-	// A step that succeeded is folded: unfold the task's to read its log.
-	b.do(time.Minute, chromedp.Click(chromedp.CSS(`[data-step-name="say"] .header`)))
-	b.waitFor("the task's log", time.Minute, `(() => {
-		const body = document.querySelector('[data-step-name="say"] .step-body:not(.step-collapsed)');
-		return body !== null && body.innerText.includes('hello from tekton');
-	})()`)
-	logLines := b.eval(`document.querySelector('[data-step-name="say"] .step-body').innerText`)
+	logLines := b.stepLog("say", "hello from tekton")
 	b.screenshot("build.png")
 	watched := watchBuild(t, pipeline, "hello", "1")
 	for _, line := range []string{"hello from tekton", "version shown-in-the-ui"} {
@@ -143,16 +137,15 @@ jobs:
 	// Trigger slow, and abort it from its page once its task runs.
 	b.navigate("/teams/main/pipelines/" + pipeline + "/jobs/slow")
 	b.do(time.Minute, chromedp.Click(chromedp.CSS(`button[aria-label="Trigger Build"]`)))
-	b.waitFor("the task running", 10*time.Minute, `(() => {
-		const step = document.querySelector('[data-step-name="wait"]');
-		return step !== null && step.querySelector('[data-step-state="running"]') !== null &&
-			step.innerText.includes('waiting for an abort');
-	})()`)
+	b.waitFor("the task running", 10*time.Minute, stepStateJS("wait")+` === 'running'`)
+	b.stepLog("wait", "waiting for an abort")
 	b.do(time.Minute, chromedp.Click(chromedp.CSS(`button[aria-label="Abort Build"]`)))
 	b.waitFor("the build aborted", 5*time.Minute,
 		fmt.Sprintf(`document.querySelector('.build-header[style*=%q]') !== null`, headerBrown))
-	b.waitFor("the task interrupted", time.Minute,
-		`document.querySelector('[data-step-name="wait"] [data-step-state="interrupted"]') !== null`)
+	// As on Concourse's workers, the task whose build is aborted errors with "interrupted".
+	b.waitFor("the task errored", time.Minute, stepStateJS("wait")+` === 'errored'`)
+	b.stepLog("wait", "interrupted")
+	b.screenshot("aborted.png")
 	if got := builds(t, pipeline)["slow/1"].Status; got != "aborted" {
 		errorf(t, "fly builds says slow #1 is %s; want aborted", got)
 	}
@@ -296,15 +289,40 @@ type pageStep struct {
 	State string `json:"state"`
 }
 
+// stateOfStepJS is a JavaScript function of a step's element (.build-step), the state its
+// header shows: a running step shows a spinner, with no data-step-state.
+const stateOfStepJS = `(step => {
+	const state = step.querySelector(':scope > .header [data-step-state]');
+	return state === null ? 'running' : state.dataset.stepState;
+})`
+
+// stepStateJS is a JavaScript expression: the state of the step named name (null while
+// the page has no such step).
+func stepStateJS(name string) string {
+	return fmt.Sprintf(`((step => step === null ? null : %s(step))(document.querySelector('.build-step[data-step-name=%q]')))`, stateOfStepJS, name)
+}
+
+// stepLog unfolds the step named name (the build's page shows every step folded until
+// it is clicked), waits for its log to show want, and returns the log.
+func (b *browser) stepLog(name, want string) string {
+	b.t.Helper()
+	body := fmt.Sprintf(`document.querySelector('.build-step[data-step-name=%q] > .step-body')`, name)
+	if b.eval(fmt.Sprintf(`%s === null ? 'folded' : 'unfolded'`, body)) == "folded" {
+		b.do(time.Minute, chromedp.Click(chromedp.CSS(fmt.Sprintf(`.build-step[data-step-name=%q] > .header`, name))))
+	}
+	b.waitFor(fmt.Sprintf("%q in the log of %s", want, name), 5*time.Minute,
+		fmt.Sprintf(`%s !== null && %s.innerText.includes(%q)`, body, body, want))
+	return b.eval(body + `.innerText`)
+}
+
 // steps are the steps the build's page shows, in order, with their states.
 func (b *browser) steps() []pageStep {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 	defer cancel()
-	steps, err := chromedp.Run(ctx, chromedp.Evaluate[[]pageStep](`Array.from(document.querySelectorAll('[data-step-name]')).map(e => {
-		const state = e.querySelector('[data-step-state]');
-		return {name: e.dataset.stepName, state: state === null ? '' : state.dataset.stepState};
-	})`))
+	steps, err := chromedp.Run(ctx, chromedp.Evaluate[[]pageStep](`Array.from(document.querySelectorAll('.build-step[data-step-name]')).map(e => ({
+		name: e.dataset.stepName, state: `+stateOfStepJS+`(e),
+	}))`))
 	if err != nil {
 		b.fail(fmt.Sprintf("reading the build's steps: %v", err))
 	}
