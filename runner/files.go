@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -321,12 +322,42 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 	if err := s.writeResult(runspec.ResultImage, []byte(image)); err != nil {
 		return false, err
 	}
-	if len(encoded) <= configLimit {
-		if err := s.writeResult(runspec.ResultConfig, encoded); err != nil {
+	// What the task's events show: as Concourse 8 shows it, the run's path and args
+	// interpolated, the credentials in them redacted (unless the build reveals them).
+	shown, err := json.Marshal(s.shownConfig(m, cfg, len(needed) == 0))
+	if err != nil {
+		return false, fmt.Errorf("encoding the task config: %w", err)
+	}
+	if len(shown) <= configLimit {
+		if err := s.writeResult(runspec.ResultConfig, shown); err != nil {
 			return false, err
 		}
 	}
 	return true, nil
+}
+
+// shownConfig is the raw task config m with the run's path and args of its interpolated
+// config cfg, redacted as the step's output is: what Concourse 8's initialize-task and
+// start-task events show. While the build's starter has yet to supply some of its vars
+// (interpolated false), the run shows as the file has it.
+func (s *step) shownConfig(m map[string]any, cfg concourse.TaskConfig, interpolated bool) map[string]any {
+	run, ok := m["run"].(map[string]any)
+	if !ok || !interpolated {
+		return m
+	}
+	redact := s.stdout.Secrets.String
+	shownRun := maps.Clone(run)
+	shownRun["path"] = redact(cfg.Run.Path)
+	if cfg.Run.Args != nil {
+		args := make([]any, len(cfg.Run.Args))
+		for i, a := range cfg.Run.Args {
+			args[i] = redact(a)
+		}
+		shownRun["args"] = args
+	}
+	shown := maps.Clone(m)
+	shown["run"] = shownRun
+	return shown
 }
 
 // imageRefNeedsVars tells whether the image a task's pod runs is not known yet: its

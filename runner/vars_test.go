@@ -291,6 +291,40 @@ func TestResolveThenTask(t *testing.T) {
 	}
 }
 
+// TestResolveShowsTheRun: the config a resolve step publishes for the task's events has
+// the run's path and args interpolated, the credentials in them redacted (unless the
+// build reveals them), as Concourse 8 shows them; the rest stays as the file has it.
+func TestResolveShowsTheRun(t *testing.T) {
+	const file = `
+platform: linux
+image_resource: {type: registry-image, source: {repository: busybox}}
+params: {GREETING: ((greeting))}
+run: {path: /bin/((shell)), args: [-c, 'echo ((greeting)) from ((shell))']}
+`
+	for _, tt := range []struct {
+		reveal bool
+		want   string
+	}{
+		{false, `"args":["-c","echo ((redacted)) from sh"],"path":"/bin/sh"`},
+		{true, `"args":["-c","echo hello-secret from sh"],"path":"/bin/sh"`},
+	} {
+		w := newWorld(t)
+		w.artifact("ci", map[string]string{"task.yml": file})
+		w.secret("greeting", map[string]string{"value": "hello-secret"})
+		res := w.spec(runspec.ModeResolve, "r", "")
+		res.Build.RevealSecrets = tt.reveal
+		res.Resolve = &runspec.Resolve{TaskPlanID: "t", File: "ci/task.yml", Vars: map[string]any{"shell": "sh"}}
+		w.checkRun(w.run(res), "r", runspec.Succeeded)
+		cfg := w.result("r", "config")
+		if !strings.Contains(cfg, tt.want) {
+			t.Errorf("reveal %t: config result = %s, want the run %s", tt.reveal, cfg, tt.want)
+		}
+		if !strings.Contains(cfg, `"GREETING":"((greeting))"`) {
+			t.Errorf("reveal %t: config result = %s, want the params as the file has them", tt.reveal, cfg)
+		}
+	}
+}
+
 func TestResolveImages(t *testing.T) {
 	tests := []struct {
 		name, config, want string
