@@ -1,4 +1,4 @@
-// Package e2e drives the web node the way a user does: the real fly 7.14.2 against
+// Package e2e drives the web node the way a user does: the real fly 8.2.5 (and headless Chromium, for the web UI) against
 // concourse-tekton-web (both built by build.sh, started by web.sh with a database of
 // its own), whose builds run as PipelineRuns on a real Kubernetes cluster with Tekton (the
 // main module's e2e cluster, or E2E_KUBECONFIG's), each test run in a namespace of its
