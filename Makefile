@@ -19,7 +19,7 @@ help: ## List the targets.
 VERSION  ?= dev
 RUNNER_IMAGE ?= ghcr.io/concourse-tekton/runner:$(VERSION)
 CLI_IMAGE ?= ghcr.io/concourse-tekton/concourse-tekton:$(VERSION)
-LDFLAGS  := -s -w -X github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd.Version=$(VERSION)
+LDFLAGS  := -s -w -X github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd.Version=$(VERSION)
 
 .PHONY: build
 build: ## Build the binaries into ./bin.
@@ -76,7 +76,7 @@ fmt: ## Format the Go sources.
 
 .PHONY: update-golden
 update-golden: ## Rewrite the golden files (and examples/booklit/tekton) from the current output.
-	$(GO) test ./concourse/planner/ ./translate/ ./internal/cli/ -update
+	$(GO) test ./concourse/planner/ ./translate/ ./cmd/internal/cli/ -update
 
 E2E_CLUSTER ?= e2e/cluster/cluster.sh
 

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/crypto/x509roots/fallback/bundle"
 
-	"github.com/concourse-tekton/concourse-tekton/internal/cli"
+	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
-	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
+	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd"
 )
 
 // kubeCommand is the binary that runs the other commands.

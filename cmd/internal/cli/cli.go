@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
+	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd"
 )
 
 // streams are the command's standard streams.

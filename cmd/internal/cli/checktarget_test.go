@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
+	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 

@@ -17,9 +17,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/varuse"
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
-	"github.com/concourse-tekton/concourse-tekton/internal/cli/varuse"
 	"github.com/concourse-tekton/concourse-tekton/internal/tarstream"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"

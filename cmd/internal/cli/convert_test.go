@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite the checked-in example output")
 
 // TestBooklitExample keeps examples/booklit/tekton what convert makes of the example.
 func TestBooklitExample(t *testing.T) {
-	root := filepath.Join("..", "..")
+	root := filepath.Join("..", "..", "..")
 	example := filepath.Join(root, "examples", "booklit")
 	want := filepath.Join(example, "tekton")
 	out := t.TempDir()

@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd"
+	"github.com/concourse-tekton/concourse-tekton/cmd/internal/render"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
-	"github.com/concourse-tekton/concourse-tekton/internal/cli/pipelinecmd"
-	"github.com/concourse-tekton/concourse-tekton/internal/render"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
