@@ -1,18 +1,22 @@
-// Package layers holds the test that keeps the project's layers as the design draws them:
-// the pure packages (the Concourse model, the compiler, the runner and its contract) never
-// talk to a cluster themselves.
+// Package layers holds the tests that keep the project's layers as the design draws them:
+// no package imports a package of a higher floor, and the pure packages (the Concourse
+// model, the compiler, the runner and its contract) never talk to a cluster themselves.
 package layers
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const module = "github.com/concourse-tekton/concourse-tekton"
@@ -42,10 +46,125 @@ var promises = []struct {
 	{pattern: "./translate/...", noClient: true},
 }
 
+// floors are the module's floors, from the ground up. A package may import packages of its
+// own floor and of the floors below, never of a floor above; its tests too, so that a test
+// cannot tie a lower package to a higher one. A package stands on the floor whose pattern
+// names it most closely: cmd/internal/cli is on the command line's floor, not the binaries'.
+// Every package of the module stands on a floor: a new folder at the root needs a line here.
+var floors = []struct {
+	name     string
+	patterns []string
+}{
+	{name: "helpers", patterns: []string{"internal/..."}},
+	{name: "the model and the contract", patterns: []string{"concourse/...", "runspec/..."}},
+	{name: "the compiler, the step runner and volumes", patterns: []string{"translate/...", "runner/...", "pvc/..."}},
+	{name: "the cluster", patterns: []string{"tektonrun/...", "gc/..."}},
+	{name: "the command line", patterns: []string{"cmd/internal/..."}},
+	{name: "the binaries and the end-to-end tests", patterns: []string{"cmd/...", "e2e/..."}},
+}
+
+// upwardExceptions are the imports allowed to run up a floor, as "importer -> imported"
+// (paths within the module) with the reason. There are none.
+var upwardExceptions = map[string]string{}
+
 type listed struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
+	ImportPath   string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+	Deps         []string
+}
+
+func TestFloors(t *testing.T) {
+	// With the e2e tag, go list reads every file the plain build reads and the end-to-end
+	// tests besides (no file of the module is built only without it).
+	pkgs := list(t, "./...", "-tags", "e2e")
+	for _, problem := range upward(pkgs) {
+		t.Error(problem)
+	}
+	for i, f := range floors {
+		for _, pattern := range f.patterns {
+			if !slices.ContainsFunc(pkgs, func(p listed) bool { return within(rel(p.ImportPath), pattern) }) {
+				t.Errorf("floor %d (%s): %s names no package: remove it, or name the package's new place", i+1, f.name, pattern)
+			}
+		}
+	}
+}
+
+// The check itself must catch what it is meant to: an import from a floor to a higher one,
+// from a test as from the code, and a package on no floor.
+func TestFloorsSeeAnUpwardImport(t *testing.T) {
+	pkgs := []listed{
+		{ImportPath: module + "/gc", Imports: []string{"context", module + "/tektonrun", module + "/cmd/internal/cli"}},
+		{ImportPath: module + "/runner", TestImports: []string{module + "/internal/syncbuf"}, XTestImports: []string{module + "/tektonrun"}},
+		{ImportPath: module + "/attic"},
+	}
+	want := []string{
+		"gc (floor 4, the cluster) imports cmd/internal/cli (floor 5, the command line): move what it needs down to floor 4 or below",
+		"runner (floor 3, the compiler, the step runner and volumes) imports tektonrun (floor 4, the cluster) in its tests: move what it needs down to floor 3 or below",
+		"attic stands on no floor: name it in the floors of internal/layers",
+	}
+	if diff := cmp.Diff(want, upward(pkgs)); diff != "" {
+		t.Errorf("upward (-want +got):\n%s", diff)
+	}
+}
+
+// upward says, for each package, which of its imports (its tests' too) run to a higher
+// floor, and which package stands on no floor.
+func upward(pkgs []listed) []string {
+	var problems []string
+	for _, p := range pkgs {
+		from := rel(p.ImportPath)
+		fi, ok := floorOf(from)
+		if !ok {
+			problems = append(problems, from+" stands on no floor: name it in the floors of internal/layers")
+			continue
+		}
+		for _, imports := range []struct {
+			paths []string
+			where string
+		}{{p.Imports, ""}, {p.TestImports, " in its tests"}, {p.XTestImports, " in its tests"}} {
+			for _, imp := range imports.paths {
+				if !strings.HasPrefix(imp, module+"/") {
+					continue
+				}
+				to := rel(imp)
+				ti, ok := floorOf(to)
+				if !ok || ti <= fi || upwardExceptions[from+" -> "+to] != "" {
+					continue
+				}
+				problems = append(problems, fmt.Sprintf("%s (floor %d, %s) imports %s (floor %d, %s)%s: move what it needs down to floor %d or below",
+					from, fi+1, floors[fi].name, to, ti+1, floors[ti].name, imports.where, fi+1))
+			}
+		}
+	}
+	return problems
+}
+
+// floorOf is the index of the floor whose pattern names path most closely.
+func floorOf(path string) (int, bool) {
+	best, floor := -1, 0
+	for i, f := range floors {
+		for _, pattern := range f.patterns {
+			if within(path, pattern) && len(pattern) > best {
+				best, floor = len(pattern), i
+			}
+		}
+	}
+	return floor, best >= 0
+}
+
+// within says whether a pattern ("x/..." or "x") names a path within the module.
+func within(path, pattern string) bool {
+	if dir, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return path == dir || strings.HasPrefix(path, dir+"/")
+	}
+	return path == pattern
+}
+
+// rel is an import path of the module within the module.
+func rel(importPath string) string {
+	return strings.TrimPrefix(importPath, module+"/")
 }
 
 func TestLayers(t *testing.T) {
@@ -97,14 +216,16 @@ func clientOf(imp string) string {
 	return ""
 }
 
-// list runs `go list -json` on a pattern of the module, from the module's root.
-func list(t *testing.T, pattern string) []listed {
+// list runs `go list -json` on a pattern of the module, from the module's root, with the
+// flags given.
+func list(t *testing.T, pattern string, flags ...string) []listed {
 	t.Helper()
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
 	if _, err := exec.LookPath(goBin); err != nil {
 		goBin = "go"
 	}
-	cmd := exec.Command(goBin, "list", "-json=ImportPath,Imports,Deps", pattern)
+	args := append([]string{"list", "-json=ImportPath,Imports,TestImports,XTestImports,Deps"}, flags...)
+	cmd := exec.Command(goBin, append(args, pattern)...)
 	cmd.Dir = "../.."
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
