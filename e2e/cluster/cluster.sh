@@ -19,7 +19,8 @@
 #                           started the cluster; with E2E_KUBECONFIG set, only the tests,
 #                           against that cluster
 #
-# See /work/shared/docs/local-cluster.md for the recipe and its reasons, README.md for use.
+# See ../shared/docs/local-cluster.md (beside the repository's root) for the recipe and its
+# reasons, README.md for use.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 for f in lib build pki up down check; do
