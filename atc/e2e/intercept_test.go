@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
@@ -124,11 +123,20 @@ jobs:
 	if code != 1 {
 		fatalf(t, "fly trigger-job -j intercept/retry -w: exit %d, want 1\n%s", code, out)
 	}
-	// Both attempts' containers are there to choose from (no choice on stdin: none).
-	out, code = flyIn(t, "", "intercept", "-j", "intercept/retry", "-s", "count")
+	// Both attempts' containers are there to choose from, in fly's chooser, which q quits.
+	chooserCtx, cancelChooser := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancelChooser()
+	chooser := startFlyIn(t, chooserCtx, "intercept", "-j", "intercept/retry", "-s", "count")
+	eventually(t, "fly's chooser", time.Minute, func(context.Context) (bool, error) {
+		return strings.Contains(chooser.output(), "[esc/q] quit"), nil
+	})
+	if _, err := io.WriteString(chooser.stdin, "q"); err != nil {
+		fatal(t, err)
+	}
+	out, code = chooser.wait(t)
 	t.Logf("fly intercept -s count: exit %d\n%s", code, out)
 	for _, a := range []string{"1", "2"} {
-		if want := "build #1, step: count, type: task, attempt: " + a; !strings.Contains(out, want) {
+		if want := "step: count, type: task, attempt: " + a; !strings.Contains(out, want) {
 			errorf(t, "no %q to choose", want)
 		}
 	}
@@ -157,24 +165,6 @@ jobs:
 		pods, err := web.kube.CoreV1().Pods(web.ns).List(ctx, metav1.ListOptions{LabelSelector: tektonrun.LabelIntercept})
 		return err == nil && len(pods.Items) == 0, err
 	})
-}
-
-// flyIn runs fly with stdin, and returns its output and exit status.
-func flyIn(t *testing.T, stdin string, args ...string) (string, int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, web.fly, append([]string{"-t", flyTarget}, args...)...)
-	cmd.Env = web.env
-	cmd.Stdin = strings.NewReader(stdin)
-	out, err := cmd.CombinedOutput()
-	if exit, ok := err.(*exec.ExitError); ok {
-		return string(out), exit.ExitCode()
-	}
-	if err != nil {
-		fatalf(t, "fly %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out), 0
 }
 
 // TestInterceptCheck: a resource's check has its container, as on workers: fly
