@@ -209,6 +209,9 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 			unreadable = err
 			return err
 		}
+		if state != nil {
+			ae = shownTaskConfig(ae, state, state.IterateInterpolatedCreds)
+		}
 		if dup, err := saved.take(ae); err != nil || dup {
 			return err
 		}
