@@ -26,8 +26,9 @@ const (
 // TestBrowser uses the web UI as a user does, in headless Chromium: it logs in, finds the
 // pipeline on the dashboard, opens its graph, pauses and unpauses it, reads a resource's
 // versions, triggers a job from the job's page and watches the build page until the build
-// has ended, reads its steps' names, states and log lines off the page and checks them
-// against fly watch, then triggers a second build and aborts it from its page. It saves
+// has ended, reads its steps' names, states, the task's image check and get and its log
+// lines off the page and checks them against fly watch, finds the build in the job's
+// builds, then triggers a second build and aborts it from its page. It saves
 // screenshots of the pipeline and of the build (E2E_ARTIFACTS, else the atc cache's
 // e2e-artifacts) and fails on any error in the browser's console.
 func TestBrowser(t *testing.T) {
@@ -122,6 +123,13 @@ jobs:
 			errorf(t, "step %d on the page: %s %s; want %s %s", i, steps[i].Name, steps[i].State, want[i].Name, want[i].State)
 		}
 	}
+	// The task's image was fetched as on workers, in a check and a get, which the task's
+	// initialization toggle unfolds under it.
+	b.do(time.Minute, chromedp.Click(chromedp.CSS(`.build-step[data-step-name="say"] > .header [id$="_image"]`)))
+	b.waitFor("the image's check and get under the task", time.Minute, `(() => {
+		const subs = document.querySelectorAll('.build-step[data-step-name="say"] > .sub-steps .build-step');
+		return subs.length === 2 && Array.from(subs).every(s => `+stateOfStepJS+`(s) === 'succeeded');
+	})()`)
 	logLines := b.stepLog("say", "hello from tekton")
 	b.screenshot("build.png")
 	watched := watchBuild(t, pipeline, "hello", "1")
@@ -133,6 +141,13 @@ jobs:
 			errorf(t, "fly watch does not show %q:\n%s", line, watched)
 		}
 	}
+
+	// The job's page lists the build, succeeded.
+	b.navigate("/teams/main/pipelines/" + pipeline + "/jobs/hello")
+	b.waitFor("the job's builds", time.Minute, `(() => {
+		const builds = document.querySelectorAll('.jobs-builds-list > li');
+		return builds.length === 1 && builds[0].innerText.includes('#1') && builds[0].querySelector('.succeeded') !== null;
+	})()`)
 
 	// Trigger slow, and abort it from its page once its task runs.
 	b.navigate("/teams/main/pipelines/" + pipeline + "/jobs/slow")
