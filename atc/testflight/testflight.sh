@@ -178,6 +178,13 @@ else
 	export DOWNLOAD_CLI=true
 fi
 export ATC_URL=$url
+# A new web node makes its identity tokens' signing keys (RSA and EC) when its lifecycler
+# first runs, shortly after it starts: idtoken's specs need both.
+for ((i = 0; i < 120; i++)); do
+	jwks=$(curl -fsS --max-time 2 "$url/.well-known/jwks.json" 2>/dev/null || true)
+	[[ $jwks == *'"kty":"RSA"'* && $jwks == *'"kty":"EC"'* ]] && break
+	sleep 1
+done
 say "✓ ready ($(($(now) - start))s): ${#files[@]} files, reports in $out/reports"
 
 failed=0
