@@ -619,7 +619,7 @@ func parseTaskConfigVars(file string, data []byte, static vars.Variables) (TaskC
 	if err := diags.Err(); err != nil {
 		return TaskConfig{}, err
 	}
-	for _, fe := range cfg.Validate() {
+	for _, fe := range cfg.validateFile() {
 		diags = append(diags, p.Diagnostic(SeverityError, fe.Field, "%s", fe.Message))
 	}
 	diags.sort()

@@ -691,7 +691,13 @@ container_limits: {cpu: 512, memory: 1GB}
 		t.Errorf("memory = %d, want %d", got, 1<<30)
 	}
 	_, err = concourse.LoadTaskConfig("task.yml", []byte("platform: linux\nrun: {path: x}\nouputs: []\n"))
-	if err == nil || err.Error() != `task.yml:3:1: ouputs: unknown fields ["ouputs"] (did you mean "outputs"?)` {
+	if err == nil || err.Error() != `task.yml:3:1: ouputs: unknown fields: [ouputs] (did you mean "outputs"?)` {
+		t.Errorf("got %v", err)
+	}
+	// Several: all of them in one error, as Concourse v8's task file loader says it, at
+	// the first in order.
+	_, err = concourse.LoadTaskConfig("task.yml", []byte("platform: linux\nrun: {path: x}\nouputs: []\nintputs: []\n"))
+	if err == nil || err.Error() != `task.yml:4:1: intputs: unknown fields: [intputs ouputs]` {
 		t.Errorf("got %v", err)
 	}
 }

@@ -108,19 +108,30 @@ func (c *TaskConfig) UnmarshalJSON(data []byte) error {
 
 var taskConfigFields = fieldsOf[TaskConfig]()
 
-// Validate applies Concourse's task config rules. It returns every problem, each with the
-// field it concerns (relative to the config).
+// Validate applies Concourse's task config rules to a step's config. It returns every
+// problem, each with the field it concerns (relative to the config).
 func (c TaskConfig) Validate() []FieldError {
+	// Concourse v8 reports them all in one error (atc.StepValidator.VisitTask).
+	return c.validate(func(keys []string) string { return fmt.Sprintf("unknown fields %+q", keys) })
+}
+
+// validateFile is Validate for a task file, whose unknown fields Concourse v8 reports as
+// atc.NewTaskConfig does.
+func (c TaskConfig) validateFile() []FieldError {
+	return c.validate(func(keys []string) string { return fmt.Sprintf("unknown fields: %v", keys) })
+}
+
+// validate is Validate, with unknownFields saying what the unknown fields are (sorted),
+// reported at the first of them.
+func (c TaskConfig) validate(unknownFields func(keys []string) string) []FieldError {
 	var errs []FieldError
 	if len(c.UnknownFields) > 0 {
-		// Concourse v8 reports them all in one error (atc.StepValidator.VisitTask), here
-		// at the first of them.
 		keys := slices.Sorted(maps.Keys(c.UnknownFields))
 		hint := ""
 		if len(keys) == 1 {
 			hint = suggest(keys[0], taskConfigFields())
 		}
-		errs = append(errs, FieldError{Field: []PathElem{Key(keys[0])}, Message: fmt.Sprintf("unknown fields %+q%s", keys, hint)})
+		errs = append(errs, FieldError{Field: []PathElem{Key(keys[0])}, Message: unknownFields(keys) + hint})
 	}
 	if c.Platform == "" {
 		errs = append(errs, FieldError{Field: []PathElem{Key("platform")}, Message: "missing 'platform'"})

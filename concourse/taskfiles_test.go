@@ -69,7 +69,7 @@ func TestLoadTaskFilesErrors(t *testing.T) {
 	}
 	// Every problem, at the step that names the file: a file two steps name is read once
 	// and reported at both.
-	bad := `invalid task file: repo/ci/test.yml:3:1: ouputs: unknown fields ["ouputs"] (did you mean "outputs"?)`
+	bad := `invalid task file: repo/ci/test.yml:3:1: ouputs: unknown fields: [ouputs] (did you mean "outputs"?)`
 	want := []string{
 		`pipeline.yml:10:5: jobs[unit].plan[1].file: task "test": ` + bad,
 		`pipeline.yml:18:7: jobs[lint].plan[1].do[0].file: task "lint": the artifact repo has no file ci/lint.yml: fix the path, or give the directory of the artifact that has it`,
