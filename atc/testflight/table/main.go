@@ -99,10 +99,13 @@ type SpecReport struct {
 	ContainerHierarchyTexts []string
 	LeafNodeText            string
 	LeafNodeType            string
-	LeafNodeLocation        struct{ FileName string }
-	State                   string
-	RunTime                 time.Duration
-	Failure                 *struct{ Message string }
+	LeafNodeLocation        struct {
+		FileName   string
+		LineNumber int
+	}
+	State   string
+	RunTime time.Duration
+	Failure *struct{ Message string }
 }
 
 // ParseReports reads a ginkgo JSON report: a list of suites' reports.
@@ -149,7 +152,12 @@ type File struct {
 // A spec in several reports counts as the last one says (a file run again, or some of its
 // specs); files (the suite's, optional) adds those without a report, as not run.
 func Summarize(reports []Report, files []string) []File {
-	type key struct{ file, spec string }
+	// A spec is its file, line and texts: two specs of a file may have the same texts.
+	type key struct {
+		file string
+		line int
+		spec string
+	}
 	last := map[key]SpecReport{}
 	var specs []key
 	suiteFailure := map[string]string{}
@@ -177,7 +185,7 @@ func Summarize(reports []Report, files []string) []File {
 			if s.State == "skipped" && s.Failure == nil {
 				continue // not focused: another file's run
 			}
-			k := key{path.Base(s.LeafNodeLocation.FileName), strings.Join(append(s.ContainerHierarchyTexts, s.LeafNodeText), " ")}
+			k := key{path.Base(s.LeafNodeLocation.FileName), s.LeafNodeLocation.LineNumber, strings.Join(append(s.ContainerHierarchyTexts, s.LeafNodeText), " ")}
 			if _, ok := last[k]; !ok {
 				specs = append(specs, k)
 			}

@@ -99,6 +99,22 @@ func TestSummarizeRerun(t *testing.T) {
 	}
 }
 
+// Two specs of a file with the same texts, at two lines, are two specs.
+func TestSummarizeSameTexts(t *testing.T) {
+	reports, err := ParseReports([]byte(`[{"SpecReports": [
+ {"LeafNodeType": "It", "State": "passed", "RunTime": 1000000000, "ContainerHierarchyTexts": ["fly execute"], "LeafNodeText": "runs", "LeafNodeLocation": {"FileName": "github.com/concourse/concourse/testflight/task_vars_test.go", "LineNumber": 10}},
+ {"LeafNodeType": "It", "State": "passed", "RunTime": 1000000000, "ContainerHierarchyTexts": ["fly execute"], "LeafNodeText": "runs", "LeafNodeLocation": {"FileName": "github.com/concourse/concourse/testflight/task_vars_test.go", "LineNumber": 20}}
+]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Summarize(reports, nil)
+	want := []File{{Name: "task_vars_test.go", Ran: true, Total: 2, Passed: 2, RunTime: 2 * time.Second}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Summarize (-want +got):\n%s", diff)
+	}
+}
+
 // A dry run's report gives each file's number of specs: those not reached count as not
 // passed, and files without a run show as not run.
 func TestDeclared(t *testing.T) {
