@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -90,12 +89,12 @@ jobs:
 			if err := jsonUnmarshal(out, &list); err != nil {
 				return false, err
 			}
-			return slices.ContainsFunc(list, func(p struct {
-				Name   string `json:"name"`
-				Paused bool   `json:"paused"`
-			}) bool {
-				return p.Name == pipeline && p.Paused == paused
-			}), nil
+			for _, p := range list {
+				if p.Name == pipeline {
+					return p.Paused == paused, nil
+				}
+			}
+			return false, nil
 		})
 		// The toggle shows again once the UI has the pipeline's new state.
 		b.waitFor("the pause toggle", time.Minute, `document.querySelector('#top-bar-app .pause-toggle') !== null`)

@@ -209,9 +209,7 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 			unreadable = err
 			return err
 		}
-		if state != nil {
-			ae = shownTaskConfig(ae, state, state.IterateInterpolatedCreds)
-		}
+		ae = shownTaskConfig(ae, state)
 		if dup, err := saved.take(ae); err != nil || dup {
 			return err
 		}

@@ -35,7 +35,7 @@ func TestShownTaskConfig(t *testing.T) {
 			state := exec.NewRunState(noopStepper, sourced{"vs:echo_text": "text-from-var-source", "shell": "sh"})
 			for _, e := range []atc.Event{atcevent.InitializeTask{TaskConfig: config}, atcevent.StartTask{TaskConfig: config}} {
 				var got atcevent.TaskConfig
-				switch shown := shownTaskConfig(e, state, state.IterateInterpolatedCreds).(type) {
+				switch shown := shownTaskConfig(e, state).(type) {
 				case atcevent.InitializeTask:
 					got = shown.TaskConfig
 				case atcevent.StartTask:
@@ -52,10 +52,15 @@ func TestShownTaskConfig(t *testing.T) {
 			}
 		})
 	}
-	// Another event is as it was.
+	// Another event is as it was, and so is any event of a build with no state.
+	state := exec.NewRunState(noopStepper, sourced{"vs:echo_text": "text-from-var-source"})
 	log := atcevent.Log{Payload: "((vs:echo_text))"}
-	if got := shownTaskConfig(log, nil, nil); got != log {
+	if got := shownTaskConfig(log, state); got != log {
 		t.Errorf("a log became %v", got)
+	}
+	start := atcevent.StartTask{TaskConfig: config}
+	if got := shownTaskConfig(start, nil); !cmp.Equal(got, atc.Event(start)) {
+		t.Errorf("with no state, a start-task became %v", got)
 	}
 }
 
