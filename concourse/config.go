@@ -84,7 +84,6 @@ type JobConfig struct {
 	Interruptible        bool               `json:"interruptible,omitempty"`
 	SerialGroups         []string           `json:"serial_groups,omitempty"`
 	RawMaxInFlight       int                `json:"max_in_flight,omitempty"`
-	Tags                 Tags               `json:"tags,omitempty"`
 	BuildLogsToRetain    int                `json:"build_logs_to_retain,omitempty"`
 	BuildLogRetention    *BuildLogRetention `json:"build_log_retention,omitempty"`
 	OnSuccess            *Step              `json:"on_success,omitempty"`
@@ -232,6 +231,15 @@ func jsonFieldNames(v any) map[string]bool {
 	}
 	walk(reflect.TypeOf(v))
 	return names
+}
+
+// decodeKnown decodes a JSON object into out (a type without an UnmarshalJSON of its
+// own) and returns its keys that are not in known.
+func decodeKnown(data []byte, out any, known map[string]bool) (map[string]json.RawMessage, error) {
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, err
+	}
+	return unknownKeys(data, known)
 }
 
 // unknownKeys returns the keys of a JSON object that are not in known.

@@ -35,12 +35,15 @@ func (p Path) Child(elems ...PathElem) Path {
 	return append(append(out, p...), elems...)
 }
 
+// maxPathName is the longest name a path shows: a longer one is shown by its index.
+const maxPathName = 256
+
 // String renders the path as users read it: `jobs[unit].plan[2].task`.
 func (p Path) String() string {
 	var b strings.Builder
 	for _, e := range p {
 		switch {
-		case e.isIndex && e.name != "":
+		case e.isIndex && e.name != "" && len(e.name) <= maxPathName:
 			b.WriteString("[" + e.name + "]")
 		case e.isIndex:
 			b.WriteString("[" + strconv.Itoa(e.index) + "]")
@@ -90,6 +93,10 @@ type Diagnostic struct {
 	Pos      Pos
 	Path     Path
 	Message  string
+	// Rule is the format of the rule that gave the diagnostic (Validate's, and a task
+	// config's; empty for the loader's problems): a rule's identity, by which the judge
+	// checks, against Concourse's own validator, that every rule is Concourse's.
+	Rule string
 }
 
 // Error renders the diagnostic as `file:line:col: path: message`.
@@ -169,6 +176,23 @@ func (e *InvalidConfigError) Error() string {
 type FieldError struct {
 	Field   Path
 	Message string
+	// Rule is the message's format: the rule's identity (Diagnostic.Rule).
+	Rule string
+}
+
+// fieldError is the FieldError of a rule, named by its format.
+func fieldError(field Path, format string, args ...any) FieldError {
+	return FieldError{Field: field, Message: fmt.Sprintf(format, args...), Rule: format}
+}
+
+// unknownFieldError is a key that a strict decoder does not know.
+type unknownFieldError struct {
+	key   string
+	known map[string]bool
+}
+
+func (e *unknownFieldError) Error() string {
+	return fmt.Sprintf("unknown field %q%s", e.key, suggest(e.key, e.known))
 }
 
 // pathError carries the path at which decoding failed, so that a decode error deep inside a

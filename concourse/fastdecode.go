@@ -33,7 +33,6 @@ var (
 	doStepType            = reflect.TypeFor[DoStep]()
 	inParallelConfigType  = reflect.TypeFor[InParallelConfig]()
 	taskConfigType        = reflect.TypeFor[TaskConfig]()
-	taskRunConfigType     = reflect.TypeFor[TaskRunConfig]()
 	taskEnvType           = reflect.TypeFor[TaskEnv]()
 	tagsType              = reflect.TypeFor[Tags]()
 	emptyInterfaceTypeKey = reflect.TypeFor[any]()
@@ -63,8 +62,6 @@ func directValue(n *node, v reflect.Value) bool {
 		return directStruct(n, v, t == taskConfigType)
 	case inParallelConfigType:
 		return directInParallel(n, v.Addr().Interface().(*InParallelConfig))
-	case taskRunConfigType:
-		return directTaskRun(n, v.Addr().Interface().(*TaskRunConfig))
 	case taskEnvType:
 		return directTaskEnv(n, v.Addr().Interface().(*TaskEnv))
 	case tagsType:
@@ -418,53 +415,6 @@ func directInParallel(n *node, c *InParallelConfig) bool {
 		return true
 	}
 	return false
-}
-
-// directTaskRun decodes a task's run, its args read as text as TaskRunConfig.UnmarshalJSON
-// reads them.
-func directTaskRun(n *node, c *TaskRunConfig) bool {
-	if n.isNull() {
-		return true
-	}
-	if n.kind != mapNode {
-		return false
-	}
-	var args *node
-	rest := &node{kind: mapNode, pos: n.pos, entries: make([]entry, 0, len(n.entries))}
-	for _, e := range n.entries {
-		if e.key != "args" {
-			rest.entries = append(rest.entries, e)
-		} else if args != nil {
-			return false
-		} else {
-			args = e.value
-		}
-	}
-	var fields struct {
-		Path string `json:"path"`
-		Dir  string `json:"dir"`
-		User string `json:"user"`
-		// args is taken out above; a key that folds to it is the JSON path's.
-		Args struct{} `json:"args"`
-	}
-	if !directStruct(rest, reflect.ValueOf(&fields).Elem(), false) {
-		return false
-	}
-	*c = TaskRunConfig{Path: fields.Path, Dir: fields.Dir, User: fields.User}
-	if args == nil || args.isNull() {
-		return true
-	}
-	if args.kind != listNode {
-		return false
-	}
-	for _, a := range args.items {
-		s, ok := scalarText(a)
-		if !ok {
-			return false
-		}
-		c.Args = append(c.Args, s)
-	}
-	return true
 }
 
 // scalarText is what coerceString makes of a scalar's JSON form: a string as it is, a

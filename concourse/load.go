@@ -19,11 +19,17 @@ type Pipeline struct {
 	// File is the name the pipeline was read from, used in diagnostics.
 	File   string
 	Config Config
+	// taskFile is set when the document is a task file, which Concourse decodes as one
+	// value with a decoder of its own (see readsText).
+	taskFile bool
 	// Unresolved are the ((vars)) that the static vars did not give. They stay in the config
 	// for run time, as `fly set-pipeline` leaves them.
 	Unresolved []VarUse
 
 	tree *node
+	// spliced are the values static vars were interpolated into, for the diagnostics
+	// about them (hideVarValues).
+	spliced map[*node][]splice
 }
 
 // VarUse is a ((var)) left in a config, and where.
@@ -44,6 +50,14 @@ func (p *Pipeline) Pos(path Path) Pos {
 // Diagnostic makes a positioned diagnostic for path.
 func (p *Pipeline) Diagnostic(sev Severity, path Path, format string, args ...any) Diagnostic {
 	return Diagnostic{Severity: sev, File: p.File, Pos: p.Pos(path), Path: path, Message: fmt.Sprintf(format, args...)}
+}
+
+// fieldDiagnostic is a task config's FieldError, under the config at base, as a
+// diagnostic of its rule.
+func (p *Pipeline) fieldDiagnostic(sev Severity, base Path, fe FieldError) Diagnostic {
+	d := p.Diagnostic(sev, base.Child(fe.Field...), "%s", fe.Message)
+	d.Rule = fe.Rule
+	return d
 }
 
 // Document is the pipeline as read, once its static vars are interpolated and its unknown
@@ -76,13 +90,14 @@ var oldStyleTemplate = sync.OnceValue(func() *regexp.Regexp { return regexp.Must
 // when the YAML could not be read at all.
 func ParsePipeline(file string, data []byte, static vars.Variables) (*Pipeline, Diagnostics) {
 	p, diags, decoded := decodePipeline(file, data, static)
-	if !decoded {
-		diags.sort()
-		return p, diags
+	if decoded {
+		// Unknown keys do not stop validation: the rest of the config decoded, and
+		// reporting every problem at once saves round trips.
+		diags = append(diags, p.Validate()...)
 	}
-	// Unknown keys do not stop validation: the rest of the config decoded, and reporting
-	// every problem at once saves round trips.
-	diags = append(diags, p.Validate()...)
+	if p != nil {
+		p.hideVarValues(diags)
+	}
 	diags.sort()
 	return p, diags
 }
@@ -176,6 +191,7 @@ func (p *Pipeline) interpolate(n *node, path Path, static vars.Variables) Diagno
 					continue
 				}
 				p.noteMissing(missing, e.keyPos, path.Child(Key(e.key)))
+				p.noteSplice(e.value, e.key, v, static)
 				e.key = scalarString(v)
 			}
 			diags = append(diags, p.interpolate(e.value, append(path, Key(e.key)), static)...)
@@ -194,6 +210,7 @@ func (p *Pipeline) interpolate(n *node, path Path, static vars.Variables) Diagno
 			return Diagnostics{{File: p.File, Pos: n.pos, Path: p.namedPath(path), Message: err.Error()}}
 		}
 		p.noteMissing(missing, n.pos, path)
+		p.noteSplice(n, s, v, static)
 		if str, isString := v.(string); isString {
 			n.scalar = str
 		} else {
@@ -311,8 +328,10 @@ func (p *Pipeline) strictKeys(n *node, path Path, known map[string]bool) Diagnos
 // the position of the field it concerns. A value the direct decoder reads exactly as the
 // JSON form would be read (fastdecode.go) is read by it instead, without the JSON.
 //
-// A boolean or a number written where a string is wanted (`task: n`, `version: {v: 1}`) is
-// read as the text it was written as, the way Concourse's YAML decoding does it.
+// A boolean or a number written where a string is wanted (a resource's `version: {v: 1}`,
+// `serial_groups: [1]`) is read as the text it was written as, the way Concourse's YAML
+// decoding does it, but not inside a step or a task file, which Concourse decodes strictly
+// (readsText): `task: n` is a boolean there.
 //
 // The JSON decoder stops at the first error of a custom decoder (a job's plan, a step), and
 // reports only the first of its type errors. So that a job's problems are all reported at
@@ -438,11 +457,54 @@ func (p *Pipeline) textForString(path Path, err error) bool {
 	if !errors.As(err, &pe) || !errors.As(err, &tm) || tm.target.Kind() != reflect.String {
 		return false
 	}
-	n := p.nodeAt(path.Child(pe.path...))
-	if n == nil || n.kind != scalarNode || n.raw == "" {
+	at := path.Child(pe.path...)
+	if !p.readsText(at) {
 		return false
 	}
-	n.scalar, n.raw = n.raw, ""
+	n := p.nodeAt(at)
+	if n == nil {
+		return false
+	}
+	// encoding/json names the list or the map for a value of one: the first value of
+	// the kind it names is the one.
+	var values []*node
+	switch n.kind {
+	case scalarNode:
+		values = []*node{n}
+	case listNode:
+		values = n.items
+	case mapNode:
+		for _, e := range n.entries {
+			values = append(values, e.value)
+		}
+	}
+	for _, v := range values {
+		if v.kind == scalarNode && v.raw != "" && strings.HasPrefix(tm.value, v.jsonKind()) {
+			v.scalar, v.raw = v.raw, ""
+			return true
+		}
+	}
+	return false
+}
+
+// readsText reports whether a number or a boolean at path, where a string is wanted, is
+// read as its text. Concourse's YAML decoding (sigs.k8s.io/yaml) does so following the Go
+// types of the config down to the first value whose type decodes itself: a step (a job's
+// plan and hooks), a task config (a task file), worker tags. Such a decoder is handed JSON,
+// where the number stays a number, and refuses it.
+func (p *Pipeline) readsText(path Path) bool {
+	if p.taskFile {
+		return false
+	}
+	if len(path) < 3 || !path[1].isIndex {
+		return true
+	}
+	switch path[0].key {
+	case "jobs":
+		return !hookKeys[path[2].key] && path[2].key != "plan"
+	case "resources", "resource_types", "prototypes":
+		return path[2].key != "tags"
+	}
 	return true
 }
 
@@ -465,12 +527,29 @@ func (p *Pipeline) decodeError(path Path, err error) (Diagnostic, Path) {
 			path, failed = sub, sub
 		}
 	}
+	var tm *typeMismatch
+	if errors.As(err, &tm) {
+		// encoding/json names a list for an item of the wrong type: the item is the place.
+		if n := p.nodeAt(path); n != nil && n.kind == listNode && tm.target.Kind() != reflect.Slice {
+			for i, item := range n.items {
+				if strings.HasPrefix(tm.value, item.jsonKind()) {
+					path = path.Child(Index(i))
+					failed = path
+					break
+				}
+			}
+		}
+		if n := p.nodeAt(path); n != nil && n.raw != "" && tm.target.Kind() == reflect.String {
+			return p.Diagnostic(SeverityError, path, "%v: quote it (%q) to make it one", err, n.raw), failed
+		}
+	}
 	if n := p.nodeAt(path); n != nil {
 		if s, ok := n.scalar.(string); ok {
 			if len(vars.Names(s)) > 0 {
 				return p.Diagnostic(SeverityError, path, "%s is not given, and this field needs its value when the pipeline is set (it cannot wait for run time): pass it with -v, -y or -l", s), failed
 			}
-			if ive == nil && se == nil {
+			var ufe *unknownFieldError
+			if ive == nil && se == nil && !errors.As(err, &ufe) {
 				return p.Diagnostic(SeverityError, path, "%v (got %q)", err, s), failed
 			}
 		}
@@ -581,47 +660,59 @@ func editDistance(a, b string) int {
 // position in the file. Task files are not interpolated here: Concourse resolves their vars
 // when the task runs.
 func ParseTaskConfig(data []byte) (TaskConfig, error) {
-	return parseTaskConfig("", data)
+	cfg, diags := LoadTaskConfig("", data, TaskFileOptions{})
+	return cfg, diags.Err()
 }
 
-// LoadTaskConfig is ParseTaskConfig with the file's name in its errors.
-func LoadTaskConfig(file string, data []byte) (TaskConfig, error) {
-	return parseTaskConfig(file, data)
+// TaskFileOptions say what the reader of a task file knows besides the file.
+type TaskFileOptions struct {
+	// Vars, when not nil, are filled in first, as fly execute fills them in: every
+	// ((var)) they have is replaced (a whole-string var keeps its type), and the others
+	// are left for run time.
+	Vars vars.Variables
+	// ImageGiven says the task's image comes from elsewhere (its step's `image:`, fly
+	// execute's --image): a file that names none is not warned of.
+	ImageGiven bool
 }
 
-// LoadTaskConfigVars is LoadTaskConfig of a task file given vars, as fly execute reads
-// one: every ((var)) static has is replaced first (a whole-string var keeps its type),
-// and the others are left for run time.
-func LoadTaskConfigVars(file string, data []byte, static vars.Variables) (TaskConfig, error) {
-	return parseTaskConfigVars(file, data, static)
-}
-
-func parseTaskConfig(file string, data []byte) (TaskConfig, error) {
-	return parseTaskConfigVars(file, data, nil)
-}
-
-func parseTaskConfigVars(file string, data []byte, static vars.Variables) (TaskConfig, error) {
-	tree, diags := parseTree(file, data)
+// LoadTaskConfig parses and validates the task file named file, as ParseTaskConfig. Its
+// diagnostics are the file's errors and warnings, each at its position in the file (as
+// ParsePipeline's are in a pipeline); the config is valid when they hold no error.
+func LoadTaskConfig(file string, data []byte, opts TaskFileOptions) (TaskConfig, Diagnostics) {
+	tree, diags := parseTaskTree(file, data)
 	if tree == nil {
-		return TaskConfig{}, diags.Err()
+		return TaskConfig{}, diags
 	}
-	p := &Pipeline{File: file, tree: tree}
+	p := &Pipeline{File: file, tree: tree, taskFile: true}
 	if tree.kind != mapNode {
-		return TaskConfig{}, Diagnostics{p.Diagnostic(SeverityError, nil, "a task config must be a map with platform, run and so on")}.Err()
+		return TaskConfig{}, Diagnostics{p.Diagnostic(SeverityError, nil, "a task config must be a map with platform, run and so on")}
 	}
-	if static != nil {
-		if err := p.interpolate(tree, nil, static).Err(); err != nil {
-			return TaskConfig{}, err
+	if opts.Vars != nil {
+		if idiags := p.interpolate(tree, nil, opts.Vars); idiags.Err() != nil {
+			return TaskConfig{}, idiags.Errors()
 		}
 	}
 	var cfg TaskConfig
 	diags = append(diags, p.decodeValue(tree, nil, &cfg)...)
-	if err := diags.Err(); err != nil {
-		return TaskConfig{}, err
+	if diags.Err() != nil {
+		p.hideVarValues(diags)
+		return TaskConfig{}, diags
 	}
 	for _, fe := range cfg.validateFile() {
-		diags = append(diags, p.Diagnostic(SeverityError, fe.Field, "%s", fe.Message))
+		diags = append(diags, p.fieldDiagnostic(SeverityError, nil, fe))
 	}
+	for _, fe := range cfg.warnings() {
+		diags = append(diags, p.fieldDiagnostic(SeverityWarning, nil, fe))
+	}
+	if !opts.ImageGiven && !cfg.namesImage() {
+		d := p.Diagnostic(SeverityWarning, nil, noImage, "the task config", "give it an image_resource (or a rootfs_uri), or its step an image")
+		d.Rule = noImage
+		diags = append(diags, d)
+	}
+	p.hideVarValues(diags)
 	diags.sort()
-	return cfg, diags.Err()
+	if diags.Err() != nil {
+		return TaskConfig{}, diags
+	}
+	return cfg, diags
 }

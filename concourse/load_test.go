@@ -72,6 +72,38 @@ jobs:
 			warnings: []string{`2:1: anchors: unknown top-level key "anchors" is ignored (Concourse drops it; it is fine for YAML anchors)`},
 		},
 		{
+			// Concourse looks the name up as written: no resource is named ((x)), and
+			// the steps could not be compiled.
+			name: "a get or put of a resource named by a var not given",
+			yaml: `
+resources:
+- name: repo
+  type: git
+- name: ((named))
+  type: git
+jobs:
+- name: unit
+  plan:
+  - get: ((x))
+  - put: ((y))
+  - get: ((named))
+  - get: src
+    resource: ((z))
+  - get: repo
+`,
+			errors: []string{
+				`10:5: jobs[unit].plan[0].get: unknown resource "((x))"`,
+				`11:5: jobs[unit].plan[1].put: unknown resource "((y))"`,
+				`13:5: jobs[unit].plan[3].get: unknown resource "((z))"`,
+			},
+			warnings: []string{
+				`5:3: resources[((named))].name: resource "((named))" is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'`,
+				`10:5: jobs[unit].plan[0].get: get step "((x))" is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'`,
+				`11:5: jobs[unit].plan[1].put: put step "((y))" is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'`,
+				`12:5: jobs[unit].plan[2].get: get step "((named))" is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'`,
+			},
+		},
+		{
 			name: "v8: passed patterns are path.Match patterns over job names",
 			yaml: `
 resources:
@@ -255,9 +287,12 @@ jobs:
 			errors: []string{`6:3: jobs[a]: the jobs' passed constraints form a cycle: a -> b -> a`},
 		},
 		{
-			name:   "no jobs",
-			yaml:   "resources: []\n",
-			errors: []string{`1:1: the pipeline has no jobs: add at least one job`},
+			name: "no jobs, and so unused resources",
+			yaml: "resources: [{name: r, type: git}]\n",
+			errors: []string{
+				`1:1: the pipeline has no jobs: add at least one job`,
+				`1:13: resources[r]: resource "r" is not used by any job: use it in a get or put, or remove it`,
+			},
 		},
 		{
 			name: "task config problems",
@@ -319,15 +354,69 @@ jobs:
 			},
 		},
 		{
+			// Names are checked as written, their ((vars)) unfilled, but for a task's or
+			// a set_pipeline's that an across runs; an empty name is an error.
+			name: "step names as Concourse checks them",
+			yaml: `
+var_sources:
+- {name: "1", type: dummy, config: {vars: {}}}
+jobs:
+- name: j
+  plan:
+  - set_pipeline: ((name))
+    file: f.yml
+  - across: [{var: env, values: [a]}]
+    attempts: 2
+    set_pipeline: ((.:env))
+    file: f.yml
+  - across: [{var: env, values: [a]}]
+    do:
+    - task: Build-((.:env))
+      file: t.yml
+  - task: ""
+    file: t.yml
+`,
+			errors: []string{`17:5: jobs[j].plan[3].task: task step has no name`},
+			warnings: []string{
+				`3:4: var_sources[1].name: var source "1" is not a valid identifier: it must not be only digits`,
+				`7:5: jobs[j].plan[0].set_pipeline: set_pipeline step "((name))" is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'`,
+				`15:7: jobs[j].plan[2].do[0].task: task step "Build-((.:env))" is not a valid identifier: start with a lowercase letter or a number, then use lowercase letters, numbers, '-', '_' and '.'`,
+			},
+		},
+		{
+			// A job's load_vars define their vars in one scope, an across's in its own;
+			// a hook is checked after the step it is attached to, out of the across.
+			name: "local vars",
+			yaml: `
+jobs:
+- name: j
+  plan:
+  - load_var: v
+    file: a/v
+    ensure: {across: [{var: v, values: [0]}], task: t, file: a/t.yml}
+  - across: [{var: v, values: [1]}]
+    load_var: w
+    file: a/w
+    on_success: {load_var: w, file: a/w}
+  - load_var: v
+    file: a/v
+`,
+			errors: []string{`12:5: jobs[j].plan[2].load_var: var "v" is defined twice in the same scope (also at line 5): give one of them another name`},
+			warnings: []string{
+				`7:24: jobs[j].plan[0].ensure.across[0].var: across var "v" shadows an outer var of the same name`,
+				`8:15: jobs[j].plan[1].across[0].var: across var "v" shadows an outer var of the same name`,
+			},
+		},
+		{
 			name: "var sources",
 			yaml: `
 var_sources:
 - name: a
   type: vault
-  config: {token: ((b:t))}
+  config: {client_token: ((b:t))}
 - name: b
   type: vault
-  config: {token: ((a:t))}
+  config: {client_token: ((a:t))}
 - name: c
   type: consul
   config: {}
@@ -341,7 +430,32 @@ jobs:
 			},
 		},
 		{
-			name: "aggregate is read as in_parallel",
+			// Each as its credential manager checks it when Concourse sets the pipeline.
+			name: "var source configs",
+			yaml: `
+var_sources:
+- {name: d, type: dummy, config: {}}
+- {name: i, type: idtoken, config: {audience: [a], expires_in: 48h}}
+- {name: j, type: idtoken, config: {audiience: [a]}}
+- {name: v, type: vault, config: {url: "https://vault", insecure_skip_verify: "yes"}}
+- {name: w, type: vault, config: {url: "https://vault"}}
+- {name: s, type: ssm, config: {secret_key: k}}
+- {name: m, type: secretsmanager}
+jobs:
+- name: j
+  plan: [{task: t, file: x/y.yml}]
+`,
+			errors: []string{
+				`3:26: var_sources[d].config.vars: var source "d": a dummy var source's config needs ` + "`vars`" + `, a map of var names to values`,
+				`4:52: var_sources[i].config.expires_in: var source "i": expires_in must be at most 24h`,
+				`5:37: var_sources[j].config.audiience: var source "j": unknown setting "audiience" of an idtoken var source (did you mean "audience"?)`,
+				`6:57: var_sources[v].config.insecure_skip_verify: var source "v": insecure_skip_verify must be a boolean`,
+				`7:26: var_sources[w].config: var source "w": give client_token, client_token_path or auth_backend`,
+				`8:24: var_sources[s].config: var source "s": give access_key too: a secret_key or a session_token needs it`,
+			},
+		},
+		{
+			name: "aggregate is refused, the steps in it checked",
 			yaml: `
 resources:
 - {name: r, type: git}
@@ -350,8 +464,12 @@ jobs:
   plan:
   - aggregate:
     - get: r
+    - get: s
 `,
-			warnings: []string{`7:5: jobs[j].plan[0].aggregate: aggregate was removed in Concourse v7 and is read here as in_parallel: rename it to in_parallel`},
+			errors: []string{
+				`7:5: jobs[j].plan[0].aggregate: aggregate was removed in Concourse v7: use in_parallel, which takes the same list of steps`,
+				`9:7: jobs[j].plan[0].aggregate[1].get: unknown resource "s" (did you mean "r"?)`,
+			},
 		},
 		{
 			name: "type errors are positioned",
@@ -433,6 +551,105 @@ jobs:
 			name:   "display scheme",
 			yaml:   "display: {background_image: 'ftp://x/y.png'}\njobs: [{name: j, plan: []}]\n",
 			errors: []string{`1:11: display.background_image: background image scheme "ftp" is not allowed: use http, https or a relative URL`},
+		},
+		{
+			// Concourse v8's jobs have no worker tags: its strict decoding refuses them.
+			name: "a job's tags are an unknown field",
+			yaml: `
+resources:
+- {name: r, type: git}
+jobs:
+- name: j
+  tags: [linux]
+  plan: [{get: r, tags: [linux]}]
+`,
+			errors: []string{`6:3: jobs[j].tags: unknown field "tags"`},
+		},
+		{
+			// Concourse's YAML decoding reads a number as its text where a string is
+			// wanted, but only outside the values that decode themselves: a step is one.
+			name: "a number is text outside a step, refused in one",
+			yaml: `
+resources:
+- {name: r, type: git, version: {ref: 1}}
+jobs:
+- name: j
+  serial_groups: [1]
+  plan:
+  - get: r
+  - task: t
+    config:
+      platform: linux
+      rootfs_uri: docker:///busybox
+      run: {path: sleep, args: [-s, 50]}
+`,
+			errors: []string{`13:37: jobs[j].plan[1].config.run.args[1]: cannot use number as a string: quote it ("50") to make it one`},
+		},
+		{
+			// Concourse: "must specify either `file:` or `config:`", and "one of ..., not
+			// both".
+			name: "a task needs a file or a config, not both",
+			yaml: `
+jobs:
+- name: j
+  plan:
+  - task: neither
+  - task: both
+    file: ci/t.yml
+    config: {platform: linux, rootfs_uri: docker:///busybox, run: {path: "true"}}
+`,
+			errors: []string{
+				"5:5: jobs[j].plan[0].task: task \"neither\" has neither `file` nor `config`: give one of them",
+				"6:5: jobs[j].plan[1].task: task \"both\" has both `file` and `config`: give only one of them",
+			},
+		},
+		{
+			// Concourse accepts it: its worker has a default root file system.
+			name: "a task without an image",
+			yaml: `
+resources: [{name: img, type: registry-image}]
+jobs:
+- name: j
+  plan:
+  - task: bare
+    config: {platform: linux, run: {path: "true"}}
+  - get: img
+  - task: from-an-artifact
+    image: img
+    config: {platform: linux, run: {path: "true"}}
+`,
+			warnings: []string{`7:5: jobs[j].plan[0].config: task "bare" has no image: Concourse runs it in its worker's root file system; a build on Tekton runs it in the default task image (--default-task-image; the web node's --tekton-default-task-image), and refuses it without one: give the config an image_resource (or a rootfs_uri), or the step an image`},
+		},
+		{
+			// Concourse decodes an across var strictly.
+			name: "an across var's unknown field",
+			yaml: `
+resources: [{name: r, type: git}]
+jobs:
+- name: j
+  plan: [{get: r, across: [{var: a, values: [1]}, {vars: b, values: [2]}]}]
+`,
+			errors: []string{`5:52: jobs[j].plan[0].across[1].vars: unknown field "vars" (did you mean "var"?)`},
+		},
+		{
+			// Concourse accepts both; neither does anything a build could use.
+			name: "an across var without a name, a cache without a path",
+			yaml: `
+jobs:
+- name: j
+  plan:
+  - across: [{values: [1, 2]}]
+    task: t
+    config:
+      platform: linux
+      rootfs_uri: docker:///busybox
+      run: {path: "true"}
+      caches: [{path: ""}]
+`,
+			warnings: []string{
+				`5:14: jobs[j].plan[0].across[0]: across var has no name: no ((.:var)) can use its values`,
+				`11:16: jobs[j].plan[0].config.caches[0]: cache has no path: Concourse caches the task's whole working directory then, which a build here refuses: give it a path`,
+			},
 		},
 		{
 			name:   "not a map",
@@ -675,7 +892,7 @@ platform: linux
 image_resource: {type: registry-image, source: {repository: busybox}}
 params: {N: 1.50, B: true, O: {a: 1}, E: null}
 inputs: [{name: src, path: code, optional: true}]
-run: {path: sh, args: [-c, 50], dir: code, user: nobody}
+run: {path: sh, args: [-c, "50"], dir: code, user: nobody}
 container_limits: {cpu: 512, memory: 1GB}
 `))
 	if err != nil {
@@ -690,16 +907,65 @@ container_limits: {cpu: 512, memory: 1GB}
 	if got := *cfg.Limits.Memory; got != 1<<30 {
 		t.Errorf("memory = %d, want %d", got, 1<<30)
 	}
-	_, err = concourse.LoadTaskConfig("task.yml", []byte("platform: linux\nrun: {path: x}\nouputs: []\n"))
+	// A task file's key given twice is its last value, as Concourse's go-yaml v2 reads it
+	// (a pipeline's is refused, as fly's yaml.v3 parse refuses it).
+	cfg, err = loadTaskConfig("platform: linux\nrun: {path: x}\nrun: {path: z}\n")
+	if err != nil || cfg.Run.Path != "z" {
+		t.Errorf("a key given twice: got %v, %v; want the last value", cfg.Run, err)
+	}
+	// A task file is decoded by its own decoder, as Concourse's is: a number where a
+	// string is wanted is refused, not read as its text.
+	_, err = loadTaskConfig("platform: linux\nrun: {path: sh, args: [-c, 50]}\n")
+	if err == nil || err.Error() != `task.yml:2:28: run.args[1]: cannot use number as a string: quote it ("50") to make it one` {
+		t.Errorf("got %v", err)
+	}
+	_, err = loadTaskConfig("platform: linux\nrun: {path: x}\nouputs: []\n")
 	if err == nil || err.Error() != `task.yml:3:1: ouputs: unknown fields: [ouputs] (did you mean "outputs"?)` {
 		t.Errorf("got %v", err)
 	}
 	// Several: all of them in one error, as Concourse v8's task file loader says it, at
 	// the first in order.
-	_, err = concourse.LoadTaskConfig("task.yml", []byte("platform: linux\nrun: {path: x}\nouputs: []\nintputs: []\n"))
+	_, err = loadTaskConfig("platform: linux\nrun: {path: x}\nouputs: []\nintputs: []\n")
 	if err == nil || err.Error() != `task.yml:4:1: intputs: unknown fields: [intputs ouputs]` {
 		t.Errorf("got %v", err)
 	}
+}
+
+// TestLoadTaskConfigWarnings: what a build here does not run as Concourse would is a
+// warning at its position in the file; an image the step gives silences the file's lack
+// of one.
+func TestLoadTaskConfigWarnings(t *testing.T) {
+	const file = "# a task\nplatform: linux\nrun: {path: x}\ncaches: [{path: c}, {}]\n"
+	noImage := "task.yml:2:1: the task config has no image: Concourse runs it in its worker's root file system; a build on Tekton runs it in the default task image (--default-task-image; the web node's --tekton-default-task-image), and refuses it without one: give it an image_resource (or a rootfs_uri), or its step an image"
+	noPath := "task.yml:4:21: caches[1]: cache has no path: Concourse caches the task's whole working directory then, which a build here refuses: give it a path"
+	for _, tt := range []struct {
+		name string
+		opts concourse.TaskFileOptions
+		want []string
+	}{
+		{"alone", concourse.TaskFileOptions{}, []string{noImage, noPath}},
+		{"its image given", concourse.TaskFileOptions{ImageGiven: true}, []string{noPath}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, diags := concourse.LoadTaskConfig("task.yml", []byte(file), tt.opts)
+			var got []string
+			for _, d := range diags {
+				if d.Severity != concourse.SeverityWarning {
+					t.Errorf("not a warning: %v", d)
+				}
+				got = append(got, d.Error())
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// loadTaskConfig loads task.yml, which is data, and says its errors.
+func loadTaskConfig(data string) (concourse.TaskConfig, error) {
+	cfg, diags := concourse.LoadTaskConfig("task.yml", []byte(data), concourse.TaskFileOptions{})
+	return cfg, diags.Err()
 }
 
 func mustNil(t *testing.T, err error) {

@@ -46,16 +46,17 @@ type TypeImage struct {
 	Privileged bool   `json:"privileged,omitempty"`
 }
 
-// GetPlan fetches a version of a resource.
+// GetPlan fetches a version of a resource. The plan types' fields are in the order of
+// Concourse's, and encode as they do: the same plan is the same JSON.
 type GetPlan struct {
 	Name        string    `json:"name,omitempty"`
 	Type        string    `json:"type"`
-	Resource    string    `json:"resource,omitempty"`
 	Source      Source    `json:"source"`
 	TypeImage   TypeImage `json:"image"`
-	Params      Params    `json:"params,omitempty"`
 	Version     *Version  `json:"version,omitempty"`
 	VersionFrom *PlanID   `json:"version_from,omitempty"`
+	Params      Params    `json:"params,omitempty"`
+	Resource    string    `json:"resource,omitempty"`
 	Tags        Tags      `json:"tags,omitempty"`
 	Timeout     string    `json:"timeout,omitempty"`
 }
@@ -64,11 +65,11 @@ type GetPlan struct {
 type PutPlan struct {
 	Name                 string        `json:"name"`
 	Type                 string        `json:"type"`
-	Resource             string        `json:"resource"`
 	Source               Source        `json:"source"`
 	TypeImage            TypeImage     `json:"image"`
 	Params               Params        `json:"params,omitempty"`
 	Inputs               *InputsConfig `json:"inputs,omitempty"`
+	Resource             string        `json:"resource,omitempty"`
 	Tags                 Tags          `json:"tags,omitempty"`
 	Timeout              string        `json:"timeout,omitempty"`
 	ExposeBuildCreatedBy bool          `json:"expose_build_created_by,omitempty"`
@@ -84,15 +85,17 @@ type CheckPlan struct {
 	Resource     string    `json:"resource,omitempty"`
 	ResourceType string    `json:"resource_type,omitempty"`
 	Prototype    string    `json:"prototype,omitempty"`
-	Interval     string    `json:"interval,omitempty"`
-	SkipInterval bool      `json:"skip_interval,omitempty"`
-	Timeout      string    `json:"timeout,omitempty"`
-	Tags         Tags      `json:"tags,omitempty"`
+	// Interval is the check's interval as Concourse writes its CheckEvery: "never", a Go
+	// duration ("1m0s"), or none.
+	Interval     string `json:"interval,omitempty"`
+	SkipInterval bool   `json:"skip_interval,omitempty"`
+	Timeout      string `json:"timeout,omitempty"`
+	Tags         Tags   `json:"tags,omitempty"`
 }
 
 // TaskPlan runs a task.
 type TaskPlan struct {
-	Name              string            `json:"name,omitempty"`
+	Name              string            `json:"name"`
 	Privileged        bool              `json:"privileged"`
 	Hermetic          bool              `json:"hermetic"`
 	Tags              Tags              `json:"tags,omitempty"`
@@ -114,7 +117,7 @@ type RunPlan struct {
 	Message    string           `json:"message"`
 	Type       string           `json:"type"`
 	Object     Params           `json:"object,omitempty"`
-	Privileged bool             `json:"privileged,omitempty"`
+	Privileged bool             `json:"privileged"`
 	Tags       Tags             `json:"tags,omitempty"`
 	Limits     *ContainerLimits `json:"container_limits,omitempty"`
 	Timeout    string           `json:"timeout,omitempty"`
@@ -159,7 +162,7 @@ type AcrossPlan struct {
 // AcrossVar is one var of an across plan.
 type AcrossVar struct {
 	Var         string             `json:"name"`
-	Values      any                `json:"values"`
+	Values      any                `json:"values,omitempty"`
 	MaxInFlight *MaxInFlightConfig `json:"max_in_flight,omitempty"`
 }
 
@@ -220,8 +223,8 @@ type ArtifactOutputPlan struct {
 
 // DependentGetPlan is the deprecated get that followed a put.
 type DependentGetPlan struct {
-	Type     string `json:"type,omitempty"`
-	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Name     string `json:"name,omitempty"`
 	Resource string `json:"resource"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -258,7 +259,6 @@ func (c *MaxInFlightConfig) EffectiveLimit(numValues int) int {
 type CheckEvery struct {
 	Never    bool
 	Interval time.Duration
-	raw      string
 }
 
 // UnmarshalJSON accepts "never" or a Go duration string.
@@ -272,29 +272,32 @@ func (c *CheckEvery) UnmarshalJSON(data []byte) error {
 		return nil
 	}
 	if s == "never" {
-		*c = CheckEvery{Never: true, raw: s}
+		*c = CheckEvery{Never: true}
 		return nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return invalidValue(s, "invalid check_every %q: use a duration such as \"10m\", or \"never\"", s)
 	}
-	*c = CheckEvery{Interval: d, raw: s}
+	*c = CheckEvery{Interval: d}
 	return nil
 }
 
-// MarshalJSON writes the string it was read from.
+// MarshalJSON writes it as Concourse does: "never", the interval as Go prints a
+// duration ("168h0m0s"), or "".
 func (c CheckEvery) MarshalJSON() ([]byte, error) {
-	if c.raw != "" {
-		return json.Marshal(c.raw)
+	return json.Marshal(c.String())
+}
+
+// String is the text MarshalJSON writes.
+func (c CheckEvery) String() string {
+	switch {
+	case c.Never:
+		return "never"
+	case c.Interval != 0:
+		return c.Interval.String()
 	}
-	if c.Never {
-		return json.Marshal("never")
-	}
-	if c.Interval == 0 {
-		return json.Marshal("")
-	}
-	return json.Marshal(c.Interval.String())
+	return ""
 }
 
 // TaskEnv is a task's params: every value coerced to a string the way Concourse does.
@@ -305,7 +308,12 @@ type TaskEnv map[string]string
 func (e *TaskEnv) UnmarshalJSON(data []byte) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return errors.New("invalid params: must be a map")
+		// A type error, so that encoding/json names the field (params) it is in.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return &json.UnmarshalTypeError{Value: te.Value, Type: reflect.TypeFor[TaskEnv]()}
+		}
+		return err
 	}
 	out := make(TaskEnv, len(raw))
 	for k, v := range raw {

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -17,7 +18,8 @@ type Step struct {
 	// UnknownFields are keys left after the core step was parsed. Validation reports them.
 	UnknownFields map[string]json.RawMessage
 	// Aggregate is set when the step was written with the `aggregate` key that Concourse
-	// removed in v7. It is read as the in_parallel it became, with a warning.
+	// removed in v7. Validation refuses it, as Concourse does; it is read as the
+	// in_parallel it became, so that the steps in it are checked too.
 	Aggregate bool
 }
 
@@ -126,21 +128,22 @@ func noStep(err error, raw map[string]json.RawMessage) error {
 		if allStepKeys()[k] {
 			continue
 		}
-		if best := closest(k, stepTypeKeys); best != "" {
+		if best := closest(k, stepTypeKeys()); best != "" {
 			return atPath(&stepError{err: err, typo: k, suggestion: best}, Key(k))
 		}
 	}
 	return &stepError{err: err}
 }
 
-// stepTypeKeys are the keys that give a step its type, the modifiers among them.
-var stepTypeKeys = func() map[string]bool {
+// stepTypeKeys are the keys that give a step its type, the modifiers among them, for the
+// suggestion of a typo: made when first needed.
+var stepTypeKeys = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, d := range stepPrecedence {
 		m[d.key] = true
 	}
 	return m
-}()
+})
 
 // allStepKeys are every key any step type knows, for typo suggestions.
 var allStepKeys = sync.OnceValue(func() map[string]bool {
@@ -444,14 +447,12 @@ func (s *TryStep) Visit(v StepVisitor) error { return v.VisitTry(s) }
 // DoStep runs steps in order.
 type DoStep struct {
 	Steps []Step `json:"do"`
-	Tags  Tags   `json:"tags,omitempty"`
 }
 
 // UnmarshalJSON decodes the steps one by one, so that an error names its index.
 func (s *DoStep) UnmarshalJSON(data []byte) error {
 	var raw struct {
 		Steps []json.RawMessage `json:"do"`
-		Tags  Tags              `json:"tags,omitempty"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
@@ -460,7 +461,7 @@ func (s *DoStep) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	*s = DoStep{Steps: steps, Tags: raw.Tags}
+	*s = DoStep{Steps: steps}
 	return nil
 }
 
@@ -470,7 +471,6 @@ func (s *DoStep) Visit(v StepVisitor) error { return v.VisitDo(s) }
 // InParallelStep runs steps at the same time.
 type InParallelStep struct {
 	Config InParallelConfig `json:"in_parallel"`
-	Tags   Tags             `json:"tags,omitempty"`
 }
 
 // Visit calls v.VisitInParallel.
@@ -538,6 +538,50 @@ type AcrossVarConfig struct {
 	Values      any                `json:"values,omitempty"`
 	MaxInFlight *MaxInFlightConfig `json:"max_in_flight,omitempty"`
 }
+
+// UnmarshalJSON decodes the vars one by one, so that an error names its var.
+func (s *AcrossStep) UnmarshalJSON(data []byte) error {
+	var raw struct {
+		Vars     []json.RawMessage `json:"across"`
+		FailFast bool              `json:"fail_fast,omitempty"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	var vars []AcrossVarConfig
+	if raw.Vars != nil {
+		vars = make([]AcrossVarConfig, len(raw.Vars))
+	}
+	for i, r := range raw.Vars {
+		if err := json.Unmarshal(r, &vars[i]); err != nil {
+			return atPath(unwrapJSONError(err), Key("across"), Index(i))
+		}
+	}
+	*s = AcrossStep{Vars: vars, FailFast: raw.FailFast}
+	return nil
+}
+
+// UnmarshalJSON decodes strictly, as Concourse does: a key that is not a field (`vars:`
+// for `var:`) is an error.
+func (c *AcrossVarConfig) UnmarshalJSON(data []byte) error {
+	type plain AcrossVarConfig
+	var p plain
+	unknown, err := decodeKnown(data, &p, acrossVarFields())
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(unknown)) {
+		// encoding/json matches a field's name in any case, and so does Concourse's
+		// strict decoding.
+		if !slices.ContainsFunc(slices.Collect(maps.Keys(acrossVarFields())), func(f string) bool { return strings.EqualFold(f, k) }) {
+			return atPath(&unknownFieldError{key: k, known: acrossVarFields()}, Key(k))
+		}
+	}
+	*c = AcrossVarConfig(p)
+	return nil
+}
+
+var acrossVarFields = fieldsOf[AcrossVarConfig]()
 
 // Wrap sets the step the across runs.
 func (s *AcrossStep) Wrap(sub StepConfig) { s.Step = sub }

@@ -2,7 +2,6 @@ package concourse
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -17,7 +16,7 @@ type TaskConfig struct {
 	ImageResource *ImageResource     `json:"image_resource,omitempty"`
 	Limits        *ContainerLimits   `json:"container_limits,omitempty"`
 	Params        TaskEnv            `json:"params,omitempty"`
-	Run           TaskRunConfig      `json:"run"`
+	Run           TaskRunConfig      `json:"run,omitzero"`
 	Inputs        []TaskInputConfig  `json:"inputs,omitempty"`
 	Outputs       []TaskOutputConfig `json:"outputs,omitempty"`
 	Caches        []TaskCacheConfig  `json:"caches,omitempty"`
@@ -29,7 +28,7 @@ type TaskConfig struct {
 
 // ImageResource is the resource that fetches a task's image.
 type ImageResource struct {
-	Name    string  `json:"name,omitempty"`
+	Name    string  `json:"name"`
 	Type    string  `json:"type"`
 	Source  Source  `json:"source"`
 	Version Version `json:"version,omitempty"`
@@ -45,30 +44,11 @@ type TaskRunConfig struct {
 	User string   `json:"user,omitempty"`
 }
 
-// UnmarshalJSON reads args that YAML typed as numbers or booleans as the strings they were
-// written as (`- 50` is "50").
-func (c *TaskRunConfig) UnmarshalJSON(data []byte) error {
-	type plain TaskRunConfig
-	var raw struct {
-		plain
-		Args []json.RawMessage `json:"args,omitempty"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return err
-	}
-	*c = TaskRunConfig(raw.plain)
-	c.Args = nil
-	for i, a := range raw.Args {
-		s, err := coerceString(a)
-		if err != nil {
-			return atPath(err, Key("args"), Index(i))
-		}
-		if len(a) > 0 && (a[0] == '{' || a[0] == '[') {
-			return atPath(errors.New("an arg must be a string, not a map or a list"), Key("args"), Index(i))
-		}
-		c.Args = append(c.Args, s)
-	}
-	return nil
+// IsZero tells whether the run says nothing its JSON would show, which leaves it out of
+// its config's (omitzero): an empty args list is such, as it is in the config Concourse's
+// web node saves and plans from.
+func (r TaskRunConfig) IsZero() bool {
+	return r.Path == "" && len(r.Args) == 0 && r.Dir == "" && r.User == ""
 }
 
 // TaskInputConfig is an input a task expects.
@@ -94,10 +74,7 @@ type TaskCacheConfig struct {
 func (c *TaskConfig) UnmarshalJSON(data []byte) error {
 	type plain TaskConfig
 	var p plain
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
-	unknown, err := unknownKeys(data, taskConfigFields())
+	unknown, err := decodeKnown(data, &p, taskConfigFields())
 	if err != nil {
 		return err
 	}
@@ -112,17 +89,17 @@ var taskConfigFields = fieldsOf[TaskConfig]()
 // problem, each with the field it concerns (relative to the config).
 func (c TaskConfig) Validate() []FieldError {
 	// Concourse v8 reports them all in one error (atc.StepValidator.VisitTask).
-	return c.validate(func(keys []string) string { return fmt.Sprintf("unknown fields %+q", keys) })
+	return c.validate(func(keys []string) string { return fmt.Sprintf(" %+q", keys) })
 }
 
 // validateFile is Validate for a task file, whose unknown fields Concourse v8 reports as
 // atc.NewTaskConfig does.
 func (c TaskConfig) validateFile() []FieldError {
-	return c.validate(func(keys []string) string { return fmt.Sprintf("unknown fields: %v", keys) })
+	return c.validate(func(keys []string) string { return fmt.Sprintf(": %v", keys) })
 }
 
-// validate is Validate, with unknownFields saying what the unknown fields are (sorted),
-// reported at the first of them.
+// validate is Validate, with unknownFields rendering the unknown fields (sorted) after
+// "unknown fields", reported at the first of them.
 func (c TaskConfig) validate(unknownFields func(keys []string) string) []FieldError {
 	var errs []FieldError
 	if len(c.UnknownFields) > 0 {
@@ -131,33 +108,52 @@ func (c TaskConfig) validate(unknownFields func(keys []string) string) []FieldEr
 		if len(keys) == 1 {
 			hint = suggest(keys[0], taskConfigFields())
 		}
-		errs = append(errs, FieldError{Field: []PathElem{Key(keys[0])}, Message: unknownFields(keys) + hint})
+		errs = append(errs, fieldError(Path{Key(keys[0])}, "unknown fields%s%s", unknownFields(keys), hint))
 	}
 	if c.Platform == "" {
-		errs = append(errs, FieldError{Field: []PathElem{Key("platform")}, Message: "missing 'platform'"})
+		errs = append(errs, fieldError(Path{Key("platform")}, "missing 'platform'"))
 	}
 	for i, in := range c.Inputs {
 		if in.Name == "" {
-			errs = append(errs, FieldError{Field: []PathElem{Key("inputs"), Index(i)}, Message: "input has no name"})
+			errs = append(errs, fieldError(Path{Key("inputs"), Index(i)}, "input has no name"))
 		}
 	}
 	for i, out := range c.Outputs {
 		if out.Name == "" {
-			errs = append(errs, FieldError{Field: []PathElem{Key("outputs"), Index(i)}, Message: "output has no name"})
+			errs = append(errs, fieldError(Path{Key("outputs"), Index(i)}, "output has no name"))
 		}
 	}
 	for i, cache := range c.Caches {
-		if cache.Path == "" {
-			errs = append(errs, FieldError{Field: []PathElem{Key("caches"), Index(i)}, Message: "cache has no path"})
-		}
 		if cache.TTL != "" {
-			ttlPath := []PathElem{Key("caches"), Index(i), Key("ttl")}
+			ttlPath := Path{Key("caches"), Index(i), Key("ttl")}
 			if d, err := time.ParseDuration(cache.TTL); err != nil {
-				errs = append(errs, FieldError{Field: ttlPath, Message: fmt.Sprintf("invalid cache ttl '%s': %v", cache.TTL, err)})
+				errs = append(errs, fieldError(ttlPath, "invalid cache ttl '%s': %v", cache.TTL, err))
 			} else if d < time.Second {
-				errs = append(errs, FieldError{Field: ttlPath, Message: fmt.Sprintf("cache ttl must be at least 1s, got '%s'", cache.TTL)})
+				errs = append(errs, fieldError(ttlPath, "cache ttl must be at least 1s, got '%s'", cache.TTL))
 			}
 		}
 	}
 	return errs
+}
+
+// namesImage tells whether the config names the task's image: an image_resource or a
+// rootfs_uri.
+func (c TaskConfig) namesImage() bool {
+	return c.ImageResource != nil || c.RootfsURI != ""
+}
+
+// noImage is the warning of a task (what) that names no image, completed by how to give
+// it one (fix): Concourse runs it in its worker's default root file system, a pod has none.
+const noImage = "%s has no image: Concourse runs it in its worker's root file system; a build on Tekton runs it in the default task image (--default-task-image; the web node's --tekton-default-task-image), and refuses it without one: %s"
+
+// warnings are what Concourse accepts in a task config but a build of this project does
+// not run, each with the field it concerns (relative to the config).
+func (c TaskConfig) warnings() []FieldError {
+	var ws []FieldError
+	for i, cache := range c.Caches {
+		if cache.Path == "" {
+			ws = append(ws, fieldError(Path{Key("caches"), Index(i)}, "cache has no path: Concourse caches the task's whole working directory then, which a build here refuses: give it a path"))
+		}
+	}
+	return ws
 }

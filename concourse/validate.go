@@ -39,11 +39,23 @@ type validator struct {
 }
 
 func (v *validator) errorf(path Path, format string, args ...any) {
-	v.diags = append(v.diags, v.p.Diagnostic(SeverityError, path, format, args...))
+	v.add(SeverityError, path, format, args)
 }
 
 func (v *validator) warnf(path Path, format string, args ...any) {
-	v.diags = append(v.diags, v.p.Diagnostic(SeverityWarning, path, format, args...))
+	v.add(SeverityWarning, path, format, args)
+}
+
+// field records a task config's FieldError, under the config at path.
+func (v *validator) field(sev Severity, path Path, fe FieldError) {
+	v.diags = append(v.diags, v.p.fieldDiagnostic(sev, path, fe))
+}
+
+// add records a rule's diagnostic, the rule named by its format.
+func (v *validator) add(sev Severity, path Path, format string, args []any) {
+	d := v.p.Diagnostic(sev, path, format, args...)
+	d.Rule = format
+	v.diags = append(v.diags, d)
 }
 
 // isIdentifier is Concourse's rule for names, its regexp
@@ -68,8 +80,15 @@ func digitsOnly(name string) bool {
 	return name != "" && strings.Trim(name, "0123456789") == ""
 }
 
+// identifier checks a name as Concourse's atc.ValidateIdentifier does: as written, its
+// ((vars)) unfilled when the pipeline is set. An empty name is an error.
 func (v *validator) identifier(path Path, kind, name string) {
-	if name == "" || strings.Contains(name, "((") {
+	if name == "" {
+		v.errorf(path, "%s has no name", kind)
+		return
+	}
+	if len(name) > maxNameBytes {
+		v.errorf(path, "%s name is %s, over the limit of %s for a name: the build's Kubernetes objects carry it, and the API server refuses an object whose annotations pass 256 KiB: shorten it", kind, byteSize(len(name)), byteSize(maxNameBytes))
 		return
 	}
 	if !isIdentifier(name) {
@@ -78,6 +97,12 @@ func (v *validator) identifier(path Path, kind, name string) {
 		v.warnf(path, "%s %q is not a valid identifier: it must not be only digits", kind, name)
 	}
 }
+
+// maxNameBytes bounds a name. Concourse has none, but a build's objects carry its job's
+// name in their annotations twice (the job's, and the build's context), which Kubernetes
+// bounds to 256 KiB in all, and its steps' and resources' names in their specs, which
+// the API server bounds to a few MiB.
+const maxNameBytes = 16 << 10
 
 func (v *validator) names() {
 	type named struct {
@@ -139,6 +164,7 @@ func (v *validator) names() {
 			v.errorf(path, "var source has no name")
 			continue
 		}
+		v.identifier(path.Child(Key("name")), "var source", s.Name)
 		dup("var_source", s.Name, path, "var source")
 	}
 }
@@ -196,16 +222,8 @@ func (v *validator) varSources() {
 		if !varSourceTypes[s.Type] {
 			v.errorf(path.Child(Key("type")), "unknown var source type %q: use one of dummy, idtoken, secretsmanager, ssm, vault", s.Type)
 		}
-		cfg, isMap := s.Config.(map[string]any)
-		if s.Config != nil && !isMap {
-			v.errorf(path.Child(Key("config")), "var source config must be a map")
-		}
-		if s.Type == "dummy" && isMap {
-			if vs, ok := cfg["vars"]; ok {
-				if _, ok := vs.(map[string]any); !ok {
-					v.errorf(path.Child(Key("config"), Key("vars")), "dummy var source vars must be a map")
-				}
-			}
+		if varSourceTypes[s.Type] {
+			v.varSourceConfig(path, s)
 		}
 		for _, ref := range referencedVars(s.Config) {
 			if ref.Source == "" || ref.Source == "." {
@@ -267,11 +285,12 @@ func (v *validator) display() {
 }
 
 func (v *validator) jobs() {
+	v.used = map[string]bool{}
 	if len(v.c.Jobs) == 0 {
+		// Its resources are unused too, and Concourse says so.
 		v.errorf(nil, "the pipeline has no jobs: add at least one job")
 		return
 	}
-	v.used = map[string]bool{}
 	v.resources = map[string]bool{}
 	for _, r := range v.c.Resources {
 		v.resources[r.Name] = true
@@ -281,12 +300,12 @@ func (v *validator) jobs() {
 		job := &v.c.Jobs[i]
 		jpath := Path{Key("jobs"), Named(i, job.Name)}
 		v.jobSettings(job, jpath)
-		jc := &jobCheck{job: job, gets: map[string]Path{}}
+		jc := &jobCheck{job: job, gets: map[string]Path{}, acrossed: map[StepConfig]bool{}}
 		v.p.walkJob(job, jpath, func(s StepConfig, path Path, scope *walkScope) {
 			v.step(jc, s, path, scope)
 		}, func(step Step, path Path) {
 			if step.Aggregate {
-				v.warnf(path.Child(Key("aggregate")), "aggregate was removed in Concourse v7 and is read here as in_parallel: rename it to in_parallel")
+				v.errorf(path.Child(Key("aggregate")), "aggregate was removed in Concourse v7: use in_parallel, which takes the same list of steps")
 			}
 			for _, k := range slices.Sorted(maps.Keys(step.UnknownFields)) {
 				v.errorf(path.Child(Key(k)), "unknown field %q%s", k, suggest(k, allStepKeys()))
@@ -329,14 +348,12 @@ func (v *validator) jobSettings(job *JobConfig, path Path) {
 		}
 	}
 	if job.RawMaxInFlight < 0 {
-		v.errorf(path.Child(Key("max_in_flight")), "max_in_flight must not be negative")
+		// Concourse accepts it, and its scheduler then finds the job always at its limit.
+		v.warnf(path.Child(Key("max_in_flight")), "max_in_flight is negative: Concourse never starts a build of this job")
 	}
 }
 
 func (v *validator) unusedResources() {
-	if v.used == nil {
-		return
-	}
 	for i, r := range v.c.Resources {
 		if r.Name != "" && !v.used[r.Name] {
 			v.errorf(Path{Key("resources"), Named(i, r.Name)}, "resource %q is not used by any job: use it in a get or put, or remove it", r.Name)

@@ -1,6 +1,7 @@
 package concourse
 
 import (
+	"fmt"
 	pathpkg "path"
 	"strings"
 	"time"
@@ -11,6 +12,9 @@ type jobCheck struct {
 	job *JobConfig
 	// gets are the get steps seen so far, by name, to find a name got twice.
 	gets map[string]Path
+	// acrossed are the steps an across runs, through its other modifiers: Concourse does
+	// not check the name of a task or a set_pipeline there (atc.ValidateIdentifier).
+	acrossed map[StepConfig]bool
 }
 
 // step checks one step config. Run, try, do and the hooks have no rules of their own: the
@@ -22,16 +26,17 @@ func (v *validator) step(jc *jobCheck, s StepConfig, path Path, scope *walkScope
 	case *PutStep:
 		v.putStep(st, path)
 	case *TaskStep:
-		v.taskStep(st, path)
+		v.taskStep(st, path, jc.acrossed[st])
 	case *SetPipelineStep:
-		v.setPipelineStep(st, path)
+		v.setPipelineStep(st, path, jc.acrossed[st])
 	case *LoadVarStep:
-		v.loadVarStep(st, path)
+		v.loadVarStep(st, path, scope)
 	case *TimeoutStep:
 		v.timeoutStep(st, path)
 	case *RetryStep:
 		v.retryStep(st, path)
 	case *AcrossStep:
+		jc.acrossed[coreStep(st)] = true
 		v.acrossStep(st, path, scope)
 	case *InParallelStep:
 		v.inParallelStep(st, path)
@@ -100,16 +105,38 @@ func (v *validator) putStep(st *PutStep, path Path) {
 	v.stepTimeout(st.Timeout, path)
 }
 
-// resourceRef records that a get or put uses a resource, and checks that it exists.
+// resourceRef records that a get or put uses a resource, and checks that it exists. A
+// name with a ((var)) not given is looked up as written, as Concourse does: the
+// resource must be named so too.
 func (v *validator) resourceRef(path Path, name string) {
 	v.used[name] = true
-	if !v.resources[name] && !strings.Contains(name, "((") {
+	if !v.resources[name] {
 		v.errorf(path, "unknown resource %q%s", name, suggest(name, v.resources))
 	}
 }
 
-func (v *validator) taskStep(st *TaskStep, path Path) {
-	v.identifier(path.Child(Key("task")), "task step", st.Name)
+// coreStep is the step a chain of modifiers ends in.
+func coreStep(s StepConfig) StepConfig {
+	for {
+		w, ok := s.(StepWrapper)
+		if !ok {
+			return s
+		}
+		s = w.Unwrap()
+	}
+}
+
+// stepName checks a step's name; acrossed says whether an across runs the step, where
+// Concourse checks only that a task's or a set_pipeline's name is not empty.
+func (v *validator) stepName(path Path, kind, name string, acrossed bool) {
+	if acrossed && name != "" {
+		return
+	}
+	v.identifier(path, kind, name)
+}
+
+func (v *validator) taskStep(st *TaskStep, path Path, acrossed bool) {
+	v.stepName(path.Child(Key("task")), "task step", st.Name, acrossed)
 	switch {
 	case st.ConfigPath == "" && st.Config == nil:
 		v.errorf(path.Child(Key("task")), "task %q has neither `file` nor `config`: give one of them", st.Name)
@@ -118,7 +145,13 @@ func (v *validator) taskStep(st *TaskStep, path Path) {
 	}
 	if st.Config != nil {
 		for _, fe := range st.Config.Validate() {
-			v.errorf(path.Child(Key("config")).Child(fe.Field...), "%s", fe.Message)
+			v.field(SeverityError, path.Child(Key("config")), fe)
+		}
+		for _, fe := range st.Config.warnings() {
+			v.field(SeverityWarning, path.Child(Key("config")), fe)
+		}
+		if st.ImageArtifactName == "" && !st.Config.namesImage() {
+			v.warnf(path.Child(Key("config")), noImage, fmt.Sprintf("task %q", st.Name), "give the config an image_resource (or a rootfs_uri), or the step an image")
 		}
 		if st.ImageArtifactName != "" && (st.Config.ImageResource != nil || st.Config.RootfsURI != "") {
 			v.warnf(path.Child(Key("image")), "task %q sets `image`, which wins over the image in its config", st.Name)
@@ -130,15 +163,26 @@ func (v *validator) taskStep(st *TaskStep, path Path) {
 	v.stepTimeout(st.Timeout, path)
 }
 
-func (v *validator) setPipelineStep(st *SetPipelineStep, path Path) {
-	v.identifier(path.Child(Key("set_pipeline")), "set_pipeline step", st.Name)
+func (v *validator) setPipelineStep(st *SetPipelineStep, path Path, acrossed bool) {
+	v.stepName(path.Child(Key("set_pipeline")), "set_pipeline step", st.Name, acrossed)
 	if st.File == "" {
 		v.errorf(path.Child(Key("set_pipeline")), "set_pipeline %q has no `file`", st.Name)
 	}
 }
 
-func (v *validator) loadVarStep(st *LoadVarStep, path Path) {
-	v.identifier(path.Child(Key("load_var")), "load_var step", st.Name)
+// loadVarStep checks a load_var, which defines its var in the scope it is in (the job's,
+// or an across's).
+func (v *validator) loadVarStep(st *LoadVarStep, path Path, scope *walkScope) {
+	at := path.Child(Key("load_var"))
+	v.identifier(at, "load_var step", st.Name)
+	if first, ok := scope.vars[st.Name]; ok {
+		v.errorf(at, "var %q is defined twice in the same scope (also at line %d): give one of them another name", st.Name, v.p.Pos(first).Line)
+	} else {
+		if scope.parent.defines(st.Name) {
+			v.warnf(at, "load_var %q shadows an outer var of the same name", st.Name)
+		}
+		scope.vars[st.Name] = at
+	}
 	if st.File == "" {
 		v.errorf(path.Child(Key("load_var")), "load_var %q has no `file`", st.Name)
 	}
@@ -153,14 +197,14 @@ func (v *validator) timeoutStep(st *TimeoutStep, path Path) {
 	}
 }
 
-// stepTimeout checks a get/put/task `timeout`. Concourse only finds a bad one at run time;
-// saying so now costs nothing and saves a build.
+// stepTimeout checks a get/put/task `timeout`, which Concourse accepts and only reads when
+// the step runs: a warning now saves a build.
 func (v *validator) stepTimeout(d string, path Path) {
 	if d == "" || strings.Contains(d, "((") {
 		return
 	}
 	if _, err := time.ParseDuration(d); err != nil {
-		v.errorf(path.Child(Key("timeout")), "invalid timeout %q: use a duration such as 30m or 1h30m", d)
+		v.warnf(path.Child(Key("timeout")), "invalid timeout %q: the step errors when it runs; use a duration such as 30m or 1h30m", d)
 	}
 }
 
@@ -179,8 +223,8 @@ func (v *validator) acrossStep(st *AcrossStep, path Path, scope *walkScope) {
 	for k, av := range st.Vars {
 		vpath := apath.Child(Index(k))
 		if av.Var == "" {
-			v.errorf(vpath, "across var has no name")
-			continue
+			// Concourse accepts it: its values run, under a name no ((.:var)) can give.
+			v.warnf(vpath, "across var has no name: no ((.:var)) can use its values")
 		}
 		if seen[av.Var] {
 			v.errorf(vpath.Child(Key("var")), "across var %q is repeated", av.Var)
@@ -192,23 +236,25 @@ func (v *validator) acrossStep(st *AcrossStep, path Path, scope *walkScope) {
 
 // acrossVar checks one var of an across step, whose name is set.
 func (v *validator) acrossVar(av AcrossVarConfig, path Path, scope *walkScope) {
-	if scope.shadows(av.Var) {
+	if scope.defines(av.Var) {
 		v.warnf(path.Child(Key("var")), "across var %q shadows an outer var of the same name", av.Var)
 	}
 	if av.MaxInFlight != nil && !av.MaxInFlight.All && av.MaxInFlight.Limit <= 0 {
 		v.errorf(path.Child(Key("max_in_flight")), "max_in_flight must be greater than 0")
 	}
+	// Concourse accepts both, and reads the values when the step runs.
 	switch av.Values.(type) {
 	case []any, string:
 	case nil:
-		v.errorf(path.Child(Key("values")), "across var %q has no values", av.Var)
+		v.warnf(path.Child(Key("values")), "across var %q has no values: Concourse runs the step for none", av.Var)
 	default:
-		v.errorf(path.Child(Key("values")), "across var %q: values must be a list (or a ((var)) that gives one)", av.Var)
+		v.warnf(path.Child(Key("values")), "across var %q: values must be a list (or a ((var)) that gives one): Concourse errors the step when it runs", av.Var)
 	}
 }
 
 func (v *validator) inParallelStep(st *InParallelStep, path Path) {
 	if st.Config.Limit < 0 {
-		v.errorf(path.Child(Key("in_parallel"), Key("limit")), "limit must not be negative")
+		// Concourse accepts it; its in_parallel step cannot run with it.
+		v.warnf(path.Child(Key("in_parallel"), Key("limit")), "limit must not be negative: Concourse errors the build at this step when it runs (here the steps run with no limit)")
 	}
 }

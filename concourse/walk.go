@@ -1,14 +1,22 @@
 package concourse
 
-// walkScope is the across vars visible at a step, for shadowing checks.
+// walkScope is the local vars visible at a step, as Concourse scopes them: a job has one
+// scope, where its load_vars define theirs; an across opens one for its vars, where the
+// load_vars of the steps it runs define theirs.
 type walkScope struct {
 	parent *walkScope
-	vars   map[string]bool
+	// vars are where each var of the scope is defined, so far in the walk.
+	vars map[string]Path
 }
 
-func (s *walkScope) shadows(name string) bool {
+func newScope(parent *walkScope) *walkScope {
+	return &walkScope{parent: parent, vars: map[string]Path{}}
+}
+
+// defines reports whether name is a var of the scope or of one that encloses it.
+func (s *walkScope) defines(name string) bool {
 	for ; s != nil; s = s.parent {
-		if s.vars[name] {
+		if _, ok := s.vars[name]; ok {
 			return true
 		}
 	}
@@ -24,8 +32,9 @@ func (p *Pipeline) WalkJob(job *JobConfig, jpath Path, visit func(StepConfig, Pa
 
 func (p *Pipeline) walkJob(job *JobConfig, jpath Path, visit func(StepConfig, Path, *walkScope), step func(Step, Path)) {
 	w := &pathWalker{p: p, visit: visit, step: step}
+	scope := newScope(nil)
 	for i := range job.PlanSequence {
-		w.walkStep(job.PlanSequence[i], jpath.Child(Key("plan"), Index(i)), nil)
+		w.walkStep(job.PlanSequence[i], jpath.Child(Key("plan"), Index(i)), scope)
 	}
 	hooks := []struct {
 		key  string
@@ -33,7 +42,7 @@ func (p *Pipeline) walkJob(job *JobConfig, jpath Path, visit func(StepConfig, Pa
 	}{{"on_success", job.OnSuccess}, {"on_failure", job.OnFailure}, {"on_abort", job.OnAbort}, {"on_error", job.OnError}, {"ensure", job.Ensure}}
 	for _, h := range hooks {
 		if h.hook != nil {
-			w.walkStep(*h.hook, jpath.Child(Key(h.key)), nil)
+			w.walkStep(*h.hook, jpath.Child(Key(h.key)), scope)
 		}
 	}
 }
@@ -44,29 +53,39 @@ type pathWalker struct {
 	step  func(Step, Path)
 }
 
+// walkStep walks a step in the order Concourse's validator visits it (the order that
+// decides which of two vars of a name shadows the other): its chain of modifiers, the
+// steps it holds, then its hooks, the innermost first.
 func (w *pathWalker) walkStep(s Step, path Path, scope *walkScope) {
 	if w.step != nil {
 		w.step(s, path)
 	}
+	type hook struct {
+		step  Step
+		key   string
+		scope *walkScope
+	}
+	var hooks []hook
 	for cfg := s.Config; cfg != nil; {
 		w.visit(cfg, path, scope)
 		switch st := cfg.(type) {
 		case *OnSuccessStep:
-			w.walkStep(st.Hook, path.Child(Key("on_success")), scope)
+			hooks = append(hooks, hook{st.Hook, "on_success", scope})
 		case *OnFailureStep:
-			w.walkStep(st.Hook, path.Child(Key("on_failure")), scope)
+			hooks = append(hooks, hook{st.Hook, "on_failure", scope})
 		case *OnAbortStep:
-			w.walkStep(st.Hook, path.Child(Key("on_abort")), scope)
+			hooks = append(hooks, hook{st.Hook, "on_abort", scope})
 		case *OnErrorStep:
-			w.walkStep(st.Hook, path.Child(Key("on_error")), scope)
+			hooks = append(hooks, hook{st.Hook, "on_error", scope})
 		case *EnsureStep:
-			w.walkStep(st.Hook, path.Child(Key("ensure")), scope)
+			hooks = append(hooks, hook{st.Hook, "ensure", scope})
 		case *AcrossStep:
-			inner := &walkScope{parent: scope, vars: map[string]bool{}}
-			for _, v := range st.Vars {
-				inner.vars[v.Var] = true
+			scope = newScope(scope)
+			for i, v := range st.Vars {
+				if _, ok := scope.vars[v.Var]; !ok {
+					scope.vars[v.Var] = path.Child(Key("across"), Index(i))
+				}
 			}
-			scope = inner
 		case *TryStep:
 			w.walkStep(st.Step, path.Child(Key("try")), scope)
 		case *DoStep:
@@ -90,6 +109,10 @@ func (w *pathWalker) walkStep(s Step, path Path, scope *walkScope) {
 			break
 		}
 		cfg = wr.Unwrap()
+	}
+	for i := len(hooks) - 1; i >= 0; i-- {
+		h := hooks[i]
+		w.walkStep(h.step, path.Child(Key(h.key)), h.scope)
 	}
 }
 

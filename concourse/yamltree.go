@@ -43,6 +43,26 @@ const (
 	listNode
 )
 
+// jsonKind is the kind of the node's JSON form, in encoding/json's words: number, bool,
+// string, array, object or null.
+func (n *node) jsonKind() string {
+	switch n.kind {
+	case mapNode:
+		return "object"
+	case listNode:
+		return "array"
+	}
+	switch n.scalar.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "bool"
+	case string:
+		return "string"
+	}
+	return "number"
+}
+
 // get returns the value of key in a map node, or nil.
 func (n *node) get(key string) *node {
 	if n == nil || n.kind != mapNode {
@@ -96,6 +116,8 @@ type treeBuilder struct {
 	outerAlias *yaml.Node
 	// facts are what the strings built so far hold.
 	facts treeFacts
+	// lastKeyWins reads a key given twice as its last value (parseTaskTree).
+	lastKeyWins bool
 	// over is set once a limit is crossed; the rest of the document is then skipped.
 	over     bool
 	reported map[reportKey]bool
@@ -123,8 +145,22 @@ type treeFacts struct {
 	templates, vars bool
 }
 
+// parseTaskTree is parseTree for a task file, which Concourse reads with go-yaml v2's
+// lenient decoding (atc.NewTaskConfig): a key given twice in a map is no error, its last
+// value wins.
+func parseTaskTree(file string, data []byte) (*node, Diagnostics) {
+	n, _, diags := parseTreeWith(file, data, true)
+	return n, diags
+}
+
 // parseTreeFacts is parseTree, with what the tree's strings hold.
 func parseTreeFacts(file string, data []byte) (*node, treeFacts, Diagnostics) {
+	return parseTreeWith(file, data, false)
+}
+
+// parseTreeWith is parseTreeFacts, where lastKeyWins says whether a key given twice is
+// read as its last value, not refused.
+func parseTreeWith(file string, data []byte, lastKeyWins bool) (*node, treeFacts, Diagnostics) {
 	size := len(data)
 	data = bytes.TrimPrefix(data, bom)
 	if size > maxFileBytes {
@@ -144,7 +180,7 @@ func parseTreeFacts(file string, data []byte) (*node, treeFacts, Diagnostics) {
 		return nil, treeFacts{}, Diagnostics{{File: file, Pos: Pos{Line: extra.Line, Col: extra.Column},
 			Message: "more than one YAML document: a pipeline is a single document (remove the '---' separator)"}}
 	}
-	b := &treeBuilder{file: file, expanding: map[*yaml.Node]bool{}}
+	b := &treeBuilder{file: file, expanding: map[*yaml.Node]bool{}, lastKeyWins: lastKeyWins}
 	root := &doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
@@ -320,6 +356,11 @@ func (b *treeBuilder) buildMap(y *yaml.Node) *node {
 			continue
 		}
 		if line, dup := seen[key]; dup {
+			if b.lastKeyWins {
+				i := slices.IndexFunc(n.entries, func(e entry) bool { return e.key == key })
+				n.entries[i] = entry{key: key, keyPos: posOf(k), value: b.build(v)}
+				continue
+			}
 			b.errorf(posOf(k), "duplicate key %q: already defined at line %d", key, line)
 			continue
 		}

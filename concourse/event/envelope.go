@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Envelope is how an event travels: in the data of an SSE message of
@@ -53,7 +54,7 @@ func Marshal(e Event, id int) ([]byte, error) {
 // still parse. It returns an *UnknownEventTypeError or an *UnknownEventVersionError for
 // events it cannot read.
 func Parse(env Envelope) (Event, error) {
-	versions, ok := registry[env.Event]
+	versions, ok := registry()[env.Event]
 	if !ok {
 		return nil, &UnknownEventTypeError{Type: env.Event}
 	}
@@ -133,8 +134,9 @@ func (typed[T]) decode(data []byte) (Event, error) {
 	return e, nil
 }
 
-// registry lists, per event type, the versions Parse reads, newest first.
-var registry = func() map[EventType][]decoder {
+// registry lists, per event type, the versions Parse reads, newest first. It is made when
+// first read, not when the package is initialised: most commands read no event.
+var registry = sync.OnceValue(func() map[EventType][]decoder {
 	all := []decoder{
 		typed[Status]{},
 		typed[Log]{},
@@ -169,7 +171,7 @@ var registry = func() map[EventType][]decoder {
 		slices.SortFunc(ds, func(a, b decoder) int { return strings.Compare(string(b.Version()), string(a.Version())) })
 	}
 	return m
-}()
+})
 
 // errNoEvent is a nil event, which has no type to put in an envelope.
 var errNoEvent = errors.New("cannot wrap a nil event")

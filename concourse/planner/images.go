@@ -1,11 +1,45 @@
 package planner
 
 import (
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 )
 
 // resourceTypes are a pipeline's custom resource types, searched by name.
 type resourceTypes []concourse.ResourceType
+
+// savedResourceTypes are a pipeline's resource types as Concourse's scheduler hands them
+// to its planner, read back from the database (db.ResourceTypes.Deserialize, over rows
+// ordered by name): by name, bytewise, each source laid over the defaults of its parent
+// type (the other type named as its type is). Concourse's base types have no defaults
+// here (its web node's --base-resource-type-defaults).
+func savedResourceTypes(types []concourse.ResourceType) resourceTypes {
+	out := slices.SortedStableFunc(slices.Values(types), func(a, b concourse.ResourceType) int { return strings.Compare(a.Name, b.Name) })
+	for i, t := range out {
+		if p := slices.IndexFunc(out, func(p concourse.ResourceType) bool { return p.Name == t.Type }); p >= 0 && p != i {
+			out[i].Source = mergeSource(out[p].Defaults, t.Source)
+		}
+	}
+	return out
+}
+
+// mergeSource lays source over defaults, as Concourse's atc.Source.Merge does: nil when
+// both are empty and source is nil, else a new map.
+func mergeSource(defaults, source concourse.Source) concourse.Source {
+	switch {
+	case len(defaults) == 0 && source == nil:
+		return nil
+	case defaults == nil:
+		return maps.Clone(source)
+	}
+	out := maps.Clone(defaults)
+	maps.Copy(out, source)
+	return out
+}
 
 func (ts resourceTypes) lookup(name string) (concourse.ResourceType, bool) {
 	for _, t := range ts {
@@ -32,17 +66,10 @@ func (ts resourceTypes) without(name string) resourceTypes {
 // wins.
 func (ts resourceTypes) sourceWithDefaults(typeName string, source concourse.Source) concourse.Source {
 	t, ok := ts.lookup(typeName)
-	if !ok || len(t.Defaults) == 0 {
+	if !ok {
 		return source
 	}
-	out := concourse.Source{}
-	for k, v := range t.Defaults {
-		out[k] = v
-	}
-	for k, v := range source {
-		out[k] = v
-	}
-	return out
+	return mergeSource(t.Defaults, source)
 }
 
 // imageForType is how a step of the given type gets its image: a base type needs nothing;
@@ -68,6 +95,11 @@ func (ts resourceTypes) imageForType(planID concourse.PlanID, typeName string, s
 		Privileged: parent.Privileged,
 	}
 }
+
+// DefaultCheckInterval is how often a resource whose config sets no check_every is
+// checked: Concourse's web node's default (--resource-checking-interval), the interval
+// of such a type's image check.
+const DefaultCheckInterval = time.Minute
 
 // FetchImagePlan plans the fetch of a task's image_resource, as Concourse does when the task
 // runs: a get with ID `<task>/image-get`, after a check `<task>/image-check` unless the
@@ -109,8 +141,9 @@ func fetchImagePlan(planID concourse.PlanID, image concourse.ImageResource, type
 		SkipInterval: skipInterval,
 		ResourceType: resourceType,
 	}}
-	if checkEvery != nil && !checkEvery.Never && checkEvery.Interval > 0 {
-		check.Check.Interval = checkEvery.Interval.String()
+	check.Check.Interval = DefaultCheckInterval.String()
+	if checkEvery != nil {
+		check.Check.Interval = checkEvery.String()
 	}
 	get.Get.VersionFrom = &checkID
 	return get, &check

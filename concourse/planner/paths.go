@@ -16,35 +16,18 @@ func stepPaths(p *concourse.Pipeline, j *concourse.JobConfig, jpath concourse.Pa
 			paths[cfg] = jpath.Child(concourse.Key("plan"))
 			break
 		}
-		paths[cfg] = jpath.Child(concourse.Key(stepKey(cfg, false)))
+		paths[cfg] = jpath.Child(concourse.Key(stepKey(cfg)))
 		cfg = w.Unwrap()
 	}
-	// An envelope is walked before its configs: it says which in_parallel was an aggregate.
-	aggregate := map[concourse.StepConfig]bool{}
 	p.WalkJob(j, jpath, func(cfg concourse.StepConfig, path concourse.Path) {
-		paths[cfg] = path.Child(concourse.Key(stepKey(cfg, aggregate[cfg])))
-	}, func(s concourse.Step, _ concourse.Path) {
-		if !s.Aggregate {
-			return
-		}
-		for cfg := s.Config; cfg != nil; {
-			if ip, ok := cfg.(*concourse.InParallelStep); ok {
-				aggregate[ip] = true
-				return
-			}
-			w, ok := cfg.(concourse.StepWrapper)
-			if !ok {
-				return
-			}
-			cfg = w.Unwrap()
-		}
-	})
+		paths[cfg] = path.Child(concourse.Key(stepKey(cfg)))
+	}, nil)
 	return paths
 }
 
 // stepKey is the key of a step that makes a config of cfg's type.
-func stepKey(cfg concourse.StepConfig, aggregate bool) string {
-	k := &keyVisitor{aggregate: aggregate}
+func stepKey(cfg concourse.StepConfig) string {
+	k := &keyVisitor{}
 	_ = cfg.Visit(k)
 	return k.key
 }
@@ -52,8 +35,7 @@ func stepKey(cfg concourse.StepConfig, aggregate bool) string {
 // keyVisitor names the key of each step type; a visitor, so that a new step type cannot be
 // forgotten.
 type keyVisitor struct {
-	aggregate bool
-	key       string
+	key string
 }
 
 var _ concourse.StepVisitor = (*keyVisitor)(nil)
@@ -77,9 +59,4 @@ func (k *keyVisitor) VisitOnAbort(*concourse.OnAbortStep) error         { return
 func (k *keyVisitor) VisitOnError(*concourse.OnErrorStep) error         { return k.is("on_error") }
 func (k *keyVisitor) VisitEnsure(*concourse.EnsureStep) error           { return k.is("ensure") }
 
-func (k *keyVisitor) VisitInParallel(*concourse.InParallelStep) error {
-	if k.aggregate {
-		return k.is("aggregate")
-	}
-	return k.is("in_parallel")
-}
+func (k *keyVisitor) VisitInParallel(*concourse.InParallelStep) error { return k.is("in_parallel") }

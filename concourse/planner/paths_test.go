@@ -30,7 +30,7 @@ jobs:
       do:
       - task: t
         file: repo/t.yml
-  - aggregate:
+  - in_parallel:
     - put: out
       no_get: true
   - in_parallel:
@@ -74,9 +74,9 @@ func TestPlanBuildPaths(t *testing.T) {
 		"3": "18:9 jobs[test].plan[1].on_failure.do[0].task",
 		"4": "17:7 jobs[test].plan[1].on_failure.do",
 		"5": "16:5 jobs[test].plan[1].on_failure",
-		// The put of an aggregate, and its type's image sub-plans.
-		"6": "21:7 jobs[test].plan[2].aggregate[0].put", "6/image-check": "21:7 jobs[test].plan[2].aggregate[0].put", "6/image-get": "21:7 jobs[test].plan[2].aggregate[0].put",
-		"7": "20:5 jobs[test].plan[2].aggregate",
+		// The put of an in_parallel's list, and its type's image sub-plans.
+		"6": "21:7 jobs[test].plan[2].in_parallel[0].put", "6/image-check": "21:7 jobs[test].plan[2].in_parallel[0].put", "6/image-get": "21:7 jobs[test].plan[2].in_parallel[0].put",
+		"7": "20:5 jobs[test].plan[2].in_parallel",
 		"b": "25:9 jobs[test].plan[3].in_parallel.steps[0].across",
 		"c": "23:5 jobs[test].plan[3].in_parallel",
 		// A put, its implicit get and the node that joins them are the put step's.

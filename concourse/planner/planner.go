@@ -121,10 +121,9 @@ func Plan(cfg *concourse.Config, job *concourse.JobConfig, opts Options) (concou
 func newVisitor(cfg *concourse.Config, job *concourse.JobConfig, opts Options) *visitor {
 	v := &visitor{
 		cfg:       cfg,
-		types:     resourceTypes(cfg.ResourceTypes),
+		types:     savedResourceTypes(cfg.ResourceTypes),
 		opts:      opts,
 		next:      opts.FirstID,
-		tags:      job.Tags,
 		resources: map[string]*concourse.ResourceConfig{},
 		protos:    map[string]*concourse.Prototype{},
 	}
@@ -142,7 +141,6 @@ type visitor struct {
 	types     resourceTypes
 	opts      Options
 	next      int64
-	tags      concourse.Tags
 	resources map[string]*concourse.ResourceConfig
 	protos    map[string]*concourse.Prototype
 
@@ -162,25 +160,6 @@ func (v *visitor) newID() concourse.PlanID {
 	return concourse.PlanID(strconv.FormatInt(v.next, 16))
 }
 
-// effectiveTags are a step's own tags, or else the tags it inherits.
-func (v *visitor) effectiveTags(own concourse.Tags) concourse.Tags {
-	if len(own) > 0 {
-		return own
-	}
-	return v.tags
-}
-
-// withTags visits with inherited tags pushed, as do and in_parallel push theirs.
-func (v *visitor) withTags(tags concourse.Tags, f func() error) error {
-	if len(tags) == 0 {
-		return f()
-	}
-	saved := v.tags
-	v.tags = tags
-	defer func() { v.tags = saved }()
-	return f()
-}
-
 func (v *visitor) sub(s concourse.StepConfig) (concourse.Plan, error) {
 	if err := s.Visit(v); err != nil {
 		return concourse.Plan{}, err
@@ -193,7 +172,7 @@ func (v *visitor) VisitTask(s *concourse.TaskStep) error {
 		Name:              s.Name,
 		Privileged:        s.Privileged,
 		Hermetic:          s.Hermetic,
-		Tags:              v.effectiveTags(s.Tags),
+		Tags:              s.Tags,
 		ConfigPath:        s.ConfigPath,
 		Config:            s.Config,
 		Limits:            s.Limits,
@@ -203,7 +182,7 @@ func (v *visitor) VisitTask(s *concourse.TaskStep) error {
 		InputMapping:      s.InputMapping,
 		OutputMapping:     s.OutputMapping,
 		Timeout:           s.Timeout,
-		ResourceTypes:     v.cfg.ResourceTypes,
+		ResourceTypes:     v.types,
 		CheckSkipInterval: v.opts.ManuallyTriggered,
 	}})
 	return nil
@@ -215,7 +194,7 @@ func (v *visitor) VisitGet(s *concourse.GetStep) error {
 	if !ok {
 		return UnknownResourceError{Resource: name}
 	}
-	tags := v.effectiveTags(s.Tags)
+	tags := s.Tags
 	id := v.newID()
 	get := &concourse.GetPlan{
 		Name:     s.Name,
@@ -255,7 +234,7 @@ func (v *visitor) VisitPut(s *concourse.PutStep) error {
 	if !ok {
 		return UnknownResourceError{Resource: name}
 	}
-	tags := v.effectiveTags(s.Tags)
+	tags := s.Tags
 	source := v.types.sourceWithDefaults(r.Type, r.Source)
 	putID := v.newID()
 	put := concourse.Plan{ID: putID, Put: &concourse.PutPlan{
@@ -309,7 +288,7 @@ func (v *visitor) VisitRun(s *concourse.RunStep) error {
 		Type:       s.Type,
 		Object:     object,
 		Privileged: s.Privileged,
-		Tags:       v.effectiveTags(s.Tags),
+		Tags:       s.Tags,
 		Limits:     s.Limits,
 		Timeout:    s.Timeout,
 	}})
@@ -348,37 +327,39 @@ func (v *visitor) VisitTry(s *concourse.TryStep) error {
 }
 
 func (v *visitor) VisitDo(s *concourse.DoStep) error {
-	return v.withTags(s.Tags, func() error {
-		do := concourse.DoPlan{}
-		for _, step := range s.Steps {
-			p, err := v.sub(step.Config)
-			if err != nil {
-				return err
-			}
-			do = append(do, p)
-		}
-		v.emit(s, concourse.Plan{ID: v.newID(), Do: &do})
-		return nil
-	})
+	steps, err := v.subs(s.Steps)
+	if err != nil {
+		return err
+	}
+	do := concourse.DoPlan(steps)
+	v.emit(s, concourse.Plan{ID: v.newID(), Do: &do})
+	return nil
 }
 
 func (v *visitor) VisitInParallel(s *concourse.InParallelStep) error {
-	return v.withTags(s.Tags, func() error {
-		steps := []concourse.Plan{}
-		for _, step := range s.Config.Steps {
-			p, err := v.sub(step.Config)
-			if err != nil {
-				return err
-			}
-			steps = append(steps, p)
+	steps, err := v.subs(s.Config.Steps)
+	if err != nil {
+		return err
+	}
+	v.emit(s, concourse.Plan{ID: v.newID(), InParallel: &concourse.InParallelPlan{
+		Steps:    steps,
+		Limit:    s.Config.Limit,
+		FailFast: s.Config.FailFast,
+	}})
+	return nil
+}
+
+// subs plans a list of steps, in order (never nil: an empty list is planned as one).
+func (v *visitor) subs(list []concourse.Step) ([]concourse.Plan, error) {
+	plans := []concourse.Plan{}
+	for _, step := range list {
+		p, err := v.sub(step.Config)
+		if err != nil {
+			return nil, err
 		}
-		v.emit(s, concourse.Plan{ID: v.newID(), InParallel: &concourse.InParallelPlan{
-			Steps:    steps,
-			Limit:    s.Config.Limit,
-			FailFast: s.Config.FailFast,
-		}})
-		return nil
-	})
+		plans = append(plans, p)
+	}
+	return plans, nil
 }
 
 func (v *visitor) VisitAcross(s *concourse.AcrossStep) error {

@@ -152,3 +152,60 @@ func TestPlanErrors(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestPlannedAsTheWebNode: a plan is what Concourse's web node plans from the config it
+// saved: a task's resource types by name, each source over its parent type's defaults
+// (as the scheduler reads them back from its database), which the image of a type built
+// on another has too; an image's check at the type's check_every, else the web node's
+// default interval; an empty run left out of a task's config.
+func TestPlannedAsTheWebNode(t *testing.T) {
+	p, diags := concourse.ParsePipeline("p.yml", []byte(`resource_types:
+- {name: zeta, type: registry-image, source: {repository: z}, defaults: {k: from-zeta}}
+- {name: alpha, type: zeta, source: {own: a}, check_every: 168h}
+- {name: never, type: registry-image, source: {repository: nv}, check_every: never}
+resources:
+- {name: r, type: alpha}
+- {name: nv, type: never}
+jobs:
+- name: test
+  plan:
+  - get: r
+  - get: nv
+  - task: t
+    config: {platform: linux, run: {args: []}}
+`), nil)
+	if err := diags.Err(); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := planner.PlanJob(&p.Config, "test", planner.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	do := *plan.Do
+	task := do[2].Task
+	var types []string
+	for _, rt := range task.ResourceTypes {
+		src, _ := json.Marshal(rt.Source)
+		types = append(types, rt.Name+" "+string(src))
+	}
+	want := []string{`alpha {"k":"from-zeta","own":"a"}`, `never {"repository":"nv"}`, `zeta {"repository":"z"}`}
+	if diff := cmp.Diff(want, types); diff != "" {
+		t.Errorf("a task's resource types (-want +got):\n%s", diff)
+	}
+	image := do[0].Get.TypeImage
+	if diff := cmp.Diff(concourse.Source{"k": "from-zeta", "own": "a"}, image.GetPlan.Get.Source); diff != "" {
+		t.Errorf("the image of a type built on another (-want +got):\n%s", diff)
+	}
+	intervals := []string{
+		image.CheckPlan.Check.Interval,
+		image.GetPlan.Get.TypeImage.CheckPlan.Check.Interval,
+		do[1].Get.TypeImage.CheckPlan.Check.Interval,
+	}
+	if diff := cmp.Diff([]string{"168h0m0s", "1m0s", "never"}, intervals); diff != "" {
+		t.Errorf("the intervals of the checks of alpha's image, of zeta's, of never's (-want +got):\n%s", diff)
+	}
+	cfg, err := json.Marshal(task.Config)
+	if err != nil || strings.Contains(string(cfg), `"run"`) {
+		t.Errorf("a task config's empty run is kept: %s, %v", cfg, err)
+	}
+}
