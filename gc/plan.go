@@ -18,8 +18,6 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
-	"github.com/concourse-tekton/concourse-tekton/tektonrun"
-	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // Objects are what Plan decides on: the objects of builds in one namespace, as listed.
@@ -234,7 +232,7 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if p.Labels[tektonrun.LabelIntercept] != "" || p.Labels[tektonrun.LabelTransfer] != "" {
+		if p.Labels[runspec.LabelIntercept] != "" || p.Labels[runspec.LabelTransfer] != "" {
 			if sessionEnded(p, now) {
 				d.Delete = append(d.Delete, Item{Kind: KindPod, Name: p.Name, Reason: ReasonSessionEnded, UID: p.UID})
 			}
@@ -297,7 +295,7 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 	// credentials) are made just before its run, then owned by it: one that has no run
 	// after the grace period outlived a starter that stopped in between.
 	for _, sec := range objs.Secrets {
-		if _, ok := builds[strings.TrimSuffix(sec.Name, translate.ImagePullSecretSuffix)]; ok || len(sec.OwnerReferences) > 0 || sec.DeletionTimestamp != nil || now.Sub(sec.CreationTimestamp.Time) < pvc.Grace {
+		if _, ok := builds[strings.TrimSuffix(sec.Name, runspec.ImagePullSecretSuffix)]; ok || len(sec.OwnerReferences) > 0 || sec.DeletionTimestamp != nil || now.Sub(sec.CreationTimestamp.Time) < pvc.Grace {
 			continue
 		}
 		d.Delete = append(d.Delete, Item{Kind: KindSecret, Name: sec.Name, Reason: ReasonSecretOrphan, UID: sec.UID})

@@ -18,7 +18,6 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
-	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -217,9 +216,9 @@ func TestPlanPods(t *testing.T) {
 		phase       corev1.PodPhase
 		started     time.Duration
 	}{
-		{"intercept-ended", tektonrun.LabelIntercept, corev1.PodSucceeded, 0},
-		{"intercept-live", tektonrun.LabelIntercept, corev1.PodRunning, 0},
-		{"transfer-stuck", tektonrun.LabelTransfer, corev1.PodRunning, time.Hour},
+		{"intercept-ended", runspec.LabelIntercept, corev1.PodSucceeded, 0},
+		{"intercept-live", runspec.LabelIntercept, corev1.PodRunning, 0},
+		{"transfer-stuck", runspec.LabelTransfer, corev1.PodRunning, time.Hour},
 	} {
 		start := metav1.NewTime(t0.Add(100*time.Hour - p.started))
 		objs.Pods = append(objs.Pods, corev1.Pod{

@@ -184,7 +184,7 @@ func TestVerdictThatCannotClean(t *testing.T) {
 // TestCachesAcrossBuilds runs a task in two builds of a job, the second on a copy of the
 // first's volume once its verdict cleaned it, as a clone of the build volume gives it.
 func TestCachesAcrossBuilds(t *testing.T) {
-	cfg := shConfig("cat .cache/n 2>/dev/null || echo none; echo $RUN > .cache/n", map[string]any{"caches": []any{map[string]any{"path": ".cache"}}})
+	cfg := shConfig("cat .cache/n 2>/dev/null || echo none; echo $RUN > .cache/n", map[string]any{"caches": []any{map[string]any{"path": ".cache"}}, "params": map[string]any{"RUN": "0"}})
 	task := func(w *world, run string) run {
 		spec := w.taskSpec("1", "t", cfg)
 		spec.Task.Params = map[string]any{"RUN": run}

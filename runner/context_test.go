@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/concourse-tekton/concourse-tekton/runner/state"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
@@ -126,17 +127,41 @@ func TestHookThatStartedAttachedIsAborted(t *testing.T) {
 	w.checkRun(w.run(w.sleeper("2", "0", hook)), "2", runspec.Aborted)
 }
 
-func TestSignalAborts(t *testing.T) {
-	w := newWorld(t)
-	r := w.start(w.sleeper("1", "30"), nil)
-	waitFile(t, w.startedFile("1"))
-	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	got := r.wait(t)
-	w.checkRun(got, "1", runspec.Aborted)
-	if !strings.Contains(got.stdout, "got TERM") {
-		t.Errorf("stdout %q", got.stdout)
+// TestSignalErrors: a runner signalled while its build is not aborted had its pod stopped
+// by someone else (deleted, evicted): the step errors, saying so, as a step whose container
+// goes from under it does in Concourse. Signalled once the build is aborted, it is
+// interrupted.
+func TestSignalErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		aborted bool
+		want    runspec.Outcome
+		failure string
+	}{
+		{"pod stopped", false, runspec.Errored, "the step's pod was stopped before the step ended"},
+		{"pod stopped after the build was aborted", true, runspec.Aborted, "interrupted"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newWorld(t)
+			// The step does not watch for the abort marker (no layer asks it to), so the
+			// signal alone ends it.
+			spec := w.sleeper("1", "30")
+			r := w.start(spec, nil)
+			waitFile(t, w.startedFile("1"))
+			if tt.aborted {
+				if err := state.New(w.volume).Abort(time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			got := r.wait(t)
+			w.checkRun(got, "1", tt.want)
+			if !strings.Contains(got.stdout, "got TERM") || !strings.HasPrefix(got.failure, tt.failure) {
+				t.Errorf("stdout %q error %q, want the process signalled and an error %q...", got.stdout, got.failure, tt.failure)
+			}
+		})
 	}
 }
 

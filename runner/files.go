@@ -271,7 +271,7 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 	var needed []string
 	if refs, ok := startersVars(err); ok && s.spec.SuppliedCredentials {
 		lenient, lerr := s.lenientTaskConfig(m)
-		if lerr != nil || imageRefNeedsVars(lenient, r.MockImage) {
+		if lerr != nil || imageRefNeedsVars(lenient, r) {
 			return false, err
 		}
 		cfg, err, needed = lenient, nil, refs
@@ -283,7 +283,7 @@ func runResolve(_ context.Context, s *step) (bool, error) {
 	if !r.ImageArtifact {
 		// A task running an artifact (image:) takes no image from its config, as in
 		// Concourse, which then ignores its image_resource and rootfs_uri.
-		if image, err = imageReference(cfg, r.MockImage); err != nil {
+		if image, err = imageReference(cfg, r); err != nil {
 			return false, err
 		}
 	}
@@ -364,11 +364,11 @@ func (s *step) shownConfig(m map[string]any, cfg concourse.TaskConfig, interpola
 // image_resource's type, or the reference imageReference makes of it (its repository,
 // tag, digest) or of its rootfs_uri, still holds a ((var)). Its source's credentials may:
 // the build's starter looks them up for the node's pull (filePull).
-func imageRefNeedsVars(cfg concourse.TaskConfig, mockImage string) bool {
+func imageRefNeedsVars(cfg concourse.TaskConfig, r *runspec.Resolve) bool {
 	if ir := cfg.ImageResource; ir != nil && strings.Contains(ir.Type, "((") {
 		return true
 	}
-	ref, err := imageReference(cfg, mockImage)
+	ref, err := imageReference(cfg, r)
 	return err == nil && strings.Contains(ref, "((")
 }
 
@@ -400,11 +400,12 @@ func (s *step) filePull(raw map[string]any, cfg concourse.TaskConfig, artifact b
 
 // imageReference is the image a task's pod runs: a registry-image or docker-image
 // image_resource as repository:tag or repository@digest, a mock image_resource with
-// mirror_self as mockImage (when given), or a docker:/// rootfs_uri.
-func imageReference(cfg concourse.TaskConfig, mockImage string) (string, error) {
+// mirror_self as r's MockImage (when given), a docker:/// rootfs_uri, or else r's
+// DefaultImage, as Concourse runs such a task in its worker's default root file system.
+func imageReference(cfg concourse.TaskConfig, r *runspec.Resolve) (string, error) {
 	if ir := cfg.ImageResource; ir != nil {
-		if mirrorsMock(ir) && mockImage != "" {
-			return mockImage, nil
+		if mirrorsMock(ir) && r.MockImage != "" {
+			return r.MockImage, nil
 		}
 		if !runspec.RegistryImageType(ir.Type) {
 			return "", fmt.Errorf("image_resource of type %s is not supported: use registry-image or docker-image", ir.Type)
@@ -432,7 +433,10 @@ func imageReference(cfg concourse.TaskConfig, mockImage string) (string, error) 
 		}
 		return ref, nil
 	}
-	return "", errors.New("the task config has no image_resource and no rootfs_uri")
+	if r.DefaultImage != "" {
+		return r.DefaultImage, nil
+	}
+	return "", errors.New("the task config has no image_resource and no rootfs_uri, and the build no default task image: give the config one, or the build a default (--default-task-image; the web node's --tekton-default-task-image)")
 }
 
 // computeOutcome is the join and verdict modes: the final outcome of a tree.

@@ -60,7 +60,7 @@ func fuzzOne(data string) error {
 		}
 	}
 	if cfg, err := concourse.ParseTaskConfig([]byte(data)); err == nil {
-		_, _ = imageReference(cfg, "")
+		_, _ = imageReference(cfg, &runspec.Resolve{})
 	}
 	_, _ = parseVersionResult([]byte(data), "/opt/resource/in", []string{"/tmp/build/get"})
 	for _, format := range []string{"", formatJSON, formatYAML, formatTrim, formatRaw, "xml"} {

@@ -172,7 +172,10 @@ func (r *running) wait(t *testing.T) run {
 		t.Fatalf("the runner did not end in 30s; stdout %q stderr %q", r.stdout.String(), r.stderr.String())
 	}
 	out := run{exit: r.cmd.ProcessState.ExitCode(), stdout: r.stdout.String(), stderr: r.stderr.String(), took: time.Since(r.start)}
-	out.stdout, out.announced = strings.CutPrefix(out.stdout, runspec.StartMark)
+	// The mark follows what the runner says before the process starts (a task's warnings).
+	if before, after, found := strings.Cut(out.stdout, runspec.StartMark); found {
+		out.stdout, out.announced = before+after, true
+	}
 	if r.results != "" {
 		data, _ := os.ReadFile(filepath.Join(r.results, "error"))
 		out.failure = string(data)

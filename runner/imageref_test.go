@@ -35,20 +35,23 @@ func TestImageReference(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     concourse.TaskConfig
-		mock    string
+		resolve runspec.Resolve
 		want    string
 		wantErr string
 	}{
-		{"registry-image with a tag", ir("registry-image", map[string]any{"repository": "busybox", "tag": 1.35}), "", "busybox:1.35", ""},
-		{"registry-image, latest", ir("registry-image", map[string]any{"repository": "busybox"}), "", "busybox:latest", ""},
-		{"mock with mirror_self: the mock's image", ir("mock", map[string]any{"mirror_self": true}), "e2e.invalid/mock-resource:v1", "e2e.invalid/mock-resource:v1", ""},
-		{"mock with mirror_self, no mock image known", ir("mock", map[string]any{"mirror_self": true}), "", "", "image_resource of type mock is not supported"},
-		{"mock without mirror_self", ir("mock", map[string]any{}), "e2e.invalid/mock-resource:v1", "", "image_resource of type mock is not supported"},
-		{"rootfs_uri", concourse.TaskConfig{RootfsURI: "docker:///busybox#1.35"}, "", "busybox:1.35", ""},
+		{"registry-image with a tag", ir("registry-image", map[string]any{"repository": "busybox", "tag": 1.35}), runspec.Resolve{}, "busybox:1.35", ""},
+		{"registry-image, latest", ir("registry-image", map[string]any{"repository": "busybox"}), runspec.Resolve{}, "busybox:latest", ""},
+		{"mock with mirror_self: the mock's image", ir("mock", map[string]any{"mirror_self": true}), runspec.Resolve{MockImage: "e2e.invalid/mock-resource:v1"}, "e2e.invalid/mock-resource:v1", ""},
+		{"mock with mirror_self, no mock image known", ir("mock", map[string]any{"mirror_self": true}), runspec.Resolve{}, "", "image_resource of type mock is not supported"},
+		{"mock without mirror_self", ir("mock", map[string]any{}), runspec.Resolve{MockImage: "e2e.invalid/mock-resource:v1"}, "", "image_resource of type mock is not supported"},
+		{"rootfs_uri", concourse.TaskConfig{RootfsURI: "docker:///busybox#1.35"}, runspec.Resolve{}, "busybox:1.35", ""},
+		{"rootfs_uri over the default", concourse.TaskConfig{RootfsURI: "docker:///busybox#1.35"}, runspec.Resolve{DefaultImage: "alpine:3"}, "busybox:1.35", ""},
+		{"no image: the default", concourse.TaskConfig{}, runspec.Resolve{DefaultImage: "alpine:3"}, "alpine:3", ""},
+		{"no image and no default", concourse.TaskConfig{}, runspec.Resolve{}, "", "and the build no default task image: give the config one, or the build a default (--default-task-image"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := imageReference(tc.cfg, tc.mock)
+			got, err := imageReference(tc.cfg, &tc.resolve)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("imageReference = %q, %v; want an error containing %q", got, err, tc.wantErr)

@@ -65,12 +65,31 @@ type options struct {
 const exitUsage = 2
 
 // Main runs the runner with the arguments after the program name and returns its exit
-// code. SIGTERM and SIGINT abort the step (Kubernetes stops a pod that way). Only the
-// receive mode reads stdin.
+// code. SIGTERM and SIGINT stop the step (Kubernetes stops a pod that way: deleted,
+// evicted): it errors, or is interrupted when its build was aborted. Only the receive
+// mode reads stdin.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	ctx, stop := stopOnSignal(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return run(ctx, args, stdin, stdout, stderr)
+}
+
+// stopOnSignal is signal.NotifyContext whose context ends with errStopped as its cause.
+func stopOnSignal(parent context.Context, signals ...os.Signal) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, signals...)
+	go func() {
+		select {
+		case <-ch:
+			cancel(errStopped)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(nil)
+	}
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

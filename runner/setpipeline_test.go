@@ -22,6 +22,7 @@ jobs:
   - task: t
     config:
       platform: linux
+      rootfs_uri: docker:///busybox
       run: {path: ((later))}
 extra: {anchor: true}
 `

@@ -19,10 +19,16 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
-// The causes a step's context ends with; their texts are Concourse's error events.
+// The causes a step's context ends with; their texts are Concourse's error events, but
+// errStopped's, which says what Concourse's nearest case (a container destroyed under a
+// running step) would not.
 var (
 	errInterrupted = errors.New("interrupted")
 	errTimeout     = errors.New("timeout exceeded")
+	// errStopped: the runner was signalled (SIGTERM, SIGINT), which a build's abort never
+	// does (it writes the abort marker): Kubernetes stopped the step's pod, deleted or
+	// evicted by someone else.
+	errStopped = errors.New("the step's pod was stopped before the step ended: deleted or evicted by someone other than this build")
 )
 
 // step is what a mode works with.
@@ -230,10 +236,15 @@ func (s *step) execute(ctx context.Context) runspec.Outcome {
 		return runspec.Succeeded
 	case err == nil:
 		return runspec.Failed
+	case errors.Is(context.Cause(ctx), errStopped) && !s.state.Aborted():
+		// A step whose pod Kubernetes stopped errors, as a step whose container goes
+		// from under it does in Concourse; unless the build was aborted meanwhile.
+		s.fail(errStopped)
+		return runspec.Errored
 	case errors.Is(err, errTimeout) || errors.Is(err, context.DeadlineExceeded):
 		s.fail(errTimeout)
 		return runspec.Failed
-	case errors.Is(err, errInterrupted) || errors.Is(err, context.Canceled):
+	case errors.Is(err, errInterrupted) || errors.Is(err, errStopped) || errors.Is(err, context.Canceled):
 		s.fail(errInterrupted)
 		return runspec.Aborted
 	}

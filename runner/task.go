@@ -137,11 +137,18 @@ func (s *step) taskConfig(raw map[string]any, stepParams map[string]any) (concou
 				params[k] = v
 			}
 		}
+		// On stdout, where the task's own output follows: two streams of a container
+		// reach its log in no certain order, and Concourse's warning comes first.
+		warned := false
 		for _, k := range slices.Sorted(maps.Keys(stepParams)) {
 			if _, ok := params[k]; !ok {
-				fmt.Fprintf(s.stderr, "[WARNING] %s was defined in pipeline but missing from task file\n", k)
+				fmt.Fprintf(s.stdout, "[WARNING] %s was defined in pipeline but missing from task file\n", k)
+				warned = true
 			}
 			params[k] = stepParams[k]
+		}
+		if warned {
+			_ = s.stdout.Flush()
 		}
 		merged["params"] = params
 	}
@@ -380,6 +387,11 @@ func (s *step) stageCaches(cfg concourse.TaskConfig, wd string, owner *volumeOwn
 	var caches []cache
 	for _, c := range cfg.Caches {
 		dir := resolvePath(wd, c.Path)
+		if dir == filepath.Clean(wd) {
+			// Concourse accepts it (validate warns): the cache would replace the working
+			// directory and the inputs in it.
+			return nil, fmt.Errorf("cache %q is the task's working directory: give it a path under it", c.Path)
+		}
 		store := filepath.Join(s.paths.Volume, runspec.CachePath(s.spec.Name, c.Path))
 		if err := os.RemoveAll(dir); err != nil {
 			return nil, fmt.Errorf("mounting cache %s: %w", c.Path, err)
@@ -454,7 +466,7 @@ func (s *step) clearIfUnrecorded(path, store string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if rec.CacheKept(path, string(stamp)) {
+	if rec.CacheKept(path, string(stamp), s.spec.Build.ID) {
 		return nil
 	}
 	return os.RemoveAll(store)
@@ -483,7 +495,7 @@ func (s *step) recordCaches(caches []cache) error {
 		if err := state.MkdirShared(filepath.Dir(stamp)); err != nil {
 			return fmt.Errorf("saving cache %s: %w", c.dir, err)
 		}
-		if err := os.WriteFile(stamp, []byte(rec.Stamp(c.path)), 0o644); err != nil {
+		if err := os.WriteFile(stamp, []byte(rec.Stamp(c.path, s.spec.Build.ID)), 0o644); err != nil {
 			return fmt.Errorf("saving cache %s: %w", c.dir, err)
 		}
 	}

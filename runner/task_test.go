@@ -56,8 +56,7 @@ func TestTaskProcess(t *testing.T) {
 			name:   "params: step params override config params and warn",
 			script: `echo "$A $B $C $N"`, extra: map[string]any{"params": map[string]any{"A": "config", "B": "config", "N": 1.5}},
 			params: map[string]any{"B": "step", "C": true},
-			want:   runspec.Succeeded, wantStdout: "config step true 1.5\n",
-			wantStderr: "[WARNING] C was defined in pipeline but missing from task file\n",
+			want:   runspec.Succeeded, wantStdout: "[WARNING] C was defined in pipeline but missing from task file\nconfig step true 1.5\n",
 		},
 		{
 			name: "no BUILD_* and no TMPDIR, but ATC_EXTERNAL_URL", script: `env | grep -E '^(BUILD_|TMPDIR|ATC_)' | sort`,
@@ -83,6 +82,11 @@ func TestTaskProcess(t *testing.T) {
 		},
 		{name: "missing executable errors", extra: map[string]any{"run": map[string]any{"path": "/nope/nothing"}}, want: runspec.Errored, wantStderr: "starting /nope/nothing"},
 		{name: "invalid config errors", extra: map[string]any{"platform": "", "ouputs": []any{}}, want: runspec.Errored, wantStderr: "invalid task config"},
+		{
+			// Concourse accepts it: the cache would replace the working directory.
+			name: "a cache without a path errors", extra: map[string]any{"caches": []any{map[string]any{}}},
+			want: runspec.Errored, wantStderr: `cache "" is the task's working directory: give it a path under it`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,7 +249,7 @@ func TestTaskMissingInputsError(t *testing.T) {
 
 func TestTaskCaches(t *testing.T) {
 	w := newWorld(t)
-	cfg := shConfig("cat .cache/n 2>/dev/null || echo none; echo $((${RUN}+0)) > .cache/n", map[string]any{"caches": []any{map[string]any{"path": ".cache"}}})
+	cfg := shConfig("cat .cache/n 2>/dev/null || echo none; echo $((${RUN}+0)) > .cache/n", map[string]any{"caches": []any{map[string]any{"path": ".cache"}}, "params": map[string]any{"RUN": "0"}})
 	var outs []string
 	for _, run := range []string{"1", "2"} {
 		spec := w.taskSpec(run, "t", cfg)
@@ -274,7 +278,7 @@ func TestTaskCaches(t *testing.T) {
 // is kept once the record is there, and cleared when it never came.
 func TestRecordedTaskCaches(t *testing.T) {
 	w := newWorld(t)
-	cfg := shConfig("cat .cache/n 2>/dev/null || echo none; echo $((${RUN}+0)) > .cache/n", map[string]any{"caches": []any{map[string]any{"path": ".cache"}}})
+	cfg := shConfig("cat .cache/n 2>/dev/null || echo none; echo $((${RUN}+0)) > .cache/n", map[string]any{"caches": []any{map[string]any{"path": ".cache"}}, "params": map[string]any{"RUN": "0"}})
 	for i, tt := range []struct {
 		records map[string]int // nil: not recorded
 		want    string
@@ -291,6 +295,7 @@ func TestRecordedTaskCaches(t *testing.T) {
 	} {
 		run := strconv.Itoa(i + 1)
 		spec := w.taskSpec(run, "t", cfg)
+		spec.Build.ID = int64(100 + i)
 		spec.Task.Params = map[string]any{"RUN": run}
 		if tt.records != nil {
 			spec.Task.CacheRecords = &runspec.CacheRecords{IDs: tt.records}
@@ -307,6 +312,28 @@ func TestRecordedTaskCaches(t *testing.T) {
 		if got := w.result(run, runspec.ResultCaches); got != wantResult {
 			t.Errorf("build %s: caches result %q, want %q", run, got, wantResult)
 		}
+	}
+}
+
+// TestUnrecordedTaskCacheAcrossAttempts: a cache a step saves before its record is made
+// is the build's own for the steps after it (each attempt of a retried task), although
+// the records the build was given, those of its start, do not have it; a later build
+// whose records still lack it starts empty, as the cache was cleared.
+func TestUnrecordedTaskCacheAcrossAttempts(t *testing.T) {
+	w := newWorld(t)
+	cfg := shConfig("n=$(( $(cat .cache/n 2>/dev/null || echo 0) + 1 )); echo $n > .cache/n; echo $n", map[string]any{"caches": []any{map[string]any{"path": ".cache"}}, "params": map[string]any{"RUN": "0"}})
+	var seen []string
+	for i, build := range []int64{7, 7, 7, 8} {
+		run := strconv.Itoa(i + 1)
+		spec := w.taskSpec(run, "t", cfg)
+		spec.Build.ID = build
+		spec.Task.CacheRecords = &runspec.CacheRecords{IDs: map[string]int{}}
+		r := w.run(spec)
+		w.checkRun(r, run, runspec.Succeeded)
+		seen = append(seen, strings.TrimSpace(r.stdout))
+	}
+	if diff := cmp.Diff([]string{"1", "2", "3", "1"}, seen); diff != "" {
+		t.Errorf("counts (-want +got):\n%s", diff)
 	}
 }
 

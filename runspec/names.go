@@ -52,6 +52,9 @@ const (
 	ParamVerdictSpec = "verdict-spec"
 	// StepContainer is the container of StepRun: the one that runs the step's process.
 	StepContainer = "step-" + StepRun
+	// InstallContainer is the container of StepInstall, which copies the runner into the
+	// pod before StepRun begins.
+	InstallContainer = "step-" + StepInstall
 
 	// Workspace is the Pipeline workspace (and the Task's, and the abort pod's volume)
 	// that holds the build volume.
@@ -161,6 +164,23 @@ const EnvBuildContext = "CONCOURSE_TEKTON_BUILD_CONTEXT"
 // job's build_log_retention as JSON (builds, days, minimum_succeeded_builds); gc applies
 // the newest build's. Without it the job keeps its builds as the target's defaults say.
 const AnnotationBuildLogRetention = "concourse-ci.org/build-log-retention"
+
+// AnnotationRunnerImage on a build's PipelineRun is the runner image its steps install
+// the runner from, which the pods made beside its steps (abort, intercept) run too.
+const AnnotationRunnerImage = LabelPrefix + "runner-image"
+
+// ImagePullSecretSuffix ends the name of a build's Secret of image pull credentials,
+// after its PipelineRun's name.
+const ImagePullSecretSuffix = "-image-pull"
+
+// The labels of the pods made beside a build's steps, which gc sweeps once they are done.
+const (
+	// LabelIntercept marks the pods made again from a finished step's for an intercept
+	// session.
+	LabelIntercept = LabelPrefix + "intercept"
+	// LabelTransfer marks the pods that move a one-off build's artifacts.
+	LabelTransfer = LabelPrefix + "transfer"
+)
 
 // The labels on every object of a build. A label value is cut and made label-safe
 // (LabelValue); the exact Concourse name is in an annotation of the same key.

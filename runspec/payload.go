@@ -1,6 +1,10 @@
 package runspec
 
-import "strconv"
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+)
 
 // Task is a task step. The config's ((vars)) are left for run time; the runner interpolates
 // them strictly with the build's vars.
@@ -35,29 +39,33 @@ type CacheRecords struct {
 	IDs map[string]int `json:"ids,omitempty"`
 }
 
-// CacheUnrecorded stamps a cache saved before its record was made.
+// CacheUnrecorded stamps a cache saved before its record was made, followed by the ID of
+// the build that saved it: the records a build is given are those of its start, so a cache
+// one of its steps saves unrecorded is still its own for the steps after (an attempt after
+// a failed one), and a later build's records have it.
 const CacheUnrecorded = "unrecorded"
 
-// CacheKept tells whether the cache stamped stamp (its record's ID, CacheUnrecorded, or
-// "" when it never was) still has its record: a stamped cache whose record is gone, or
-// was made again, was cleared. A cache never stamped is kept.
-func (r *CacheRecords) CacheKept(path, stamp string) bool {
+// CacheKept tells whether the cache stamped stamp (its record's ID, CacheUnrecorded and the
+// build that saved it, or "" when it never was) still has its record, for a step of build:
+// a stamped cache whose record is gone, or was made again, was cleared. A cache never
+// stamped is kept, and so is one build saved unrecorded.
+func (r *CacheRecords) CacheKept(path, stamp string, build int64) bool {
 	id, recorded := r.IDs[path]
-	switch stamp {
-	case "":
+	if stamp == "" {
 		return true
-	case CacheUnrecorded:
-		return recorded
+	}
+	if by, ok := strings.CutPrefix(stamp, CacheUnrecorded); ok {
+		return recorded || build != 0 && by == " "+strconv.FormatInt(build, 10)
 	}
 	return recorded && stamp == strconv.Itoa(id)
 }
 
-// Stamp is what the runner stamps the cache of path with once it has saved it.
-func (r *CacheRecords) Stamp(path string) string {
+// Stamp is what the runner stamps the cache of path with once a step of build has saved it.
+func (r *CacheRecords) Stamp(path string, build int64) string {
 	if id, ok := r.IDs[path]; ok {
 		return strconv.Itoa(id)
 	}
-	return CacheUnrecorded
+	return CacheUnrecorded + " " + strconv.FormatInt(build, 10)
 }
 
 // Get is a get step (or the implicit get after a put, or an image get).
@@ -153,6 +161,9 @@ type Resolve struct {
 	// mock with `mirror_self: true` runs (Concourse's test resource, whose get gives its
 	// own image); empty: such an image_resource is refused.
 	MockImage string `json:"mock_image,omitempty"`
+	// DefaultImage is the image of a config with no image_resource and no rootfs_uri
+	// (translate.Options.DefaultTaskImage); empty: such a config is refused.
+	DefaultImage string `json:"default_image,omitempty"`
 	// ImageArtifact says the task runs an artifact as its image (its step's `image:`):
 	// its config needs no image_resource or rootfs_uri, and the image result is empty.
 	ImageArtifact bool `json:"image_artifact,omitempty"`
@@ -205,13 +216,25 @@ type MirroredImage struct {
 	Artifact string `json:"artifact,omitempty"`
 }
 
-// PulledImage is the fetch of a custom type's image, a registry image that the node pulls:
-// the plan IDs of its check (none when its version is pinned) and get, and the image's
-// name (the type's).
+// PulledImage is the fetch of a step's image that the node pulls (a registry image): a
+// resource step's custom type's image, or a task's image_resource. The compiler plans it
+// as Concourse does when the step runs; the step's events show it as Concourse's check
+// and get of the image, at these plan IDs.
 type PulledImage struct {
-	Name    string `json:"name"`
+	// Name is the image's name in the fetch: the type's, or "image" for a task's.
+	Name string `json:"name"`
+	// CheckID and GetID are the plan IDs of the check (none when the version is pinned)
+	// and the get.
 	CheckID string `json:"check_id,omitempty"`
 	GetID   string `json:"get_id"`
+	// Version is the image's pinned version, which the get shows when the node reports
+	// no digest (none: the check's latest).
+	Version map[string]string `json:"version,omitempty"`
+	// CheckPlan and GetPlan are, for a task's image_resource, the public plans of the
+	// check and the get, which Concourse's image-check and image-get events carry on the
+	// task's origin; a custom type's image is announced by none.
+	CheckPlan json.RawMessage `json:"check_plan,omitempty"`
+	GetPlan   json.RawMessage `json:"get_plan,omitempty"`
 }
 
 // ImageFetch is a check (when Version is nil: its latest version) and a get of an image.

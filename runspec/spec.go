@@ -109,9 +109,11 @@ type Spec struct {
 	// environment the fetched image's metadata.json sets, as Concourse gives a container
 	// its image's.
 	MirroredImage *MirroredImage `json:"mirrored_image,omitempty"`
-	// PulledImage, when set, is the fetch of a resource step's custom type's image that
-	// the step's pod runs as the node pulls it (a registry image): the step's events show
-	// it as Concourse's check and get of that image, at these IDs.
+	// PulledImage, when set, is the fetch of the step's image that the node pulls (a
+	// registry image), planned when the build was compiled: a resource step's custom
+	// type's image, or a task's image_resource when its config was known then (a task's
+	// whose config is a file is planned from the config its resolve step read). The
+	// step's events show it as Concourse's check and get of that image, at these IDs.
 	PulledImage *PulledImage `json:"pulled_image,omitempty"`
 	// ImagePlans, when set, are the public plans of the fetch of a task's image_resource
 	// that steps of the build do (an image of a type the node does not pull), on the first
@@ -276,13 +278,21 @@ type Layer struct {
 
 // Encode returns the compact, deterministic JSON of the spec.
 func (s Spec) Encode() (string, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	enc, err := s.AppendJSON(nil)
+	return string(enc), err
+}
+
+// AppendJSON appends the spec's JSON, as Encode returns it, to dst: a caller that encodes
+// many specs reuses one buffer.
+func (s *Spec) AppendJSON(dst []byte) ([]byte, error) {
+	buf := bytes.NewBuffer(dst)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(&s); err != nil { // a pointer: the spec is not copied to the heap
-		return "", fmt.Errorf("encoding runner spec: %w", err)
+	if err := enc.Encode(s); err != nil {
+		return dst, fmt.Errorf("encoding runner spec: %w", err)
 	}
-	return strings.TrimSuffix(buf.String(), "\n"), nil
+	out := buf.Bytes()
+	return out[:len(out)-1], nil // the encoder's line break
 }
 
 // Args returns the runner's arguments for the spec (after the executable's path), as the

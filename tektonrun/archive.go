@@ -19,6 +19,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // A build's archive is its whole event stream, kept once it has ended so that it outlives
@@ -48,13 +49,15 @@ func archiveName(run string, i int) string {
 	return run + "-events-" + strconv.Itoa(i)
 }
 
-// archivedEvent is one line of an archive.
+// archivedEvent is one line of an archive: a Concourse event, or in its place a
+// set_pipeline step's pipeline.
 type archivedEvent struct {
-	Step  string         `json:"step,omitempty"`
-	Part  Part           `json:"part"`
-	N     int            `json:"n"`
-	Last  bool           `json:"last,omitempty"`
-	Event event.Envelope `json:"event"`
+	Step     string                     `json:"step,omitempty"`
+	Part     buildevents.Part           `json:"part"`
+	N        int                        `json:"n"`
+	Last     bool                       `json:"last,omitempty"`
+	Event    *event.Envelope            `json:"event,omitempty"`
+	Pipeline *buildevents.PipelineToSet `json:"pipeline,omitempty"`
 }
 
 // Archived says whether the build has an archive of its events.
@@ -80,7 +83,7 @@ func (c *Client) Archive(ctx context.Context, run string) (event.BuildStatus, er
 	if err != nil {
 		return "", fmt.Errorf("archiving build %s: %w", run, err)
 	}
-	if !isDone(pr.Status.GetCondition(apis.ConditionSucceeded)) {
+	if !buildevents.Done(pr.Status.GetCondition(apis.ConditionSucceeded)) {
 		return "", fmt.Errorf("archiving build %s: it has not ended", run)
 	}
 	if first, err := c.target.Kube.CoreV1().ConfigMaps(ns).Get(ctx, archiveName(run, 0), metav1.GetOptions{}); err == nil {
@@ -88,11 +91,11 @@ func (c *Client) Archive(ctx context.Context, run string) (event.BuildStatus, er
 	} else if !apierrors.IsNotFound(err) {
 		return "", fmt.Errorf("archiving build %s: %w", run, err)
 	}
-	var events []Event
-	status, err := c.Follow(ctx, run, Cursor{}, func(e Event) error {
+	var events []buildevents.Event
+	status, err := c.Follow(ctx, run, buildevents.Cursor{}, func(e buildevents.Event) error {
 		events = append(events, e)
 		return nil
-	})
+	}, newCacheIndexer(c))
 	if err != nil {
 		return "", fmt.Errorf("archiving build %s: %w", run, err)
 	}
@@ -162,14 +165,18 @@ func archivePart(pr *v1.PipelineRun, i int, data []byte) *corev1.ConfigMap {
 
 // encodeArchive encodes events as gzipped JSON lines, in parts of at most partLimit
 // bytes.
-func encodeArchive(events []Event) ([][]byte, error) {
+func encodeArchive(events []buildevents.Event) ([][]byte, error) {
 	lines := make([][]byte, len(events))
 	for i, e := range events {
-		env, err := event.NewEnvelope(e.Event, i)
-		if err != nil {
-			return nil, err
+		a := archivedEvent{Step: e.Key.Step, Part: e.Key.Part, N: e.Key.N, Last: e.Key.Last, Pipeline: e.Pipeline}
+		if e.Event != nil {
+			env, err := event.NewEnvelope(e.Event, i)
+			if err != nil {
+				return nil, err
+			}
+			a.Event = &env
 		}
-		line, err := json.Marshal(archivedEvent{Step: e.Key.Step, Part: e.Key.Part, N: e.Key.N, Last: e.Key.Last, Event: env})
+		line, err := json.Marshal(a)
 		if err != nil {
 			return nil, err
 		}
@@ -210,7 +217,7 @@ func splitParts(lines [][]byte) ([][]byte, error) {
 var errNoArchive = errors.New("no events archive")
 
 // readArchive reads the build's archive: its events and final status, or errNoArchive.
-func (c *Client) readArchive(ctx context.Context, run string) ([]Event, event.BuildStatus, error) {
+func (c *Client) readArchive(ctx context.Context, run string) ([]buildevents.Event, event.BuildStatus, error) {
 	cms := c.target.Kube.CoreV1().ConfigMaps(c.target.Namespace)
 	first, err := cms.Get(ctx, archiveName(run, 0), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -223,7 +230,7 @@ func (c *Client) readArchive(ctx context.Context, run string) ([]Event, event.Bu
 	if err != nil || n < 1 {
 		return nil, "", fmt.Errorf("the events archive of build %s (ConfigMap %s) has no valid %s annotation", run, first.Name, annotationEventParts)
 	}
-	var events []Event
+	var events []buildevents.Event
 	for i := range n {
 		cm := first
 		if i > 0 {
@@ -240,12 +247,12 @@ func (c *Client) readArchive(ctx context.Context, run string) ([]Event, event.Bu
 	return events, event.BuildStatus(first.Annotations[annotationEventStatus]), nil
 }
 
-func decodePart(data []byte) ([]Event, error) {
+func decodePart(data []byte) ([]buildevents.Event, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
-	var out []Event
+	var out []buildevents.Event
 	sc := bufio.NewScanner(zr)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
@@ -253,11 +260,12 @@ func decodePart(data []byte) ([]Event, error) {
 		if err := json.Unmarshal(sc.Bytes(), &a); err != nil {
 			return nil, err
 		}
-		e, err := parseArchived(a.Event)
+		e, err := parseArchived(a)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Event{Key: Key{Step: a.Step, Part: a.Part, N: a.N, Last: a.Last}, Event: e})
+		e.Key = buildevents.Key{Step: a.Step, Part: a.Part, N: a.N, Last: a.Last}
+		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
@@ -265,24 +273,37 @@ func decodePart(data []byte) ([]Event, error) {
 	return out, nil
 }
 
+// The event type and version under which archives written before buildevents.Event had
+// a Pipeline of its own kept a set_pipeline step's pipeline.
+const (
+	pipelineEventType    event.EventType    = "concourse-tekton:set-pipeline"
+	pipelineEventVersion event.EventVersion = "1.0"
+)
+
 // parseArchived reads an archived event: one of Concourse's, or a set_pipeline step's
-// PipelineToSet, which is none of them.
-func parseArchived(env event.Envelope) (event.Event, error) {
-	if env.Event != EventTypePipelineToSet {
-		return event.Parse(env)
+// pipeline, which is none of them.
+func parseArchived(a archivedEvent) (buildevents.Event, error) {
+	switch {
+	case a.Pipeline != nil:
+		return buildevents.Event{Pipeline: a.Pipeline}, nil
+	case a.Event == nil:
+		return buildevents.Event{}, errors.New("an archived event that is neither an event nor a pipeline")
+	case a.Event.Event != pipelineEventType:
+		e, err := event.Parse(*a.Event)
+		return buildevents.Event{Event: e}, err
 	}
-	var p PipelineToSet
-	if env.Data == nil || !p.Version().IsCompatibleWith(env.Version) {
-		return nil, fmt.Errorf("an archived %s event of version %s, which this backend does not read", env.Event, env.Version)
+	var p buildevents.PipelineToSet
+	if a.Event.Data == nil || !pipelineEventVersion.IsCompatibleWith(a.Event.Version) {
+		return buildevents.Event{}, fmt.Errorf("an archived %s event of version %s, which this backend does not read", a.Event.Event, a.Event.Version)
 	}
-	if err := json.Unmarshal(*env.Data, &p); err != nil {
-		return nil, fmt.Errorf("decoding an archived %s event: %w", env.Event, err)
+	if err := json.Unmarshal(*a.Event.Data, &p); err != nil {
+		return buildevents.Event{}, fmt.Errorf("decoding an archived %s event: %w", a.Event.Event, err)
 	}
-	return p, nil
+	return buildevents.Event{Pipeline: &p}, nil
 }
 
 // replay emits the archived events after does not cover, and returns the build's status.
-func replay(events []Event, status event.BuildStatus, after *Cursor, emit func(Event) error) (event.BuildStatus, error) {
+func replay(events []buildevents.Event, status event.BuildStatus, after *buildevents.Cursor, emit func(buildevents.Event) error) (event.BuildStatus, error) {
 	for _, e := range events {
 		if after.Covers(e.Key) {
 			continue

@@ -16,6 +16,8 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -104,8 +106,8 @@ type Build struct {
 	// Warnings say what the build will lack (see Submitted).
 	Warnings []string
 	client   *Client
-	// creds are the build's supplied credentials (WithCredentials), which its follower
-	// needs for the vars of its task files.
+	// creds are the build's supplied credentials (WithCredentials), which the observer
+	// of its followers that makes the vars Secrets of its task files needs.
 	creds vars.Variables
 }
 
@@ -114,7 +116,7 @@ type RunOption func(*runConfig)
 
 type runConfig struct {
 	oneOff     bool
-	uploads    ArtifactSource
+	uploads    podexec.ArtifactSource
 	creds      vars.Variables
 	taskCaches map[string]map[string]int
 }
@@ -153,7 +155,7 @@ func WithCredentials(creds vars.Variables) RunOption {
 // source supplies its artifact inputs, which are uploaded onto its volume before its
 // PipelineRun is created (nil: it has none), and Build.Artifacts downloads its outputs
 // once it has ended.
-func OneOff(source ArtifactSource) RunOption {
+func OneOff(source podexec.ArtifactSource) RunOption {
 	return func(c *runConfig) { c.oneOff, c.uploads = true, source }
 }
 
@@ -218,8 +220,19 @@ func (b *Backend) Attach(run string) *Build {
 // Events delivers the build's events to emit, in order, from where after stops, until the
 // build ends, and returns its final status. A caller that keeps the cursor (or the keys
 // of the events it saved) resumes in any process without gap or duplicate.
-func (b *Build) Events(ctx context.Context, after Cursor, emit func(Event) error) (event.BuildStatus, error) {
-	return b.client.follow(ctx, b.Name, after, withoutInternal(emit), b.creds)
+func (b *Build) Events(ctx context.Context, after buildevents.Cursor, emit func(buildevents.Event) error) (event.BuildStatus, error) {
+	return b.client.follow(ctx, b.Name, after, emit, b.observers(), nil)
+}
+
+// observers are what each follower of the build hands what it sees to, each follower
+// its own: for a build whose starter supplied its credentials, the maker of the vars
+// Secrets of its task files; for every build, the index of its team's resource caches.
+func (b *Build) observers() []Observer {
+	var obs []Observer
+	if b.creds != nil {
+		obs = append(obs, newTaskVarsSupplier(b.client, b.creds))
+	}
+	return append(obs, newCacheIndexer(b.client))
 }
 
 // Abort aborts the build: running steps are interrupted, on_abort and ensure hooks run,
@@ -252,11 +265,9 @@ type StepResult struct {
 func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 	var res StepResult
 	var logs [2]strings.Builder
-	frames := map[concourse.PlanID]runspec.CheckedVersions{}
-	status, err := b.client.follow(ctx, b.Name, Cursor{}, func(e Event) error {
+	var frames map[concourse.PlanID]runspec.CheckedVersions
+	status, err := b.client.follow(ctx, b.Name, buildevents.Cursor{}, func(e buildevents.Event) error {
 		switch ev := e.Event.(type) {
-		case versionsFound:
-			frames[ev.Origin.ID] = ev.Versions
 		case event.Log:
 			if ev.Origin.Source == event.OriginSourceStdout {
 				logs[0].WriteString(ev.Payload)
@@ -277,7 +288,7 @@ func (b *Build) Wait(ctx context.Context) (*StepResult, error) {
 			res.ExitStatus, res.Version, res.Metadata = int(ev.ExitStatus), ev.CreatedVersion, ev.CreatedMetadata
 		}
 		return nil
-	}, b.creds)
+	}, b.observers(), func(o buildevents.Observation) { frames = buildevents.VersionsFound(o) })
 	if err != nil {
 		return nil, err
 	}
@@ -311,14 +322,14 @@ func (c *Client) checkedVersions(ctx context.Context, run string, frames map[con
 	specs := make([]runspec.Spec, len(trs.Items))
 	for i := range trs.Items {
 		tr := &trs.Items[i]
-		if s, ok := decodeSpec(tr); ok {
+		if s, ok := buildevents.StepSpec(tr); ok {
 			specs[i] = s
 			if s.Mode == runspec.ModeVerdict {
 				root = s.PlanID
 			}
 		}
 		if tr.Labels[runspec.LabelVerdict] == runspec.VerdictFused {
-			if v, err := runspec.Decode(paramValue(tr.Spec.Params, runspec.ParamVerdictSpec)); err == nil {
+			if v, err := runspec.Decode(buildevents.Param(tr.Spec.Params, runspec.ParamVerdictSpec)); err == nil {
 				root = v.PlanID
 			}
 		}
@@ -326,7 +337,7 @@ func (c *Client) checkedVersions(ctx context.Context, run string, frames map[con
 	for i := range trs.Items {
 		if s := specs[i]; s.Mode == runspec.ModeCheck && s.PlanID == root {
 			tr := &trs.Items[i]
-			return everyVersion(checkResults(result(tr, runspec.ResultVersions), result(tr, runspec.ResultVersion)), frames[concourse.PlanID(s.PlanID)]), nil
+			return buildevents.EveryVersion(checkResults(buildevents.Result(tr, runspec.ResultVersions), buildevents.Result(tr, runspec.ResultVersion)), frames[concourse.PlanID(s.PlanID)]), nil
 		}
 	}
 	return nil, nil
@@ -343,12 +354,12 @@ func (b *Build) TaskCaches(ctx context.Context) (map[string][]string, error) {
 	caches := map[string][]string{}
 	for i := range trs.Items {
 		tr := &trs.Items[i]
-		s, ok := decodeSpec(tr)
+		s, ok := buildevents.StepSpec(tr)
 		if !ok || s.Mode != runspec.ModeTask {
 			continue
 		}
 		var paths []string
-		if err := json.Unmarshal([]byte(result(tr, runspec.ResultCaches)), &paths); err != nil {
+		if err := json.Unmarshal([]byte(buildevents.Result(tr, runspec.ResultCaches)), &paths); err != nil {
 			continue
 		}
 		for _, p := range paths {

@@ -92,6 +92,8 @@ var Permissions = []Permission{
 	{"", "persistentvolumeclaims", "", "create"},
 	{"", "persistentvolumeclaims", "", "patch"},
 	{"", "persistentvolumeclaims", "", "delete"},
+	// A clone whose provisioning failed says why in an event of its claim's.
+	{"", "events", "", "list"},
 	// An ended build's events are archived in ConfigMaps it owns (Client.Archive), read
 	// back once its pods are gone. The target's state (land, retire) is a ConfigMap too.
 	{"", "configmaps", "", "get"},
@@ -108,6 +110,22 @@ var Permissions = []Permission{
 	{"", "secrets", "", "list"},
 	{"", "secrets", "", "deletecollection"},
 	{"", "configmaps", "", "deletecollection"},
+}
+
+// ClusterPermissions lists what the backend reads outside the target's namespace, each
+// optional: without it, what it tells is taken as unknown (and said so) rather than failing
+// a build. Check does not ask about them; the Helm chart grants them.
+var ClusterPermissions = []Permission{
+	// The namespace's enforced Pod Security level (podsecurity.go), by its name.
+	{"", "namespaces", "", "get"},
+	// The nodes' versions and runtimes: whether they mount images (imagevolume.go), and
+	// whether the cluster is one node (the advice on Tekton's affinity assistant).
+	{"", "nodes", "", "list"},
+	// A build volume's class, the default one when none is named, and whether its CSI
+	// driver clones volumes (task caches and resource caches carried from build to build).
+	{"storage.k8s.io", "storageclasses", "", "get"},
+	{"storage.k8s.io", "storageclasses", "", "list"},
+	{"storage.k8s.io", "csidrivers", "", "get"},
 }
 
 // CheckReport says whether a target can run builds, and what it lacks.

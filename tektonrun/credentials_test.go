@@ -22,6 +22,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -131,7 +132,7 @@ func TestSuppliedCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := redactEvent(hidden, event.Log{Payload: "t0ken-value db-admin api-key-value 8443"})
+	got := buildevents.Redact(hidden, event.Log{Payload: "t0ken-value db-admin api-key-value 8443"})
 	if diff := cmp.Diff(event.Log{Payload: "((redacted)) ((redacted)) ((redacted)) 8443"}, got); diff != "" {
 		t.Errorf("redacted (-want +got):\n%s", diff)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
@@ -191,7 +192,7 @@ func (l *memLogs) add(pod string, data []byte) *memLog {
 		if line == "" {
 			continue
 		}
-		ts, _ := splitTimestamp(line)
+		ts := buildevents.ParseLogLine(line).Time
 		m.lines = append(m.lines, line)
 		m.times = append(m.times, ts)
 	}

@@ -13,9 +13,10 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
-	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 )
 
 // Client runs builds on one target and follows their events. One Client keeps one watch
@@ -23,8 +24,7 @@ import (
 type Client struct {
 	target *Target
 	logs   LogSource
-	exec   Execer
-	stream Streamer
+	pods   *podexec.Pods
 
 	// runnerVolume is what was last learnt of whether the cluster mounts images.
 	runnerVolume runnerVolumeChoice
@@ -37,11 +37,8 @@ type Client struct {
 
 // NewClient returns a client of the target. Close it to stop its watches.
 func NewClient(t *Target) *Client {
-	c := &Client{target: t, logs: kubeLogs{kube: t.Kube}}
-	if t.Config != nil {
-		c.exec = &spdyExecer{config: t.Config, kube: t.Kube}
-		c.stream = &execStreamer{config: t.Config, kube: t.Kube}
-	}
+	c := &Client{target: t, logs: kubeLogs{kube: t.Kube}, pods: podexec.New(t.Namespace, t.Kube, t.Tekton, t.Config)}
+	c.pods.CanExec = t.canExec
 	return c
 }
 
@@ -68,24 +65,35 @@ func (c *Client) watcher() (*watcher, error) {
 // watch's cache (it may have just been created).
 var notFoundGrace = 10 * time.Second
 
+// Observer is handed what the follower of a build sees of it. Following only reads and
+// maps; what a build needs done as it goes (the vars Secrets of its task files, the
+// index of its team's resource caches) is done by the observers its starter passes to
+// the follower (Build.observers).
+type Observer interface {
+	// Observe is handed the build's PipelineRun and TaskRuns each time the follower
+	// looks at them, while the build is not deleted, before they are mapped. secrets are
+	// the values the follower redacts in the build's events: an observer that reads
+	// more of the build's credentials adds them. Its error stops the follow.
+	Observe(ctx context.Context, pr *v1.PipelineRun, trs []*v1.TaskRun, secrets *redact.Secrets) error
+}
+
 // Follow maps the build's events to emit, in order, from where after stops, until the
 // build has ended and its final status was emitted (which Follow returns). It reads the
 // objects from the watch's caches and the logs through the API: a dropped watch, a broken
-// log stream or an apiserver restart costs time, not events. emit's error stops Follow.
-func (c *Client) Follow(ctx context.Context, run string, after Cursor, emit func(Event) error) (event.BuildStatus, error) {
-	return c.follow(ctx, run, after, withoutInternal(emit), nil)
+// log stream or an apiserver restart costs time, not events. emit's error stops Follow,
+// as an observer's does; the observers are handed what Follow sees, in their order.
+func (c *Client) Follow(ctx context.Context, run string, after buildevents.Cursor, emit func(buildevents.Event) error, observers ...Observer) (event.BuildStatus, error) {
+	return c.follow(ctx, run, after, emit, observers, nil)
 }
 
-// follow is Follow; with creds, the build's credentials were supplied (WithCredentials),
-// and the follower makes the vars Secrets of its tasks whose config is a file as their
-// resolve steps list the vars (see taskVarsSupplier). It writes the team's index of
-// shared resource caches from what the build's steps found or saved (cacheIndexer).
-func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func(Event) error, creds vars.Variables) (event.BuildStatus, error) {
+// follow is Follow; it hands final, when set, the observation the build's final events
+// were mapped from (none when they were replayed from its archive).
+func (c *Client) follow(ctx context.Context, run string, after buildevents.Cursor, emit func(buildevents.Event) error, observers []Observer, final func(buildevents.Observation)) (event.BuildStatus, error) {
 	w, err := c.watcher()
 	if err != nil {
 		return "", err
 	}
-	after = after.clone()
+	after = after.Clone()
 	ns := c.target.Namespace
 	wake, unsubscribe := w.subscribe(run)
 	defer unsubscribe()
@@ -98,8 +106,6 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 	seenPods := map[string]bool{}
 	podMissingSince := map[string]time.Time{}
 	var secrets *redact.Secrets
-	var taskVars *taskVarsSupplier
-	indexer := newCacheIndexer(c)
 	for {
 		pr, trs, pods, deleted, err := w.observe(ns, run)
 		switch {
@@ -112,27 +118,24 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 			}
 		case err != nil:
 			return "", err
-		case deleted && !isDone(pr.Status.GetCondition(apis.ConditionSucceeded)):
+		case deleted && !buildevents.Done(pr.Status.GetCondition(apis.ConditionSucceeded)):
 			return "", fmt.Errorf("build %s was deleted from namespace %s before it ended", run, ns)
 		default:
 			if secrets == nil {
 				if secrets, err = c.buildSecrets(ctx, pr); err != nil {
 					return "", err
 				}
-				if creds != nil {
-					taskVars = &taskVarsSupplier{client: c, creds: creds, secrets: secrets, made: map[string]bool{}}
-				}
 			}
-			if taskVars != nil && !deleted {
-				if err := taskVars.supply(ctx, pr, trs); err != nil {
+			for _, o := range observers {
+				if deleted {
+					// A deleted build leaves nothing new behind it (retire counts on that).
+					break
+				}
+				if err := o.Observe(ctx, pr, trs, secrets); err != nil {
 					return "", err
 				}
 			}
-			if !deleted {
-				// A deleted build leaves nothing new behind it (retire counts on that).
-				indexer.record(ctx, pr, trs)
-			}
-			if isDone(pr.Status.GetCondition(apis.ConditionSucceeded)) && endedSince.IsZero() {
+			if buildevents.Done(pr.Status.GetCondition(apis.ConditionSucceeded)) && endedSince.IsZero() {
 				endedSince = time.Now()
 			}
 			for name := range pods {
@@ -149,28 +152,28 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 					return "", err
 				}
 			}
-			obs := Observation{Run: pr, Steps: make(map[string]*StepObservation, len(trs)),
+			obs := buildevents.Observation{Run: pr, Steps: make(map[string]*buildevents.StepObservation, len(trs)),
 				Settled: !endedSince.IsZero() && time.Since(endedSince) > notFoundGrace}
 			for _, tr := range trs {
 				name := tr.Labels[labelPipelineTask]
 				pod := pods[tr.Status.PodName]
-				so := &StepObservation{TaskRun: tr, Pod: pod}
+				so := &buildevents.StepObservation{TaskRun: tr, Pod: pod}
 				f := followers[name]
-				if f == nil && pod != nil && containerStarted(tr, pod) {
+				if f == nil && pod != nil && buildevents.Started(tr, pod) {
 					f = &logFollower{wake: logWake}
 					followers[name] = f
 					go f.run(fctx, c.logs, ns, pod.Name, podPhase(w, ns, pod.Name))
 				}
 				if f != nil {
 					so.Log, so.LogDone = f.snapshot()
-				} else if pod == nil && containerStarted(tr, nil) {
+				} else if pod == nil && buildevents.Started(tr, nil) {
 					so.LogDone = logLost(tr.Status.PodName, seenPods, podMissingSince, time.Now())
 				}
 				obs.Steps[name] = so
 			}
-			events, final := Map(obs, &after)
+			events, ended := buildevents.Map(obs, &after)
 			for _, e := range events {
-				e.Event = redactEvent(secrets, e.Event)
+				e.Event = buildevents.Redact(secrets, e.Event)
 				if err := emit(e); err != nil {
 					return "", err
 				}
@@ -178,7 +181,10 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 					return "", err
 				}
 			}
-			if final {
+			if ended {
+				if final != nil {
+					final(obs)
+				}
 				if s, ok := events[len(events)-1].Event.(event.Status); ok {
 					return s.Status, nil
 				}
@@ -197,8 +203,8 @@ func (c *Client) follow(ctx context.Context, run string, after Cursor, emit func
 }
 
 // lastStatus is the final status of a build whose every event a consumer already had.
-func lastStatus(o Observation) event.BuildStatus {
-	events, _ := Map(o, nil)
+func lastStatus(o buildevents.Observation) event.BuildStatus {
+	events, _ := buildevents.Map(o, nil)
 	for i := len(events) - 1; i >= 0; i-- {
 		if s, ok := events[i].Event.(event.Status); ok {
 			return s.Status
@@ -213,7 +219,7 @@ func lastStatus(o Observation) event.BuildStatus {
 // their events apart.
 func podsGone(trs []*v1.TaskRun, pods map[string]*corev1.Pod, seen map[string]bool) bool {
 	for _, tr := range trs {
-		if name := tr.Status.PodName; pods[name] == nil && seen[name] && containerStarted(tr, nil) {
+		if name := tr.Status.PodName; pods[name] == nil && seen[name] && buildevents.Started(tr, nil) {
 			return true
 		}
 	}
@@ -236,10 +242,6 @@ func logLost(pod string, seen map[string]bool, missingSince map[string]time.Time
 		return false
 	}
 	return now.Sub(since) > notFoundGrace
-}
-
-func containerStarted(tr *v1.TaskRun, pod *corev1.Pod) bool {
-	return ran(containerState(tr, pod))
 }
 
 // podPhase reads a pod's step container from the watch's cache.

@@ -2,17 +2,23 @@ package tektonrun
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/internal/recordedbuilds"
 )
 
 // following says whether a follower of the build is subscribed.
@@ -25,7 +31,7 @@ func (w *watcher) following(run string) bool {
 // followDeleted follows a recorded build loaded as still running, and once the follower
 // is subscribed, writes the run as ended (unless running) and deletes the run, its
 // TaskRuns and its pods at once, as retire does once the builds have ended.
-func followDeleted(t *testing.T, dir string, running bool) (event.BuildStatus, []Event, error) {
+func followDeleted(t *testing.T, dir string, running bool) (event.BuildStatus, []buildevents.Event, error) {
 	t.Helper()
 	c := newMemCluster("ci")
 	run := c.loadRecorded(t, dir)
@@ -46,7 +52,7 @@ func followDeleted(t *testing.T, dir string, running bool) (event.BuildStatus, [
 	}
 	type result struct {
 		status event.BuildStatus
-		events []Event
+		events []buildevents.Event
 		err    error
 	}
 	done := make(chan result, 1)
@@ -54,7 +60,7 @@ func followDeleted(t *testing.T, dir string, running bool) (event.BuildStatus, [
 	defer cancel()
 	go func() {
 		var r result
-		r.status, r.err = cl.Follow(fctx, run, Cursor{}, func(e Event) error {
+		r.status, r.err = cl.Follow(fctx, run, buildevents.Cursor{}, func(e buildevents.Event) error {
 			r.events = append(r.events, e)
 			return nil
 		})
@@ -95,11 +101,12 @@ func TestFollowDeletedAsItEnds(t *testing.T) {
 	// waits out the grace a pod late in the cache has (logLost). A shorter one here.
 	defer func(g time.Duration) { notFoundGrace = g }(notFoundGrace)
 	notFoundGrace = time.Second
-	for _, dir := range recordedCases(t) {
+	for _, dir := range recordedbuilds.Cases(t, recordedTestdata) {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
-			obs := recorded(t, dir)
-			events, _ := Map(obs, nil)
-			want := events[len(events)-1].Event.(event.Status).Status
+			live := newMemCluster("ci")
+			cl := live.client()
+			defer cl.Close()
+			_, want := follow(t, cl, live.loadRecorded(t, dir), buildevents.Cursor{})
 
 			status, got, err := followDeleted(t, dir, false)
 			if err != nil || status != want {
@@ -173,5 +180,61 @@ func TestLogLost(t *testing.T) {
 		if got := logLost(tc.pod, seen, missing, start.Add(tc.at)); got != tc.want {
 			t.Errorf("%s: logLost = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// observed records what a follower hands it, and fails with err.
+type observed struct {
+	name  string
+	calls *[]string
+	err   error
+}
+
+func (o observed) Observe(_ context.Context, pr *v1.PipelineRun, trs []*v1.TaskRun, secrets *redact.Secrets) error {
+	if secrets == nil {
+		return errors.New("no secrets to add to")
+	}
+	*o.calls = append(*o.calls, fmt.Sprintf("%s %s %d", o.name, pr.Name, len(trs)))
+	return o.err
+}
+
+// The follower hands what it sees of the build to its observers, in their order, before it
+// maps it; an observer's error stops it.
+func TestFollowObservers(t *testing.T) {
+	dir := recordedbuilds.Cases(t, recordedTestdata)[0]
+	c := newMemCluster("ci")
+	run := c.loadRecorded(t, dir)
+	cl := c.client()
+	defer cl.Close()
+	trs, err := c.tekton.TektonV1().TaskRuns("ci").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []string
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	emitted := 0
+	if _, err := cl.Follow(ctx, run, buildevents.Cursor{}, func(buildevents.Event) error {
+		if len(calls) == 0 {
+			t.Error("an event emitted before the observers saw the build")
+		}
+		emitted++
+		return nil
+	}, observed{"a", &calls, nil}, observed{"b", &calls, nil}); err != nil {
+		t.Fatal(err)
+	}
+	seen := fmt.Sprintf("%s %d", run, len(trs.Items))
+	if len(calls) < 2 || calls[0] != "a "+seen || calls[1] != "b "+seen || emitted == 0 {
+		t.Errorf("observers called %q, %d events", calls, emitted)
+	}
+
+	calls = nil
+	stop := errors.New("no Secret for you")
+	if _, err := cl.Follow(ctx, run, buildevents.Cursor{}, func(buildevents.Event) error { return nil },
+		observed{"a", &calls, stop}, observed{"b", &calls, nil}); !errors.Is(err, stop) {
+		t.Errorf("Follow with a failing observer = %v", err)
+	}
+	if diff := cmp.Diff([]string{"a " + seen}, calls); diff != "" {
+		t.Errorf("observers called (-want +got):\n%s", diff)
 	}
 }

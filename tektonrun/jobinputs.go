@@ -13,6 +13,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // JobInput is an input of a job's builds as a one-off build takes it (fly execute -j):
@@ -53,7 +54,7 @@ func (c *Client) JobInputs(ctx context.Context, team, pipeline, job string) ([]J
 	var inputs []JobInput
 	tasks := map[string]string{} // input → PipelineTask
 	for _, pt := range p.Spec.Tasks {
-		spec, ok := decodeParams(pt.Params)
+		spec, ok := buildevents.ParamsSpec(pt.Params)
 		// The job's own gets: not an image's, nor an across substep's.
 		if !ok || spec.Mode != runspec.ModeGet || spec.Get == nil || strings.Contains(spec.PlanID, "/") || len(spec.Scope) > 0 {
 			continue

@@ -1,15 +1,13 @@
 package tektonrun
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -45,18 +43,14 @@ const (
 	containerGone
 )
 
-// logFollower reads one container's log to its end. A stream that breaks (a dropped
-// connection, an apiserver restart) is opened again from the second of the last line
-// kept, and the lines already kept are skipped by their timestamps: no line is lost or
-// kept twice, so the n-th line is the same line in every process.
+// logFollower reads one container's log to its end (buildevents.LogReader), keeping
+// its lines for the build's follower and waking it at each.
 type logFollower struct {
 	mu    sync.Mutex
-	lines []LogLine
+	lines []buildevents.LogLine
 	done  bool
 
-	// last is the timestamp of the last line kept, and atLast how many kept lines have it.
-	last   time.Time
-	atLast int
+	reader buildevents.LogReader
 	wake   func()
 }
 
@@ -71,7 +65,7 @@ var logEndedDelay = 200 * time.Millisecond
 // before the follower gives up on the rest of it (the node is gone, say).
 const maxLogFailures = 30
 
-func (f *logFollower) snapshot() ([]LogLine, bool) {
+func (f *logFollower) snapshot() ([]buildevents.LogLine, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lines, f.done
@@ -93,13 +87,12 @@ func (f *logFollower) run(ctx context.Context, src LogSource, namespace, pod str
 			return
 		}
 		var since *metav1.Time
-		if !f.last.IsZero() {
-			t := metav1.NewTime(f.last.Truncate(time.Second))
-			since = &t
+		if t := f.reader.Since(); !t.IsZero() {
+			since = &metav1.Time{Time: t}
 		}
 		rc, err := src.Open(ctx, namespace, pod, runspec.StepContainer, p == containerRunning, since)
 		if err == nil {
-			err = f.read(rc, p == containerEnded)
+			err = f.reader.Read(rc, p == containerEnded, f.keep)
 			rc.Close()
 		}
 		if ctx.Err() != nil {
@@ -132,66 +125,9 @@ func (f *logFollower) run(ctx context.Context, src LogSource, namespace, pod str
 	}
 }
 
-// read keeps the stream's lines that are not kept yet. A last line without its newline is
-// kept only when the stream is of an ended container and reached its end: any other
-// stream may have been cut in the middle of the line (an apiserver restart, a dropped
-// connection, a follow stream closed as the container ended), and the next stream,
-// opened from that line's second, brings it whole.
-func (f *logFollower) read(rc io.Reader, ended bool) error {
-	r := bufio.NewReaderSize(rc, 64<<10)
-	skipAtLast := f.atLast
-	for {
-		line, err := r.ReadString('\n')
-		if line != "" && !strings.HasSuffix(line, "\n") && !(ended && errors.Is(err, io.EOF)) {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if line != "" {
-			ts, text := splitTimestamp(line)
-			switch {
-			case !f.last.IsZero() && ts.Before(f.last):
-			case !f.last.IsZero() && ts.Equal(f.last) && skipAtLast > 0:
-				skipAtLast--
-			default:
-				f.keep(ts, text)
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-func (f *logFollower) keep(ts time.Time, text string) {
+func (f *logFollower) keep(l buildevents.LogLine) {
 	f.mu.Lock()
-	f.lines = append(f.lines, LogLine{Time: ts, Text: text})
+	f.lines = append(f.lines, l)
 	f.mu.Unlock()
-	if ts.Equal(f.last) {
-		f.atLast++
-	} else if ts.After(f.last) {
-		f.last, f.atLast = ts, 1
-	}
 	f.wake()
-}
-
-// splitTimestamp cuts the API's timestamp off a log line.
-func splitTimestamp(line string) (time.Time, string) {
-	stamp, text, ok := strings.Cut(line, " ")
-	if !ok {
-		// A line that is only a timestamp is an empty line without its newline.
-		if ts, err := time.Parse(time.RFC3339Nano, strings.TrimSuffix(line, "\n")); err == nil {
-			return ts, ""
-		}
-		return time.Time{}, line
-	}
-	ts, err := time.Parse(time.RFC3339Nano, stamp)
-	if err != nil {
-		return time.Time{}, line
-	}
-	return ts, text
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -187,7 +188,7 @@ func (c *Client) addPullAuths(ctx context.Context, pr *v1.PipelineRun, auths map
 		return nil
 	}
 	secrets := c.target.Kube.CoreV1().Secrets(pr.Namespace)
-	name := pr.Name + translate.ImagePullSecretSuffix
+	name := pr.Name + runspec.ImagePullSecretSuffix
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		s, err := secrets.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

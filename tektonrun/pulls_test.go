@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -68,7 +69,7 @@ func checkPullSecret(t *testing.T, b *Backend, build *Build, want map[string]any
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := pr.Name + translate.ImagePullSecretSuffix
+	name := pr.Name + runspec.ImagePullSecretSuffix
 	s, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
@@ -112,17 +111,4 @@ func addSupplied(s *redact.Secrets, data []byte) error {
 	}
 	s.Add(v)
 	return nil
-}
-
-// redactEvent hides the build's credentials in an event's text.
-func redactEvent(s *redact.Secrets, e event.Event) event.Event {
-	switch ev := e.(type) {
-	case event.Log:
-		ev.Payload = s.String(ev.Payload)
-		return ev
-	case event.Error:
-		ev.Message = s.String(ev.Message)
-		return ev
-	}
-	return e
 }

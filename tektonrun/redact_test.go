@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // Every credential the build uses is redacted in every step's events (the run started
@@ -53,7 +54,7 @@ func TestBuildSecretsRedactEveryStep(t *testing.T) {
 		{event.FinishTask{ExitStatus: 1}, event.FinishTask{ExitStatus: 1}},
 	}
 	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, redactEvent(secrets, tt.in)); diff != "" {
+		if diff := cmp.Diff(tt.want, buildevents.Redact(secrets, tt.in)); diff != "" {
 			t.Errorf("redactEvent (-want +got):\n%s", diff)
 		}
 	}
@@ -66,7 +67,7 @@ func TestBuildSecretsNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := redactEvent(secrets, event.Log{Payload: "plain"}); got != (event.Log{Payload: "plain"}) {
+	if got := buildevents.Redact(secrets, event.Log{Payload: "plain"}); got != (event.Log{Payload: "plain"}) {
 		t.Errorf("got %#v", got)
 	}
 }

@@ -3,7 +3,7 @@ package tektonrun
 import (
 	"context"
 	"encoding/json"
-	"regexp"
+	"strings"
 	"time"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -13,7 +13,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"knative.dev/pkg/apis"
 
+	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // cacheIndexer writes the team's index of shared resource caches (runspec's
@@ -21,7 +23,8 @@ import (
 // namespace's store (runspec.ResultResourceCache), once each TaskRun is done. An entry
 // is named after the image the TaskRun ran, from its param, not after anything the step
 // says: a step can only name entries of its own image. Failing to write the index costs
-// the team that sharing, never the build: a TaskRun is tried a few times, then left.
+// the team that sharing, never the build: a TaskRun is tried a few times, then left. It
+// is an observer of the build's follower.
 type cacheIndexer struct {
 	client *Client
 	tries  map[string]int // TaskRun → attempts; indexTries once written or not to be
@@ -30,20 +33,23 @@ type cacheIndexer struct {
 
 const indexTries = 3
 
-var (
-	cacheKeyPattern    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	cacheDigestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-)
+var _ Observer = (*cacheIndexer)(nil)
 
 func newCacheIndexer(c *Client) *cacheIndexer {
 	return &cacheIndexer{client: c, tries: map[string]int{}, now: time.Now}
+}
+
+// Observe records the build's TaskRuns; it never fails.
+func (x *cacheIndexer) Observe(ctx context.Context, pr *v1.PipelineRun, trs []*v1.TaskRun, _ *redact.Secrets) error {
+	x.record(ctx, pr, trs)
+	return nil
 }
 
 // record writes the entries of the build's TaskRuns that are done and not yet written.
 func (x *cacheIndexer) record(ctx context.Context, pr *v1.PipelineRun, trs []*v1.TaskRun) {
 	team := pr.Labels[runspec.LabelTeam]
 	for _, tr := range trs {
-		if x.tries[tr.Name] >= indexTries || !isDone(tr.Status.GetCondition(apis.ConditionSucceeded)) {
+		if x.tries[tr.Name] >= indexTries || !buildevents.Done(tr.Status.GetCondition(apis.ConditionSucceeded)) {
 			continue
 		}
 		entries := indexEntries(tr, team, x.now())
@@ -61,9 +67,9 @@ func (x *cacheIndexer) record(ctx context.Context, pr *v1.PipelineRun, trs []*v1
 // indexEntries are the index entries a TaskRun's result reports: none unless the TaskRun
 // shares the caches of the build's team (its param names the team's index).
 func indexEntries(tr *v1.TaskRun, team string, now time.Time) map[string]string {
-	raw := result(tr, runspec.ResultResourceCache)
-	image := paramValue(tr.Spec.Params, runspec.ParamImage)
-	if raw == "" || image == "" || team == "" || paramValue(tr.Spec.Params, runspec.ParamResourceCacheIndex) != runspec.ResourceCacheIndex(team) {
+	raw := buildevents.Result(tr, runspec.ResultResourceCache)
+	image := buildevents.Param(tr.Spec.Params, runspec.ParamImage)
+	if raw == "" || image == "" || team == "" || buildevents.Param(tr.Spec.Params, runspec.ParamResourceCacheIndex) != runspec.ResourceCacheIndex(team) {
 		return nil
 	}
 	var recs []runspec.ResourceCacheRecord
@@ -72,7 +78,8 @@ func indexEntries(tr *v1.TaskRun, team string, now time.Time) map[string]string 
 	}
 	entries := map[string]string{}
 	for _, r := range recs {
-		if !cacheKeyPattern.MatchString(r.Key) || !cacheDigestPattern.MatchString(r.Manifest) {
+		digest, ok := strings.CutPrefix(r.Manifest, "sha256:")
+		if !ok || !isSHA256(r.Key) || !isSHA256(digest) {
 			continue
 		}
 		value, err := json.Marshal(runspec.IndexEntry{Manifest: r.Manifest, Used: now.UTC().Truncate(time.Second)})
@@ -82,6 +89,21 @@ func indexEntries(tr *v1.TaskRun, team string, now time.Time) map[string]string 
 		entries[runspec.ResourceCacheEntry(image, r.Key)] = string(value)
 	}
 	return entries
+}
+
+// isSHA256 tells whether s is a SHA-256 sum in lower-case hexadecimal, as a cache's key
+// and its manifest's digest are. A check of a few lines, not a regular expression: one
+// compiled when the package is initialised would cost every command's start-up.
+func isSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // write adds entries to the team's index, which it makes if there is none.

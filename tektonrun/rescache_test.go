@@ -91,3 +91,26 @@ func TestCacheIndexer(t *testing.T) {
 		t.Errorf("a TaskRun written again: %d updates, then %d", before, after)
 	}
 }
+
+func TestIsSHA256(t *testing.T) {
+	sum := strings.Repeat("0123456789abcdef", 4)
+	for _, tt := range []struct {
+		name string
+		s    string
+		want bool
+	}{
+		{name: "a sum", s: sum, want: true},
+		{name: "empty", s: ""},
+		{name: "one short", s: sum[1:]},
+		{name: "one long", s: sum + "0"},
+		{name: "upper case", s: strings.ToUpper(sum)},
+		{name: "not hexadecimal", s: "g" + sum[1:]},
+		{name: "with its algorithm", s: "sha256:" + sum[7:]},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := isSHA256(tt.s); got != tt.want {
+				t.Errorf("isSHA256(%q) = %v, want %v", tt.s, got, tt.want)
+			}
+		})
+	}
+}

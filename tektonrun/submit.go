@@ -20,6 +20,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -59,7 +60,7 @@ func (c *Client) Submit(ctx context.Context, r *translate.Result, creds vars.Var
 // submit is Submit, uploading a one-off build's artifact inputs from source onto its
 // volume before its PipelineRun is created. If they cannot all be uploaded, the volume
 // goes, and nothing is left of the build.
-func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Variables, source ArtifactSource) (*Submitted, error) {
+func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Variables, source podexec.ArtifactSource) (*Submitted, error) {
 	ns := c.target.Namespace
 	runs := c.target.Tekton.TektonV1().PipelineRuns(ns)
 	if existing, err := runs.Get(ctx, r.PipelineRun.Name, metav1.GetOptions{}); err == nil {
@@ -112,7 +113,7 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 	}
 	pr := r.PipelineRun.DeepCopy()
 	if r.RunnerImage != "" {
-		pr.Annotations[AnnotationRunnerImage] = r.RunnerImage
+		pr.Annotations[runspec.AnnotationRunnerImage] = r.RunnerImage
 	}
 	var warnings []string
 	if pullSecret != nil {
@@ -125,7 +126,7 @@ func (c *Client) submit(ctx context.Context, r *translate.Result, creds vars.Var
 		return nil, fmt.Errorf("preparing the build volume of %s: %w", pr.Name, err)
 	}
 	warnings = append(warnings, volumeWarnings...)
-	if err := c.upload(ctx, r, claim, source); err != nil {
+	if err := c.pods.Upload(ctx, r, claim, source); err != nil {
 		del := c.target.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(context.WithoutCancel(ctx), claim, metav1.DeleteOptions{})
 		if apierrors.IsNotFound(del) {
 			del = nil

@@ -204,8 +204,8 @@ func TestRunNamesTheBuild(t *testing.T) {
 	}
 	runs, _ := b.client.target.Tekton.TektonV1().PipelineRuns("ci").List(ctx, metav1.ListOptions{})
 	for _, r := range runs.Items {
-		if r.Annotations[AnnotationRunnerImage] != translate.DefaultRunnerImage {
-			t.Errorf("%s: runner image annotation %q, want %q", r.Name, r.Annotations[AnnotationRunnerImage], translate.DefaultRunnerImage)
+		if r.Annotations[runspec.AnnotationRunnerImage] != translate.DefaultRunnerImage {
+			t.Errorf("%s: runner image annotation %q, want %q", r.Name, r.Annotations[runspec.AnnotationRunnerImage], translate.DefaultRunnerImage)
 		}
 	}
 }

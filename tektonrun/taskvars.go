@@ -16,6 +16,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -26,28 +27,35 @@ import (
 // values, as Concourse looks a task file's vars up when the step runs; the task's pod
 // waits for that Secret.
 
-// taskVarsSupplier makes the vars Secrets of one build's tasks, once each.
+// taskVarsSupplier makes the vars Secrets of one build's tasks, once each: an observer of
+// the build's follower.
 type taskVarsSupplier struct {
-	client  *Client
-	creds   vars.Variables
-	secrets *redact.Secrets
-	made    map[string]bool
+	client *Client
+	creds  vars.Variables
+	made   map[string]bool
 }
 
-// supply makes the vars Secret of every resolve step of the build that listed its task's
+var _ Observer = (*taskVarsSupplier)(nil)
+
+func newTaskVarsSupplier(c *Client, creds vars.Variables) *taskVarsSupplier {
+	return &taskVarsSupplier{client: c, creds: creds, made: map[string]bool{}}
+}
+
+// Observe makes the vars Secret of every resolve step of the build that listed its task's
 // vars and has none yet. A var creds does not have is left out (the task says it is
-// undefined), and an error of creds is the task's error (runspec.TaskVarsErrorKey).
-func (s *taskVarsSupplier) supply(ctx context.Context, pr *v1.PipelineRun, trs []*v1.TaskRun) error {
+// undefined), and an error of creds is the task's error (runspec.TaskVarsErrorKey). The
+// values it looks up join secrets.
+func (s *taskVarsSupplier) Observe(ctx context.Context, pr *v1.PipelineRun, trs []*v1.TaskRun, secrets *redact.Secrets) error {
 	for _, tr := range trs {
 		name := tr.Labels[labelPipelineTask]
-		if name == "" || s.made[name] || !isDone(tr.Status.GetCondition(apis.ConditionSucceeded)) {
+		if name == "" || s.made[name] || !buildevents.Done(tr.Status.GetCondition(apis.ConditionSucceeded)) {
 			continue
 		}
-		listed, ok := resultOf(tr, runspec.ResultVars)
+		listed, ok := buildevents.LookupResult(tr, runspec.ResultVars)
 		if !ok {
 			continue
 		}
-		if spec, ok := decodeSpec(tr); !ok || spec.Mode != runspec.ModeResolve {
+		if spec, ok := buildevents.StepSpec(tr); !ok || spec.Mode != runspec.ModeResolve {
 			continue
 		}
 		var refs []string
@@ -57,19 +65,19 @@ func (s *taskVarsSupplier) supply(ctx context.Context, pr *v1.PipelineRun, trs [
 		// The image's credentials first: the task's pod pulls its image once it has its
 		// vars Secret (the kubelet mounts a pod's volumes before it pulls).
 		var pullErr error
-		if pull, _ := resultOf(tr, runspec.ResultPull); pull != "" {
+		if pull, _ := buildevents.LookupResult(tr, runspec.ResultPull); pull != "" {
 			var p runspec.Pull
 			if err := json.Unmarshal([]byte(pull), &p); err != nil {
 				return fmt.Errorf("build %s: the image credentials step %s gave are not JSON: %w", pr.Name, name, err)
 			}
-			auths, err := s.pullAuths(p)
+			auths, err := s.pullAuths(p, secrets)
 			if err != nil {
 				pullErr = err
 			} else if err := s.client.addPullAuths(ctx, pr, auths); err != nil {
 				return err
 			}
 		}
-		secret := s.secret(pr, name, refs, pullErr)
+		secret := s.secret(pr, name, refs, pullErr, secrets)
 		_, err := s.client.target.Kube.CoreV1().Secrets(pr.Namespace).Create(ctx, secret, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("build %s: making the vars Secret of %s: %w", pr.Name, name, err)
@@ -81,14 +89,15 @@ func (s *taskVarsSupplier) supply(ctx context.Context, pr *v1.PipelineRun, trs [
 
 // secret is the vars Secret of the task the resolve step resolve of run reads the file
 // of; with failed, that error of looking its vars up (its image's credentials) instead.
-func (s *taskVarsSupplier) secret(pr *v1.PipelineRun, resolve string, refs []string, failed error) *corev1.Secret {
+// The values it looks up join secrets.
+func (s *taskVarsSupplier) secret(pr *v1.PipelineRun, resolve string, refs []string, failed error, secrets *redact.Secrets) *corev1.Secret {
 	data := map[string][]byte{}
 	if failed != nil {
 		data[runspec.TaskVarsErrorKey] = []byte(failed.Error())
 		refs = nil
 	}
 	for _, r := range refs {
-		if err := s.lookup(r, data); err != nil {
+		if err := s.lookup(r, data, secrets); err != nil {
 			// Concourse errors the step with the credential manager's own words.
 			data = map[string][]byte{runspec.TaskVarsErrorKey: []byte(err.Error())}
 			break
@@ -109,8 +118,8 @@ func (s *taskVarsSupplier) secret(pr *v1.PipelineRun, resolve string, refs []str
 // pullAuths is the credentials of the registry of a task file's image that its resolve
 // step gave, looked up in the supplied credentials as Submit looks up those of the
 // build's images (imagePullSecret): none when a var is not there, and an error of the
-// credential manager as it is. The values read from it join the ones to redact.
-func (s *taskVarsSupplier) pullAuths(p runspec.Pull) (map[string]dockerAuth, error) {
+// credential manager as it is. The values read from it join secrets.
+func (s *taskVarsSupplier) pullAuths(p runspec.Pull, secrets *redact.Secrets) (map[string]dockerAuth, error) {
 	filled, err := imagePullSecret(&corev1.Secret{}, []translate.ImagePull{{Repository: p.Repository, Username: p.Username, Password: p.Password}}, s.creds)
 	if err != nil {
 		return nil, err
@@ -121,22 +130,22 @@ func (s *taskVarsSupplier) pullAuths(p runspec.Pull) (map[string]dockerAuth, err
 	}
 	for _, a := range auths {
 		if strings.Contains(p.Username, "((") {
-			s.secrets.Add(a.Username)
+			secrets.Add(a.Username)
 		}
-		s.secrets.Add(a.Password)
+		secrets.Add(a.Password)
 	}
 	return auths, nil
 }
 
 // lookup puts the value of the var ref into data, as the build's own Secret holds it, and
-// adds it to the values to redact.
-func (s *taskVarsSupplier) lookup(ref string, data map[string][]byte) error {
+// adds it to secrets.
+func (s *taskVarsSupplier) lookup(ref string, data map[string][]byte, secrets *redact.Secrets) error {
 	buf, found, err := lookupSupplied(s.creds, ref)
 	if err != nil || !found {
 		return err
 	}
 	data[runspec.CredentialKey(ref)] = buf
-	return addSupplied(s.secrets, buf)
+	return addSupplied(secrets, buf)
 }
 
 // hasTaskVars tells whether a build has a task whose vars Secret its follower makes.

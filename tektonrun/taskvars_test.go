@@ -19,7 +19,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runner/redact"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
-	"github.com/concourse-tekton/concourse-tekton/translate"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // taskVarsRun is a build with a task whose config is a file: its PipelineRun, and the
@@ -59,7 +59,7 @@ func TestTaskVarsSecret(t *testing.T) {
 	b := newBackend(t)
 	lookup := &credsLookup{values: map[string]any{"token": "t0ken-value", "vs:text": map[string]any{"a": "text-value"}}}
 	secrets := &redact.Secrets{}
-	s := &taskVarsSupplier{client: b.client, creds: lookup, secrets: secrets, made: map[string]bool{}}
+	s := newTaskVarsSupplier(b.client, lookup)
 	kube := b.client.target.Kube.CoreV1().Secrets("ci")
 	list := `["token","vs:text","unknown"]`
 
@@ -74,7 +74,7 @@ func TestTaskVarsSecret(t *testing.T) {
 		{"not a resolve step", runspec.ModeTask, corev1.ConditionTrue, &list},
 	} {
 		pr, tr := taskVarsRun(t, tt.mode, "resolve-t", tt.status, tt.listed)
-		if err := s.supply(ctx, pr, []*v1.TaskRun{tr}); err != nil {
+		if err := s.Observe(ctx, pr, []*v1.TaskRun{tr}, secrets); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := kube.List(ctx, metav1.ListOptions{}); len(got.Items) != 0 || len(lookup.asked) != 0 {
@@ -84,7 +84,7 @@ func TestTaskVarsSecret(t *testing.T) {
 
 	pr, tr := taskVarsRun(t, runspec.ModeResolve, "resolve-t", corev1.ConditionTrue, &list)
 	for range 2 {
-		if err := s.supply(ctx, pr, []*v1.TaskRun{tr}); err != nil {
+		if err := s.Observe(ctx, pr, []*v1.TaskRun{tr}, secrets); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -108,14 +108,14 @@ func TestTaskVarsSecret(t *testing.T) {
 		t.Errorf("owners %+v", o)
 	}
 	log := event.Log{Payload: "t0ken-value text-value"}
-	if r := redactEvent(secrets, log); r.(event.Log).Payload != "((redacted)) ((redacted))" {
+	if r := buildevents.Redact(secrets, log); r.(event.Log).Payload != "((redacted)) ((redacted))" {
 		t.Errorf("this follower shows %q", r.(event.Log).Payload)
 	}
 	other, err := b.client.buildSecrets(ctx, pr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := redactEvent(other, log); r.(event.Log).Payload != "((redacted)) ((redacted))" {
+	if r := buildevents.Redact(other, log); r.(event.Log).Payload != "((redacted)) ((redacted))" {
 		t.Errorf("another follower shows %q", r.(event.Log).Payload)
 	}
 }
@@ -125,10 +125,11 @@ func TestTaskVarsLookupError(t *testing.T) {
 	ctx := context.Background()
 	b := newBackend(t)
 	lookup := &credsLookup{err: errors.New("vault: permission denied")}
-	s := &taskVarsSupplier{client: b.client, creds: lookup, secrets: &redact.Secrets{}, made: map[string]bool{}}
+	s := newTaskVarsSupplier(b.client, lookup)
+	secrets := &redact.Secrets{}
 	list := `["token"]`
 	pr, tr := taskVarsRun(t, runspec.ModeResolve, "resolve-t", corev1.ConditionTrue, &list)
-	if err := s.supply(ctx, pr, []*v1.TaskRun{tr}); err != nil {
+	if err := s.Observe(ctx, pr, []*v1.TaskRun{tr}, secrets); err != nil {
 		t.Fatal(err)
 	}
 	got, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, runspec.TaskVarsSecret(pr.Name, "resolve-t"), metav1.GetOptions{})
@@ -141,7 +142,7 @@ func TestTaskVarsLookupError(t *testing.T) {
 	// No vars at all: the Secret is made all the same, for the pod waits for it.
 	empty := `[]`
 	pr, tr = taskVarsRun(t, runspec.ModeResolve, "resolve-u", corev1.ConditionTrue, &empty)
-	if err := s.supply(ctx, pr, []*v1.TaskRun{tr}); err != nil {
+	if err := s.Observe(ctx, pr, []*v1.TaskRun{tr}, secrets); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, runspec.TaskVarsSecret(pr.Name, "resolve-u"), metav1.GetOptions{}); err != nil || len(got.Data) != 0 {
@@ -188,7 +189,7 @@ func TestTaskVarsImagePull(t *testing.T) {
 
 	t.Run("added before the vars Secret", func(t *testing.T) {
 		pr, tr := taskVarsRun(t, runspec.ModeResolve, "resolve-t", corev1.ConditionTrue, &list)
-		existing := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pr.Name + translate.ImagePullSecretSuffix,
+		existing := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: pr.Name + runspec.ImagePullSecretSuffix,
 			OwnerReferences: []metav1.OwnerReference{{Kind: "PipelineRun", Name: pr.Name, UID: pr.UID}}}, Type: corev1.SecretTypeDockerConfigJson}
 		if err := setDockerAuths(existing, map[string]dockerAuth{"other.example/x": auth("a", "b")}); err != nil {
 			t.Fatal(err)
@@ -197,8 +198,8 @@ func TestTaskVarsImagePull(t *testing.T) {
 		kube := b.client.target.Kube.(*fake.Clientset)
 		kube.ClearActions()
 		secrets := &redact.Secrets{}
-		s := &taskVarsSupplier{client: b.client, creds: &credsLookup{values: values}, secrets: secrets, made: map[string]bool{}}
-		if err := s.supply(ctx, pr, []*v1.TaskRun{withPull(tr)}); err != nil {
+		s := newTaskVarsSupplier(b.client, &credsLookup{values: values})
+		if err := s.Observe(ctx, pr, []*v1.TaskRun{withPull(tr)}, secrets); err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]dockerAuth{"other.example/x": auth("a", "b"), "r.example:5000/app": auth("robot-user", "s3cret-pass")}
@@ -217,7 +218,7 @@ func TestTaskVarsImagePull(t *testing.T) {
 		if diff := cmp.Diff([]string{"patch " + existing.Name, "create " + runspec.TaskVarsSecret(pr.Name, "resolve-t")}, writes); diff != "" {
 			t.Errorf("writes (-want +got):\n%s", diff)
 		}
-		if r := redactEvent(secrets, event.Log{Payload: "robot-user s3cret-pass"}); r.(event.Log).Payload != "((redacted)) ((redacted))" {
+		if r := buildevents.Redact(secrets, event.Log{Payload: "robot-user s3cret-pass"}); r.(event.Log).Payload != "((redacted)) ((redacted))" {
 			t.Errorf("the follower shows %q", r.(event.Log).Payload)
 		}
 	})
@@ -225,17 +226,17 @@ func TestTaskVarsImagePull(t *testing.T) {
 	t.Run("made, first credentials kept", func(t *testing.T) {
 		pr, tr := taskVarsRun(t, runspec.ModeResolve, "resolve-t", corev1.ConditionTrue, &list)
 		b := newBackend(t)
-		s := &taskVarsSupplier{client: b.client, creds: &credsLookup{values: values}, secrets: &redact.Secrets{}, made: map[string]bool{}}
-		if err := s.supply(ctx, pr, []*v1.TaskRun{withPull(tr)}); err != nil {
+		s := newTaskVarsSupplier(b.client, &credsLookup{values: values})
+		if err := s.Observe(ctx, pr, []*v1.TaskRun{withPull(tr)}, &redact.Secrets{}); err != nil {
 			t.Fatal(err)
 		}
 		other, tr2 := taskVarsRun(t, runspec.ModeResolve, "resolve-u", corev1.ConditionTrue, &list)
 		s.creds = &credsLookup{values: map[string]any{"user": "second", "registry-password": "second-pass"}}
-		if err := s.supply(ctx, other, []*v1.TaskRun{withPull(tr2)}); err != nil {
+		if err := s.Observe(ctx, other, []*v1.TaskRun{withPull(tr2)}, &redact.Secrets{}); err != nil {
 			t.Fatal(err)
 		}
 		want := map[string]dockerAuth{"r.example:5000/app": auth("robot-user", "s3cret-pass")}
-		if diff := cmp.Diff(want, pullSecret(t, b, pr.Name+translate.ImagePullSecretSuffix)); diff != "" {
+		if diff := cmp.Diff(want, pullSecret(t, b, pr.Name+runspec.ImagePullSecretSuffix)); diff != "" {
 			t.Errorf("the Secret of image pull credentials (-want +got):\n%s", diff)
 		}
 	})
@@ -243,8 +244,8 @@ func TestTaskVarsImagePull(t *testing.T) {
 	t.Run("a credential manager's error", func(t *testing.T) {
 		pr, tr := taskVarsRun(t, runspec.ModeResolve, "resolve-t", corev1.ConditionTrue, &list)
 		b := newBackend(t)
-		s := &taskVarsSupplier{client: b.client, creds: &credsLookup{err: errors.New("vault: permission denied")}, secrets: &redact.Secrets{}, made: map[string]bool{}}
-		if err := s.supply(ctx, pr, []*v1.TaskRun{withPull(tr)}); err != nil {
+		s := newTaskVarsSupplier(b.client, &credsLookup{err: errors.New("vault: permission denied")})
+		if err := s.Observe(ctx, pr, []*v1.TaskRun{withPull(tr)}, &redact.Secrets{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, runspec.TaskVarsSecret(pr.Name, "resolve-t"), metav1.GetOptions{})
@@ -254,7 +255,7 @@ func TestTaskVarsImagePull(t *testing.T) {
 		if e := string(got.Data[runspec.TaskVarsErrorKey]); !strings.Contains(e, "vault: permission denied") {
 			t.Errorf("the task's error %q", e)
 		}
-		if _, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, pr.Name+translate.ImagePullSecretSuffix, metav1.GetOptions{}); err == nil {
+		if _, err := b.client.target.Kube.CoreV1().Secrets("ci").Get(ctx, pr.Name+runspec.ImagePullSecretSuffix, metav1.GetOptions{}); err == nil {
 			t.Error("a Secret of image pull credentials was made")
 		}
 	})

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	tektoninformers "github.com/tektoncd/pipeline/pkg/client/informers/externalversions"
 	tektonlisters "github.com/tektoncd/pipeline/pkg/client/listers/pipeline/v1"
@@ -21,8 +22,8 @@ import (
 
 // Labels Tekton puts on the TaskRuns and pods of a PipelineRun.
 const (
-	labelPipelineRun  = "tekton.dev/pipelineRun"
-	labelPipelineTask = "tekton.dev/pipelineTask"
+	labelPipelineRun  = pipeline.PipelineRunLabelKey
+	labelPipelineTask = pipeline.PipelineTaskLabelKey
 )
 
 // indexPipelineRun indexes TaskRuns and pods by "<namespace>/<PipelineRun>".

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -263,6 +264,8 @@ func (c *compiler) successOf(h *handle) *cond {
 
 type compiler struct {
 	opts Options
+	// encoded is finish's buffer for the specs' JSON.
+	encoded []byte
 	// imagePlans are the public plans of the fetches of task images that steps of the
 	// build do, by the plan ID of the fetch's first step (runspec.Spec.ImagePlans).
 	imagePlans map[concourse.PlanID][]json.RawMessage
@@ -570,8 +573,8 @@ const buildNamePlaceholder = "concourse-tekton:build-name"
 func (c *compiler) finish(tasks []v1.PipelineTask) {
 	for i := range tasks {
 		name, spec := tasks[i].Name, c.specs[tasks[i].Name]
-		encoded, err := spec.Encode()
-		if err != nil && c.err == nil {
+		var err error
+		if c.encoded, err = spec.AppendJSON(c.encoded[:0]); err != nil && c.err == nil {
 			c.err = err
 		}
 		variant := c.variants[name]
@@ -579,7 +582,7 @@ func (c *compiler) finish(tasks []v1.PipelineTask) {
 		// build's names (a job named with one), which nothing interpolates.
 		var refs []vars.Reference
 		if spec.Mode != runspec.ModeJoin && spec.Mode != runspec.ModeVerdict {
-			refs = refsIn(encoded, stringRefs)
+			refs = refsIn(c.encoded, stringRefs)
 		}
 		if c.opts.SuppliedCredentials {
 			if variant.credentials = c.suppliedKeys(refs); len(variant.credentials) > 0 {
@@ -591,29 +594,50 @@ func (c *compiler) finish(tasks []v1.PipelineTask) {
 		}
 		c.variants[name] = variant
 		tasks[i].TaskRef = &v1.TaskRef{Name: c.stepTask(variant)}
-		tasks[i].Params = append(tasks[i].Params, v1.Param{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(c.param(name, encoded))})
+		tasks[i].Params = append(tasks[i].Params, v1.Param{Name: runspec.ParamSpec, Value: *v1.NewStructuredValues(c.param(name, c.encoded))})
 		if name == c.fused {
-			verdict, err := c.fusedSpec.Encode()
-			if err != nil && c.err == nil {
+			if c.encoded, err = c.fusedSpec.AppendJSON(c.encoded[:0]); err != nil && c.err == nil {
 				c.err = err
 			}
-			tasks[i].Params = append(tasks[i].Params, v1.Param{Name: runspec.ParamVerdictSpec, Value: *v1.NewStructuredValues(c.param(name, verdict))})
+			tasks[i].Params = append(tasks[i].Params, v1.Param{Name: runspec.ParamVerdictSpec, Value: *v1.NewStructuredValues(c.param(name, c.encoded))})
 		}
 	}
 }
 
-// param is the encoded spec of the task name as its param.
-func (c *compiler) param(name, encoded string) string {
-	// Tekton reads $(...) in a param as a variable and rejects the ones it does not
-	// know, such as a script's $(pwd). In JSON strings, \u0028 is '(' to the runner.
-	encoded = strings.ReplaceAll(encoded, "$(", `$\u0028`)
+// param is the encoded spec of the task name as its param, made in one copy of it.
+func (c *compiler) param(name string, encoded []byte) string {
 	// But the build's name is the run's param: the one $( Tekton is to replace. (A
 	// user's string cannot hold this unescaped quote-brace sequence.)
 	const field = `"build":{"name":"`
-	if !strings.Contains(encoded, field+buildNamePlaceholder+`"`) && c.err == nil {
+	placeholder := field + buildNamePlaceholder + `"`
+	at := bytes.Index(encoded, []byte(placeholder))
+	if at < 0 && c.err == nil {
 		c.err = fmt.Errorf("internal error: the spec of %s has no build name to give", name)
 	}
-	return strings.Replace(encoded, field+buildNamePlaceholder+`"`, field+"$(params."+runspec.ParamBuildName+`)"`, 1)
+	// Tekton reads $(...) in a param as a variable and rejects the ones it does not
+	// know, such as a script's $(pwd). In JSON strings, \u0028 is '(' to the runner.
+	var b strings.Builder
+	b.Grow(len(encoded) + len("$(params."+runspec.ParamBuildName+")") + 5*bytes.Count(encoded, []byte("$(")))
+	escaped := func(s []byte) {
+		for {
+			i := bytes.Index(s, []byte("$("))
+			if i < 0 {
+				b.Write(s)
+				return
+			}
+			b.Write(s[:i])
+			b.WriteString(`$\u0028`)
+			s = s[i+2:]
+		}
+	}
+	if at < 0 {
+		escaped(encoded)
+		return b.String()
+	}
+	escaped(encoded[:at])
+	b.WriteString(field + "$(params." + runspec.ParamBuildName + `)"`)
+	escaped(encoded[at+len(placeholder):])
+	return b.String()
 }
 
 func (c *compiler) nodeSelector(task string, tags concourse.Tags) {

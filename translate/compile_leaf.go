@@ -100,6 +100,31 @@ func pulledImage(ti concourse.TypeImage) *runspec.PulledImage {
 	return p
 }
 
+// PulledTaskImage is the fetch of a task's image_resource that the node pulls (a registry
+// image), as Concourse plans it when the task runs (planner.FetchImagePlan): the IDs of
+// its check (none when its version is pinned) and get, its pinned version, and the public
+// plans its image-check and image-get events carry. The compiler records it in the task's
+// spec; the mapper makes it of the config a task's resolve step read from a file, the
+// one config the compiler cannot know.
+func PulledTaskImage(taskID concourse.PlanID, image concourse.ImageResource, types []concourse.ResourceType, tags concourse.Tags, skipInterval bool) (*runspec.PulledImage, error) {
+	get, check := planner.FetchImagePlan(taskID, image, types, tags, skipInterval)
+	p := &runspec.PulledImage{Name: get.Get.Name, GetID: string(get.ID)}
+	if get.Get.Version != nil {
+		p.Version = *get.Get.Version
+	}
+	var err error
+	if check != nil {
+		p.CheckID = string(check.ID)
+		if p.CheckPlan, err = event.Public(*check); err != nil {
+			return nil, err
+		}
+	}
+	if p.GetPlan, err = event.Public(get); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // baseTypeNotFound is Concourse's error for a step of a base type no worker has.
 func baseTypeNotFound(typ string) string {
 	return "base resource type not found: " + typ
@@ -383,7 +408,7 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 	}
 	if cfg == nil || image == "" && imageNeedsVars(cfg) {
 		resolveSpec := c.spec(runspec.ModeResolve, p.ID+"/resolve", t.Name, sc)
-		resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: spec.Task.Config, Vars: t.Vars, MockImage: c.opts.ResourceImages["mock"], ImageArtifact: image != ""}
+		resolveSpec.Resolve = &runspec.Resolve{TaskPlanID: string(p.ID), File: t.ConfigPath, Config: spec.Task.Config, Vars: t.Vars, MockImage: c.opts.ResourceImages["mock"], DefaultImage: c.opts.DefaultTaskImage, ImageArtifact: image != ""}
 		if cfg == nil {
 			spec.Task.File = t.ConfigPath
 			variant.limits = mergeLimits(nil, t.Limits)
@@ -410,6 +435,16 @@ func (c *compiler) task(p *concourse.Plan, e cond, sc scope) *handle {
 			return stub(p.ID, runspec.KindLeaf, t.Name, e)
 		}
 		before, image, spec.MirroredImage = append(before, fetch...), img, mirrored
+	}
+	if cfg != nil && cfg.ImageResource != nil && !spec.Task.ImageArtifact && runspec.RegistryImageType(cfg.ImageResource.Type) {
+		ir := cfg.ImageResource
+		// The node pulls it: the task's events show its fetch as Concourse plans it.
+		pulled, err := PulledTaskImage(p.ID, *ir, t.ResourceTypes, t.Tags, t.CheckSkipInterval)
+		if err != nil {
+			c.fail(p, t.Name, "planning the fetch of its image: %v", err)
+			return stub(p.ID, runspec.KindLeaf, t.Name, e)
+		}
+		spec.PulledImage = pulled
 	}
 	task := c.leaf(spec, image, variant, t.Tags, c.after(before, e))
 	id := string(p.ID) + "/image"
@@ -472,7 +507,7 @@ func imageNeedsVars(cfg *concourse.TaskConfig) bool {
 }
 
 // taskImage is the image of a task whose config is known: its image_resource or its
-// rootfs_uri. An image_resource of another type than registry-image is fetched when the
+// rootfs_uri, else the default task image. An image_resource of another type than registry-image is fetched when the
 // build runs, as Concourse fetches it: the steps returned run first, entered with e.
 // The mock resource fetching itself is the mock's own image, which the task's runner
 // fetches first for its metadata (the runspec.MirroredImage returned).
@@ -526,7 +561,11 @@ func (c *compiler) taskImage(p *concourse.Plan, step string, cfg *concourse.Task
 		c.fail(p, step, "rootfs_uri %q is not a docker:/// image", cfg.RootfsURI)
 		return "", nil, nil, false
 	}
-	c.fail(p, step, "the task has no image: give its config an image_resource or a rootfs_uri")
+	if img := c.opts.DefaultTaskImage; img != "" {
+		// Concourse's worker runs it in its default root file system.
+		return img, nil, nil, true
+	}
+	c.fail(p, step, "the task has no image: give its config an image_resource or a rootfs_uri, the step an image, or the build a default task image (--default-task-image; the web node's --tekton-default-task-image)")
 	return "", nil, nil, false
 }
 

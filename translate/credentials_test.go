@@ -313,7 +313,7 @@ jobs:
 		pulling := map[string]bool{}
 		for _, rs := range r.PipelineRun.Spec.TaskRunSpecs {
 			if rs.PodTemplate != nil && len(rs.PodTemplate.ImagePullSecrets) > 0 {
-				want := r.PipelineRun.Name + translate.ImagePullSecretSuffix
+				want := r.PipelineRun.Name + runspec.ImagePullSecretSuffix
 				if got := rs.PodTemplate.ImagePullSecrets; len(got) != 1 || got[0].Name != want {
 					t.Errorf("%s pulls with %v, want %s", rs.PipelineTaskName, got, want)
 				}

@@ -167,10 +167,7 @@ func (e *emitter) scalar(v any, indent int) error {
 	case float64:
 		e.buf = appendFloat(e.buf, x)
 	case string:
-		if strings.IndexByte(x, '\n') >= 0 {
-			return e.literal(x, indent)
-		}
-		return e.line(x)
+		return e.text(x, isASCIIText(x), indent)
 	default:
 		return errUnplaced
 	}
@@ -190,12 +187,28 @@ func appendFloat(b []byte, f float64) []byte {
 	return strconv.AppendFloat(b, f, 'g', -1, 64)
 }
 
+// text writes a string scalar; ascii says whether isASCIIText(s).
+func (e *emitter) text(s string, ascii bool, indent int) error {
+	if strings.IndexByte(s, '\n') >= 0 {
+		if !ascii {
+			return errUnplaced
+		}
+		return e.literal(s, indent)
+	}
+	return e.lineOf(s, ascii)
+}
+
 // line writes a string with no line break: plain when yaml.v3 would, else single-quoted
 // when it may be; anything else (numbers, booleans and nulls as strings, characters
 // outside printable ASCII) as yaml.v3 writes the string alone, which for a single line
 // does not depend on where it stands.
 func (e *emitter) line(s string) error {
-	if !isASCIIText(s) || s == "" {
+	return e.lineOf(s, isASCIIText(s))
+}
+
+// lineOf is line, ascii saying whether isASCIIText(s).
+func (e *emitter) lineOf(s string, ascii bool) error {
+	if !ascii || s == "" {
 		return e.byYAML(s)
 	}
 	switch resolveHint(s[0]) {
@@ -257,12 +270,9 @@ func word(s string) bool {
 	return true
 }
 
-// literal writes a multi-line string as a literal block scalar, as yaml.v3 does when it
-// may; its lines go at column indent+2.
+// literal writes a multi-line string of printable ASCII as a literal block scalar, as
+// yaml.v3 does when it may; its lines go at column indent+2.
 func (e *emitter) literal(s string, indent int) error {
-	if !isASCIIText(s) {
-		return errUnplaced
-	}
 	a := analyse(s)
 	if !a.block {
 		// Double-quoted on one line, whatever the context.
@@ -315,8 +325,30 @@ func (e *emitter) byYAML(s string) error {
 	return nil
 }
 
-// isASCIIText says s holds printable ASCII and line feeds alone.
+// isASCIIText says s holds printable ASCII and line feeds alone. It looks at eight bytes
+// at a time: the spec of every step, a long line of JSON, goes through it.
 func isASCIIText(s string) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		_ = s[i+7]
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		// No byte of 0x80 or more, none under 0x20 (a line feed is, and is looked at
+		// byte by byte below), none 0x7f: (y-ones)&^y&highs is nonzero where a byte of
+		// y is zero.
+		below := (x - 0x20*ones) &^ x & highs
+		del := x ^ 0x7f*ones
+		if x&highs != 0 || below != 0 || (del-ones)&^del&highs != 0 {
+			if !asciiBytes(s[i : i+8]) {
+				return false
+			}
+		}
+	}
+	return asciiBytes(s[i:])
+}
+
+func asciiBytes(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < 0x20 && c != '\n') || c >= 0x7f {
 			return false

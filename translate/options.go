@@ -55,6 +55,11 @@ type Options struct {
 
 	// RunnerImage is the step runner's image.
 	RunnerImage string
+	// DefaultTaskImage is the image of a task that names none (its config has no
+	// image_resource and no rootfs_uri, its step no image), as Concourse runs such a task
+	// in its worker's default root file system. Empty: such a task cannot be compiled, and
+	// one whose config is read when the build runs errors.
+	DefaultTaskImage string
 	// ResourceImages maps base resource types to images; it is laid over DefaultResourceImages.
 	ResourceImages map[string]string
 	// TaskFiles are task configs known at convert time, by the `artifact/path` a task's

@@ -34,10 +34,6 @@ type ImagePull struct {
 // kubelet gives them to every image of Docker Hub, whatever its repository.
 const DockerHubRegistry = "https://index.docker.io/v1/"
 
-// ImagePullSecretSuffix ends the name of a build's Secret of image pull credentials,
-// after its PipelineRun's name.
-const ImagePullSecretSuffix = "-image-pull"
-
 // registryImage is imageFromResource, noting the credentials the image's source gives for
 // its registry: the pods that run the image pull it with them (imagePulls).
 func (c *compiler) registryImage(typ string, source concourse.Source, version concourse.Version) (string, string) {

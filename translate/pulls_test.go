@@ -178,7 +178,7 @@ run: {path: "true"}
 	}
 	named := 0
 	for _, spec := range r.PipelineRun.Spec.TaskRunSpecs {
-		if spec.PodTemplate != nil && len(spec.PodTemplate.ImagePullSecrets) == 1 && spec.PodTemplate.ImagePullSecrets[0].Name == r.PipelineRun.Name+translate.ImagePullSecretSuffix {
+		if spec.PodTemplate != nil && len(spec.PodTemplate.ImagePullSecrets) == 1 && spec.PodTemplate.ImagePullSecrets[0].Name == r.PipelineRun.Name+runspec.ImagePullSecretSuffix {
 			named++
 		}
 	}

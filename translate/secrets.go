@@ -50,12 +50,12 @@ type Credential struct {
 // the local ones, from each string of the JSON, in no particular order. memo, when not
 // nil, keeps each string's references: the steps of a pipeline's jobs repeat the same
 // sources and params (a get of a resource, a put to it and the put's get).
-func refsIn(encoded string, memo *processMemo[string, []vars.Reference]) []vars.Reference {
-	if !strings.Contains(encoded, "((") {
+func refsIn(encoded []byte, memo *processMemo[string, []vars.Reference]) []vars.Reference {
+	if !bytes.Contains(encoded, []byte("((")) {
 		return nil
 	}
 	var refs []vars.Reference
-	stringsWith([]byte(encoded), "((", func(s string) {
+	stringsWith(encoded, "((", func(s string) {
 		found, ok := memo.get(s)
 		if !ok {
 			found = refsOf(s)

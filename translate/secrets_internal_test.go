@@ -104,7 +104,7 @@ func TestRefsInCorpus(t *testing.T) {
 							}
 						}
 					})
-					got, gotMemo := refStrings(refsIn(encoded, nil)), refStrings(refsIn(encoded, memo))
+					got, gotMemo := refStrings(refsIn([]byte(encoded), nil)), refStrings(refsIn([]byte(encoded), memo))
 					slices.Sort(want)
 					if !slices.Equal(got, want) || !slices.Equal(gotMemo, want) {
 						t.Errorf("%s: %s: references %q (with the memo %q), want %q", filepath.Base(file), pt.Name, got, gotMemo, want)

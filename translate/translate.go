@@ -11,7 +11,9 @@ import (
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfield "k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -39,7 +41,7 @@ type Result struct {
 	// ImagePulls are the credentials of the registries of the images its pods pull with
 	// some (a registry image's source with a username or password), one per registry.
 	// ImagePullSecret is then the build's Secret (kubernetes.io/dockerconfigjson) of them,
-	// without its data, named after the PipelineRun with ImagePullSecretSuffix, which
+	// without its data, named after the PipelineRun with runspec.ImagePullSecretSuffix, which
 	// those pods name as their imagePullSecrets: the starter resolves their ((vars)) (in
 	// Credentials with the others), fills in its Docker config, creates it before the
 	// PipelineRun, and gives it to the PipelineRun to own. With supplied credentials, the
@@ -112,7 +114,7 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 	}
 	c.finish(c.tasks)
 	c.finish(finally)
-	pulls, pullsNamed := c.imagePulls(c.runName()+ImagePullSecretSuffix, c.tasks, finally)
+	pulls, pullsNamed := c.imagePulls(c.runName()+runspec.ImagePullSecretSuffix, c.tasks, finally)
 	if c.err != nil {
 		return nil, c.err
 	}
@@ -260,9 +262,13 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 			Type:       corev1.SecretTypeOpaque,
 		}
 	}
+	// The run's carry the most (the Secrets' are a part of them).
+	if err := annotationsFit(pipeline.Annotations, run.Annotations); err != nil {
+		return nil, err
+	}
 	var pullSecret *corev1.Secret
 	if pullsNamed {
-		pullSecret = imagePullSecret(run.Name+ImagePullSecretSuffix, runLabels, withEntry(annotations, runspec.LabelBuild, opts.Build))
+		pullSecret = imagePullSecret(run.Name+runspec.ImagePullSecretSuffix, runLabels, withEntry(annotations, runspec.LabelBuild, opts.Build))
 	}
 	return &Result{
 		Tasks:            sortedTasks(c.taskDefs),
@@ -278,6 +284,23 @@ func Translate(plan concourse.Plan, opts Options) (*Result, error) {
 		ArtifactOutputs:  c.artifactOutputs,
 		Warnings:         c.warnings,
 	}, nil
+}
+
+// annotationsFit refuses a build whose objects' annotations the API server would refuse
+// (Kubernetes' own check: 256 KiB in all): they carry the team's, the pipeline's and the
+// job's names twice, and the instance vars, which no limit of their own bounds.
+func annotationsFit(annotations ...map[string]string) error {
+	for _, a := range annotations {
+		if errs := apivalidation.ValidateAnnotations(a, k8sfield.NewPath("metadata", "annotations")); len(errs) > 0 {
+			size := 0
+			for k, v := range a {
+				size += len(k) + len(v)
+			}
+			return fmt.Errorf("the build's objects would have %d KiB of annotations, over Kubernetes' limit of %d KiB for an object's: shorten the team's, the pipeline's or the job's name, or the instance vars",
+				(size+1023)>>10, apivalidation.TotalAnnotationSizeLimitB>>10)
+		}
+	}
+	return nil
 }
 
 // privilegedInHost gives the privileged steps the host's user namespace back when the

@@ -109,7 +109,7 @@ func TestTaskImageOfACustomMockType(t *testing.T) {
 	opts := translate.Options{ResourceImages: map[string]string{"mock": "example.com/mock:v1"}}
 	job := func(typ, source string) string {
 		return types + "jobs:\n- name: test\n  plan:\n  - task: t\n    config:\n      platform: linux\n" +
-			"      image_resource: {type: " + typ + ", source: " + source + "}\n      run: {path: true}\n"
+			"      image_resource: {type: " + typ + ", source: " + source + "}\n      run: {path: \"true\"}\n"
 	}
 	_, r, err := translateJob(t, job("custom-resource-type", "{mirror_self: true}"), opts)
 	if err != nil {

@@ -25,7 +25,10 @@ import (
 // and writes that value's tree, so the document is always theirs. It returns
 // errUnplaced where the emitter would.
 func writeObject(e *emitter, obj any) error {
-	w := walker{e: e}
+	w := walkers.Get().(*walker)
+	defer walkers.Put(w)
+	w.e = e
+	defer func() { w.e = nil }()
 	if _, err := w.write(reflect.ValueOf(obj), atRoot, 0); err != nil {
 		return err
 	}
@@ -33,9 +36,17 @@ func writeObject(e *emitter, obj any) error {
 	return nil
 }
 
+// walkers keep their buffers from one object to the next.
+var walkers = sync.Pool{New: func() any { return new(walker) }}
+
 // walker writes Go values through an emitter.
 type walker struct {
 	e *emitter
+	// free are members done with, for the next mapping: a mapping's members, passed to
+	// the function that writes them, would each be allocated anew.
+	free []*members
+	// keys is stringMap's buffer.
+	keys []string
 }
 
 // place is where a value is written: as a document, after a mapping's "key:" (the key
@@ -137,6 +148,9 @@ func (w *walker) write(v reflect.Value, at place, indent int) (wrote, error) {
 		if v.IsNil() {
 			return w.write(reflect.Value{}, at, indent)
 		}
+		if t == stringMapType {
+			return w.stringMap(v.Interface().(map[string]string), at, indent)
+		}
 		keys := v.MapKeys()
 		slices.SortFunc(keys, func(a, b reflect.Value) int { return keyCompare(validUTF8(a.String()), validUTF8(b.String())) })
 		return w.object(at, indent, func(m *members) error {
@@ -205,7 +219,11 @@ func (w *walker) nested(at place, indent int) int {
 
 func (w *walker) str(s string, at place, indent int) (wrote, error) {
 	w.leaf(at)
-	return wroteOther, w.e.scalar(validUTF8(s), indent)
+	// Most strings are printable ASCII, and so valid UTF-8: one scan says both.
+	if ascii := isASCIIText(s); ascii {
+		return wroteOther, w.e.text(s, true, indent)
+	}
+	return wroteOther, w.e.text(validUTF8(s), false, indent)
 }
 
 // members writes the members of one mapping.
@@ -223,6 +241,38 @@ func (m *members) add(key string, v reflect.Value) error {
 		return err
 	}
 	return m.value(mark, key, v)
+}
+
+// addString writes the member key: s.
+func (m *members) addString(key, s string) error {
+	m.start()
+	if err := m.w.e.key(key); err != nil {
+		return err
+	}
+	m.w.e.buf = append(m.w.e.buf, ':')
+	m.n++
+	_, err := m.w.str(s, afterKey, m.indent)
+	return err
+}
+
+// stringMap writes a map of strings (labels, annotations, node selectors) as write writes
+// any map, without reflection: a value of one taken from a map is a copy on the heap.
+func (w *walker) stringMap(x map[string]string, at place, indent int) (wrote, error) {
+	keys := w.keys[:0]
+	for k := range x {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return keyCompare(validUTF8(a), validUTF8(b)) })
+	// The values are strings: nothing written below takes the buffer.
+	w.keys = keys
+	return w.object(at, indent, func(m *members) error {
+		for _, k := range keys {
+			if err := m.addString(validUTF8(k), x[k]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // addField writes a struct's field, its key as the emitter wrote it before.
@@ -265,11 +315,20 @@ func (m *members) value(mark int, key string, v reflect.Value) error {
 // object writes a mapping at its place, its members by each, or "{}" when it writes none.
 func (w *walker) object(at place, indent int, each func(*members) error) (wrote, error) {
 	mark := len(w.e.buf)
-	m := members{w: w, indent: w.nested(at, indent), inline: w.open(at)}
-	if err := each(&m); err != nil {
+	var m *members
+	if n := len(w.free); n > 0 {
+		m, w.free = w.free[n-1], w.free[:n-1]
+	} else {
+		m = new(members)
+	}
+	*m = members{w: w, indent: w.nested(at, indent), inline: w.open(at)}
+	err := each(m)
+	written := m.n
+	w.free = append(w.free, m)
+	if err != nil {
 		return wroteOther, err
 	}
-	if m.n > 0 {
+	if written > 0 {
 		return wroteOther, nil
 	}
 	w.e.buf = w.e.buf[:mark]
@@ -392,8 +451,9 @@ func mayEncode(t reflect.Type) bool {
 }
 
 var (
-	isZeroerType = reflect.TypeFor[interface{ IsZero() bool }]()
-	numberType   = reflect.TypeFor[json.Number]()
+	isZeroerType  = reflect.TypeFor[interface{ IsZero() bool }]()
+	numberType    = reflect.TypeFor[json.Number]()
+	stringMapType = reflect.TypeFor[map[string]string]()
 )
 
 // viaJSON is the tree of v as encoding/json writes it and parseJSON reads it.

@@ -80,6 +80,28 @@ func Build(files []File, cfg Config) (v1.Image, error) {
 	return img, nil
 }
 
+// WithLabels is img with labels added to its configuration's, a label of the same key
+// replaced: what describes it (org.opencontainers.image.version, .source, ...: the OCI
+// annotation keys, as image labels).
+func WithLabels(img v1.Image, labels map[string]string) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	cf = cf.DeepCopy()
+	if cf.Config.Labels == nil {
+		cf.Config.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		cf.Config.Labels[k] = v
+	}
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return nil, fmt.Errorf("setting config: %w", err)
+	}
+	return img, nil
+}
+
 // Layer returns an uncompressed-reproducible layer of files: entries sorted by path,
 // fixed timestamps, root ownership.
 func Layer(files []File) (v1.Layer, error) {

@@ -115,6 +115,28 @@ func TestBuildConfig(t *testing.T) {
 	}
 }
 
+func TestWithLabels(t *testing.T) {
+	img, err := WithLabels(mustBuild(t, sample, sampleConfig), map[string]string{"org.opencontainers.image.version": "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err = WithLabels(img, map[string]string{"org.opencontainers.image.version": "v2", "org.opencontainers.image.revision": "abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"org.opencontainers.image.version": "v2", "org.opencontainers.image.revision": "abc"}
+	if diff := cmp.Diff(want, cf.Config.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(sampleConfig.Entrypoint, cf.Config.Entrypoint); diff != "" {
+		t.Errorf("entrypoint (-want +got):\n%s", diff)
+	}
+}
+
 func TestBuildIsReproducible(t *testing.T) {
 	reversed := make([]File, len(sample))
 	for i, f := range sample {

@@ -131,19 +131,73 @@ func addEntry(tw *tar.Writer, root, name string) error {
 // Extract unpacks the tar stream r into dir, which it creates. Every name is resolved
 // inside dir (os.Root): a name with `..`, an absolute name, or a path through a symbolic
 // link that leads out of dir is an error, and nothing is written outside dir. Regular
-// files, directories, symbolic and hard links are made; other entries are skipped.
+// files, directories, symbolic and hard links are made; other entries are skipped. A
+// file, symbolic link or hard link already at an entry's name, in dir as it was or made
+// by an earlier entry, is replaced, never written through.
+//
+// A stream over defaultLimits (an entry of more than 64 GiB, which a sparse file of a
+// few bytes of stream may claim to be, more than 4,000,000 entries, or a name more than
+// 256 levels deep) is refused at the entry that goes over, before it is written.
 func Extract(r io.Reader, dir string) error {
-	return extract(r, dir, false)
+	return extract(r, dir, false, defaultLimits)
 }
 
 // ExtractOwned is Extract keeping, besides, what Write leaves out and a container's own
 // file system needs: each entry's owner (the caller must be allowed to give it), and the
 // setuid, setgid and sticky bits.
 func ExtractOwned(r io.Reader, dir string) error {
-	return extract(r, dir, true)
+	return extract(r, dir, true, defaultLimits)
 }
 
-func extract(r io.Reader, dir string, owned bool) error {
+// limits bound what a stream may make: the size of an entry, the number of entries, and
+// how many levels deep a name is.
+type limits struct {
+	entrySize int64
+	entries   int
+	depth     int
+}
+
+// defaultLimits are far above an artifact's (a repository of 100,000 files, an image's
+// tarball of a few GiB) and below what fills a disk or a file system's inodes by
+// surprise.
+var defaultLimits = limits{entrySize: 64 << 30, entries: 4_000_000, depth: 256}
+
+// check refuses the entry name of hdr, the n-th of its stream, when it goes over l.
+func (l limits) check(hdr *tar.Header, name string, n int) error {
+	if n > l.entries {
+		return fmt.Errorf("the archive has more than %d entries, the limit", l.entries)
+	}
+	if depth := strings.Count(name, "/") + 1; depth > l.depth {
+		return fmt.Errorf("the archive's entry %q is %d levels deep, over the limit of %d", short(name), depth, l.depth)
+	}
+	if hdr.Size > l.entrySize {
+		return fmt.Errorf("the archive's entry %q is %s, over the limit of %s for an entry", short(name), byteSize(hdr.Size), byteSize(l.entrySize))
+	}
+	return nil
+}
+
+// short is a name cut to a length an error can show.
+func short(name string) string {
+	if len(name) > 200 {
+		return name[:100] + "..." + name[len(name)-97:]
+	}
+	return name
+}
+
+// byteSize renders a size the way the limits are written: 64 GiB, 1 MiB, 1048577 bytes.
+func byteSize(n int64) string {
+	for _, u := range []struct {
+		shift uint
+		name  string
+	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}} {
+		if n >= 1<<u.shift && n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+func extract(r io.Reader, dir string, owned bool, lim limits) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -158,7 +212,7 @@ func extract(r io.Reader, dir string, owned bool) error {
 		t    time.Time
 	}
 	var dirs []dirTime
-	for {
+	for n := 1; ; n++ {
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			break
@@ -168,6 +222,9 @@ func extract(r io.Reader, dir string, owned bool) error {
 		}
 		name, err := entryName(hdr.Name)
 		if err != nil {
+			return err
+		}
+		if err := lim.check(hdr, name, n); err != nil {
 			return err
 		}
 		if name == "." {
@@ -246,11 +303,13 @@ func entryName(name string) (string, error) {
 }
 
 func writeFile(root *os.Root, name string, mode fs.FileMode, r io.Reader, chown func() error) error {
-	// A link or a file of the same name, from an earlier entry, is replaced, not written
-	// through.
-	if info, err := root.Lstat(name); err == nil && !info.Mode().IsRegular() {
+	// A link of the same name, in the directory or from an earlier entry, is replaced,
+	// not written through: a symbolic link, or a file with another name (a hard link,
+	// whose other name may be anywhere). A file of its own is written over, as a file
+	// mounted in a container must be.
+	if info, err := root.Lstat(name); err == nil && (!info.Mode().IsRegular() || linked(info)) {
 		if err := root.Remove(name); err != nil {
-			return err
+			return fmt.Errorf("replacing what is there: %w", err)
 		}
 	}
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode.Perm()|0o200)

@@ -184,22 +184,43 @@ func TestExtractStaysInside(t *testing.T) {
 	}
 }
 
+// A link at an entry's name, made by an earlier entry or in the directory unpacked into
+// (execute -o into a directory that is there), is replaced, not written through: the
+// file it leads to, or shares its content with, which may be anywhere, keeps it.
 func TestExtractReplacesALinkRatherThanWritingThroughIt(t *testing.T) {
-	parent := t.TempDir()
-	write(t, parent, map[string]string{"target": "keep"})
-	dst := filepath.Join(parent, "out")
-	data := archive(t,
-		&tar.Header{Name: "f", Typeflag: tar.TypeSymlink, Linkname: "../target"},
-		&tar.Header{Name: "f", Typeflag: tar.TypeReg},
-	)
-	if err := Extract(bytes.NewReader(data), dst); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name    string
+		entries []*tar.Header
+		there   func(target, f string) error // makes f, in the directory, before
+	}{
+		{name: "a symbolic link of the archive", entries: []*tar.Header{{Name: "f", Typeflag: tar.TypeSymlink, Linkname: "../target"}}},
+		{name: "a symbolic link in the directory", there: func(target, f string) error { return os.Symlink(target, f) }},
+		{name: "a hard link in the directory", there: os.Link},
 	}
-	if got, _ := os.ReadFile(filepath.Join(parent, "target")); string(got) != "keep" {
-		t.Errorf("the file outside was written through the link: %q", got)
-	}
-	if got, _ := os.ReadFile(filepath.Join(dst, "f")); string(got) != "pwned" {
-		t.Errorf("f = %q, want the archive's content", got)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			parent := t.TempDir()
+			write(t, parent, map[string]string{"target": "keep"})
+			dst := filepath.Join(parent, "out")
+			if err := os.Mkdir(dst, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tc.there != nil {
+				if err := tc.there(filepath.Join(parent, "target"), filepath.Join(dst, "f")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			data := archive(t, append(tc.entries, &tar.Header{Name: "f", Typeflag: tar.TypeReg})...)
+			if err := Extract(bytes.NewReader(data), dst); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := os.ReadFile(filepath.Join(parent, "target")); string(got) != "keep" {
+				t.Errorf("the file outside was written through the link: %q", got)
+			}
+			if got, _ := os.ReadFile(filepath.Join(dst, "f")); string(got) != "pwned" {
+				t.Errorf("f = %q, want the archive's content", got)
+			}
+		})
 	}
 }
 

@@ -22,6 +22,10 @@ func Dir(t testing.TB) string {
 	}
 	for dir := wd; ; dir = filepath.Dir(dir) {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			// A module nested in the project's (atc/) has the project's root above it.
+			for hasGoMod(filepath.Dir(dir)) {
+				dir = filepath.Dir(dir)
+			}
 			corpus := filepath.Join(dir, "..", "shared", "corpus")
 			if _, err := os.Stat(corpus); err != nil {
 				t.Skipf("the pipeline corpus is absent: expected it at %s (beside the project's root), or set CONCOURSE_TEKTON_CORPUS", corpus)
@@ -32,6 +36,11 @@ func Dir(t testing.TB) string {
 			t.Fatalf("no go.mod above %s", wd)
 		}
 	}
+}
+
+func hasGoMod(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "go.mod"))
+	return err == nil
 }
 
 // Pipelines returns the corpus's pipeline files (.yml and .yaml), sorted.

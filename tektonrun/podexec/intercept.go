@@ -1,4 +1,4 @@
-package tektonrun
+package podexec
 
 import (
 	"cmp"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // Container is a step of a build that can be intercepted: a leaf step (task, get, put,
@@ -48,10 +49,6 @@ type ContainerFilter struct {
 	Attempt         int
 }
 
-// LabelIntercept marks the pods made again from a finished step's for an intercept
-// session.
-const LabelIntercept = runspec.LabelPrefix + "intercept"
-
 // interceptable are the step kinds whose containers an operator may want to enter.
 var interceptable = map[runspec.Mode]bool{
 	runspec.ModeTask: true, runspec.ModeGet: true, runspec.ModePut: true, runspec.ModeCheck: true,
@@ -60,8 +57,8 @@ var interceptable = map[runspec.Mode]bool{
 
 // Containers lists the steps of the namespace's builds (or of one) that can be
 // intercepted, newest first.
-func (c *Client) Containers(ctx context.Context, f ContainerFilter) ([]Container, error) {
-	trs, byName, err := c.stepsAndPods(ctx, f.Run)
+func (pe *Pods) Containers(ctx context.Context, f ContainerFilter) ([]Container, error) {
+	trs, byName, err := pe.stepsAndPods(ctx, f.Run)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +68,7 @@ func (c *Client) Containers(ctx context.Context, f ContainerFilter) ([]Container
 		tr := &trs[i]
 		run := tr.Labels[labelPipelineRun]
 		if _, ok := attempts[run]; !ok && byName[tr.Status.PodName] != nil {
-			attempts[run] = c.attemptsOf(ctx, run)
+			attempts[run] = pe.attemptsOf(ctx, run)
 		}
 		ctr, ok := containerOf(tr, byName[tr.Status.PodName], attempts[run])
 		if !ok || f.Step != "" && ctr.Step != f.Step || f.Type != "" && ctr.Type != f.Type || f.Attempt != 0 && ctr.Attempt != f.Attempt {
@@ -87,8 +84,8 @@ func (c *Client) Containers(ctx context.Context, f ContainerFilter) ([]Container
 
 // ContainerHandles are the TaskRuns of the namespace's steps whose pods are there, by
 // name: what a worker reports as its containers. Cheaper than Containers: two lists.
-func (c *Client) ContainerHandles(ctx context.Context) ([]string, error) {
-	trs, byName, err := c.stepsAndPods(ctx, "")
+func (pe *Pods) ContainerHandles(ctx context.Context) ([]string, error) {
+	trs, byName, err := pe.stepsAndPods(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -104,13 +101,13 @@ func (c *Client) ContainerHandles(ctx context.Context) ([]string, error) {
 
 // stepsAndPods lists the TaskRuns of the namespace's builds (or of the build whose
 // PipelineRun is run), and their pods by name.
-func (c *Client) stepsAndPods(ctx context.Context, run string) ([]v1.TaskRun, map[string]*corev1.Pod, error) {
-	ns := c.target.Namespace
+func (pe *Pods) stepsAndPods(ctx context.Context, run string) ([]v1.TaskRun, map[string]*corev1.Pod, error) {
+	ns := pe.Namespace
 	sel := runspec.LabelManagedBy + "=" + runspec.ManagedBy
 	if run != "" {
 		sel += "," + labelPipelineRun + "=" + run
 	}
-	trs, err := c.target.Tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	trs, err := pe.Tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing steps: %w", err)
 	}
@@ -119,7 +116,7 @@ func (c *Client) stepsAndPods(ctx context.Context, run string) ([]v1.TaskRun, ma
 	if run != "" {
 		podSel = labelPipelineRun + "=" + run
 	}
-	pods, err := c.target.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: podSel})
+	pods, err := pe.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: podSel})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing pods: %w", err)
 	}
@@ -133,9 +130,9 @@ func (c *Client) stepsAndPods(ctx context.Context, run string) ([]v1.TaskRun, ma
 // ContainerOf is the step of a TaskRun, if it can be intercepted: an error that
 // apierrors.IsNotFound recognizes when there is no such TaskRun or it is no step's, or
 // has no pod.
-func (c *Client) ContainerOf(ctx context.Context, taskRun string) (Container, error) {
-	ns := c.target.Namespace
-	tr, err := c.target.Tekton.TektonV1().TaskRuns(ns).Get(ctx, taskRun, metav1.GetOptions{})
+func (pe *Pods) ContainerOf(ctx context.Context, taskRun string) (Container, error) {
+	ns := pe.Namespace
+	tr, err := pe.Tekton.TektonV1().TaskRuns(ns).Get(ctx, taskRun, metav1.GetOptions{})
 	if err != nil {
 		return Container{}, fmt.Errorf("step %s: %w", taskRun, err)
 	}
@@ -143,11 +140,11 @@ func (c *Client) ContainerOf(ctx context.Context, taskRun string) (Container, er
 	if tr.Labels[runspec.LabelManagedBy] != runspec.ManagedBy || tr.Status.PodName == "" {
 		return Container{}, fmt.Errorf("step %s: %w", taskRun, notFound)
 	}
-	pod, err := c.target.Kube.CoreV1().Pods(ns).Get(ctx, tr.Status.PodName, metav1.GetOptions{})
+	pod, err := pe.Kube.CoreV1().Pods(ns).Get(ctx, tr.Status.PodName, metav1.GetOptions{})
 	if err != nil {
 		return Container{}, fmt.Errorf("step %s: %w", taskRun, err)
 	}
-	ctr, ok := containerOf(tr, pod, c.attemptsOf(ctx, tr.Labels[labelPipelineRun]))
+	ctr, ok := containerOf(tr, pod, pe.attemptsOf(ctx, tr.Labels[labelPipelineRun]))
 	if !ok {
 		return Container{}, fmt.Errorf("step %s: %w", taskRun, notFound)
 	}
@@ -157,7 +154,7 @@ func (c *Client) ContainerOf(ctx context.Context, taskRun string) (Container, er
 // containerOf is the step a TaskRun runs in pod (nil: none), if it can be intercepted;
 // attempts maps its build's plan IDs to their attempts.
 func containerOf(tr *v1.TaskRun, pod *corev1.Pod, attempts map[string]int) (Container, bool) {
-	raw := specParam(tr.Spec.Params)
+	raw := buildevents.Param(tr.Spec.Params, runspec.ParamSpec)
 	spec, err := runspec.Decode(raw)
 	if err != nil || !interceptable[spec.Mode] || pod == nil || pod.Name != tr.Status.PodName {
 		return Container{}, false
@@ -170,25 +167,10 @@ func containerOf(tr *v1.TaskRun, pod *corev1.Pod, attempts map[string]int) (Cont
 	}, true
 }
 
-// specParam is the runner spec a TaskRun's params carry, as JSON.
-func specParam(params v1.Params) string {
-	return paramValue(params, runspec.ParamSpec)
-}
-
-// paramValue is the string value of the param name, "" when there is none.
-func paramValue(params v1.Params, name string) string {
-	for _, p := range params {
-		if p.Name == name {
-			return p.Value.StringVal
-		}
-	}
-	return ""
-}
-
 // attemptsOf maps the plan IDs of a build's leaves to their attempt, from the plan tree
 // its verdict holds; nil when it cannot be read.
-func (c *Client) attemptsOf(ctx context.Context, run string) map[string]int {
-	pr, err := c.target.Tekton.TektonV1().PipelineRuns(c.target.Namespace).Get(ctx, run, metav1.GetOptions{})
+func (pe *Pods) attemptsOf(ctx context.Context, run string) map[string]int {
+	pr, err := pe.Tekton.TektonV1().PipelineRuns(pe.Namespace).Get(ctx, run, metav1.GetOptions{})
 	if err != nil || pr.Status.PipelineSpec == nil {
 		return nil
 	}
@@ -196,7 +178,7 @@ func (c *Client) attemptsOf(ctx context.Context, run string) map[string]int {
 		if pt.Name != runspec.VerdictTask {
 			continue
 		}
-		spec, ok := decodeParams(pt.Params)
+		spec, ok := buildevents.ParamsSpec(pt.Params)
 		if !ok || spec.Verdict == nil {
 			return nil
 		}
@@ -267,8 +249,8 @@ func (e *ExecutableNotFoundError) Error() string { return e.Message }
 // for a step that has ended, in a pod made again from its own (same image, environment,
 // mounts and security; the build's volume as the step saw it, for as long as the build
 // keeps it) that is deleted when the session ends.
-func (c *Client) Intercept(ctx context.Context, ctr Container, o InterceptOptions) error {
-	s, err := c.StartIntercept(ctx, ctr, o)
+func (pe *Pods) Intercept(ctx context.Context, ctr Container, o InterceptOptions) error {
+	s, err := pe.StartIntercept(ctx, ctr, o)
 	if err != nil {
 		return err
 	}
@@ -296,11 +278,11 @@ func (s *Session) Stop() { s.stop() }
 // StartIntercept starts what Intercept runs and returns once the command has started,
 // or with an *ExecutableNotFoundError when the container has no such command (its
 // Command given; an empty one is bash, else sh, and always found).
-func (c *Client) StartIntercept(ctx context.Context, ctr Container, o InterceptOptions) (*Session, error) {
-	if c.stream == nil {
+func (pe *Pods) StartIntercept(ctx context.Context, ctr Container, o InterceptOptions) (*Session, error) {
+	if pe.Stream == nil {
 		return nil, errors.New("intercepting needs the target's REST config (pods/exec)")
 	}
-	if err := c.canExec(ctx, "intercepting a step"); err != nil {
+	if err := pe.canExec(ctx, "intercepting a step"); err != nil {
 		return nil, err
 	}
 	say := o.Progress
@@ -319,18 +301,18 @@ func (c *Client) StartIntercept(ctx context.Context, ctr Container, o InterceptO
 	if ctr.Running {
 		// Tekton starts a pod's step containers together, and each waits for the one
 		// before it: the step's own runs once the runner is installed.
-		if err := c.awaitPod(ctx, pod, runnerInstalled); err != nil {
+		if err := pe.awaitPod(ctx, pod, runnerInstalled); err != nil {
 			return nil, err
 		}
 	} else {
-		name, remove, err := c.remake(ctx, ctr, cmp.Or(o.Timeout, time.Hour), say)
+		name, remove, err := pe.remake(ctx, ctr, cmp.Or(o.Timeout, time.Hour), say)
 		if err != nil {
 			return nil, err
 		}
 		pod, cleanup = name, remove
 	}
 	if len(o.Command) > 0 {
-		if err := c.lookup(ctx, pod, command, o.Command); err != nil {
+		if err := pe.lookup(ctx, pod, command, o.Command); err != nil {
 			cleanup()
 			return nil, err
 		}
@@ -346,7 +328,7 @@ func (c *Client) StartIntercept(ctx context.Context, ctr Container, o InterceptO
 		defer close(s.done)
 		defer stop()
 		defer cleanup()
-		err := c.stream.Stream(streamCtx, c.target.Namespace, pod, runspec.StepContainer, command,
+		err := pe.Stream.Stream(streamCtx, pe.Namespace, pod, runspec.StepContainer, command,
 			remotecommand.StreamOptions{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY, TerminalSizeQueue: o.Sizes})
 		var exit interface{ ExitStatus() int }
 		if errors.As(err, &exit) {
@@ -366,12 +348,12 @@ func (c *Client) StartIntercept(ctx context.Context, ctr Container, o InterceptO
 }
 
 // lookup asks the runner, in the step's session, whether command is there to run.
-func (c *Client) lookup(ctx context.Context, pod string, session, command []string) error {
-	if c.exec == nil {
+func (pe *Pods) lookup(ctx context.Context, pod string, session, command []string) error {
+	if pe.Exec == nil {
 		return nil
 	}
 	args := append(append(slices.Clone(session), "--lookup", "--"), command...)
-	out, err := c.exec.Exec(ctx, c.target.Namespace, pod, runspec.StepContainer, args)
+	out, err := pe.Exec.Exec(ctx, pe.Namespace, pod, runspec.StepContainer, args)
 	var exit interface{ ExitStatus() int }
 	switch {
 	case err == nil:
@@ -396,14 +378,14 @@ func oneLine(s string) bool {
 }
 
 // remake starts a pod made again from a finished step's and waits until it runs.
-func (c *Client) remake(ctx context.Context, ctr Container, timeout time.Duration, say func(string)) (string, func(), error) {
-	ns := c.target.Namespace
-	pods := c.target.Kube.CoreV1().Pods(ns)
+func (pe *Pods) remake(ctx context.Context, ctr Container, timeout time.Duration, say func(string)) (string, func(), error) {
+	ns := pe.Namespace
+	pods := pe.Kube.CoreV1().Pods(ns)
 	orig, err := pods.Get(ctx, ctr.Pod, metav1.GetOptions{})
 	if err != nil {
 		return "", nil, fmt.Errorf("the pod of step %s: %w", ctr.Step, err)
 	}
-	pr, err := c.target.Tekton.TektonV1().PipelineRuns(ns).Get(ctx, ctr.Run, metav1.GetOptions{})
+	pr, err := pe.Tekton.TektonV1().PipelineRuns(ns).Get(ctx, ctr.Run, metav1.GetOptions{})
 	if err != nil {
 		return "", nil, fmt.Errorf("build %s: %w", ctr.Run, err)
 	}
@@ -422,7 +404,7 @@ func (c *Client) remake(ctx context.Context, ctr Container, timeout time.Duratio
 			say(fmt.Sprintf("deleting pod %s: %v", made.Name, err))
 		}
 	}
-	if err := c.awaitPod(ctx, made.Name, nil); err != nil {
+	if err := pe.awaitPod(ctx, made.Name, nil); err != nil {
 		cleanup()
 		return "", nil, err
 	}
@@ -440,7 +422,7 @@ func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*co
 		switch orig.Spec.Containers[i].Name {
 		case runspec.StepContainer:
 			step = &orig.Spec.Containers[i]
-		case installContainer:
+		case runspec.InstallContainer:
 			install = &orig.Spec.Containers[i]
 		}
 	}
@@ -464,7 +446,7 @@ func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*co
 		return nil, fmt.Errorf("pod %s mounts no %s", orig.Name, runspec.RunnerDir)
 	}
 	if install == nil && !slices.ContainsFunc(orig.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == runnerMount[0].Name && v.Image != nil }) {
-		return nil, fmt.Errorf("pod %s is not a step's: it has no %s container, and its %s is not the runner's image", orig.Name, installContainer, runspec.RunnerDir)
+		return nil, fmt.Errorf("pod %s is not a step's: it has no %s container, and its %s is not the runner's image", orig.Name, runspec.InstallContainer, runspec.RunnerDir)
 	}
 	deadline := int64((timeout + time.Minute) / time.Second)
 	noToken := false
@@ -486,7 +468,7 @@ func remadePod(orig *corev1.Pod, pr *v1.PipelineRun, timeout time.Duration) (*co
 			Labels: map[string]string{
 				runspec.LabelManagedBy: runspec.ManagedBy,
 				runspec.LabelBuild:     orig.Labels[runspec.LabelBuild],
-				LabelIntercept:         "true",
+				runspec.LabelIntercept: "true",
 			},
 			// The step's environment reads the build's context from it.
 			Annotations:     map[string]string{runspec.AnnotationBuildContext: orig.Annotations[runspec.AnnotationBuildContext]},
@@ -551,11 +533,11 @@ func withoutAssistant(a *corev1.Affinity) *corev1.Affinity {
 // runnerInstalled says whether a running step's pod has installed the runner: at once
 // when its runner comes from the runner's image as a volume (no step installs it).
 func runnerInstalled(p *corev1.Pod) (bool, error) {
-	if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == installContainer }) {
+	if !slices.ContainsFunc(p.Spec.Containers, func(c corev1.Container) bool { return c.Name == runspec.InstallContainer }) {
 		return true, nil
 	}
 	for _, s := range p.Status.ContainerStatuses {
-		if t := s.State.Terminated; s.Name == installContainer && t != nil {
+		if t := s.State.Terminated; s.Name == runspec.InstallContainer && t != nil {
 			if t.ExitCode != 0 {
 				return false, fmt.Errorf("pod %s could not install the runner: %s %s", p.Name, t.Reason, t.Message)
 			}

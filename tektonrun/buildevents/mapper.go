@@ -1,7 +1,8 @@
-package tektonrun
+package buildevents
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,9 +15,9 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
-	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // Observation is what the cluster says of one build, fetched before mapping: the
@@ -39,12 +40,6 @@ type StepObservation struct {
 	Log []LogLine
 	// LogDone says Log is the whole log: read to its end after the container ended.
 	LogDone bool
-}
-
-// LogLine is one line of a container's log (with its newline, if it had one).
-type LogLine struct {
-	Time time.Time
-	Text string
 }
 
 // Map computes the build's events that after does not cover, in Concourse's order: each
@@ -72,11 +67,19 @@ type mapper struct {
 }
 
 func (m *mapper) emit(k Key, e event.Event) {
-	if m.after.Covers(k) {
+	m.add(Event{Key: k, Event: e})
+}
+
+// emitPipeline is emit of a set_pipeline step's pipeline, in place of an event.
+func (m *mapper) emitPipeline(k Key, p *PipelineToSet) {
+	m.add(Event{Key: k, Pipeline: p})
+}
+
+func (m *mapper) add(ev Event) {
+	if m.after.Covers(ev.Key) {
 		return
 	}
-	ev := Event{Key: k, Event: e}
-	if o := m.obs.Steps[k.Step]; o != nil && o.TaskRun != nil && k.Step != "" {
+	if o := m.obs.Steps[ev.Key.Step]; o != nil && o.TaskRun != nil && ev.Key.Step != "" {
 		ev.TaskRun = o.TaskRun.Name
 	}
 	m.events = append(m.events, ev)
@@ -92,7 +95,7 @@ func (m *mapper) run() ([]Event, bool) {
 	if spec == nil {
 		return m.events, false
 	}
-	runDone := isDone(run.Status.GetCondition(apis.ConditionSucceeded))
+	runDone := Done(run.Status.GetCondition(apis.ConditionSucceeded))
 	m.skipped = map[string]bool{}
 	for _, s := range run.Status.SkippedTasks {
 		m.skipped[s.Name] = true
@@ -221,13 +224,13 @@ func buildAborted(run *v1.PipelineRun) bool {
 // step maps one TaskRun, and tells whether the step has ended and is the verdict.
 func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	tr := o.TaskRun
-	trDone := isDone(tr.Status.GetCondition(apis.ConditionSucceeded))
-	spec, ok := decodeSpec(tr)
+	trDone := Done(tr.Status.GetCondition(apis.ConditionSucceeded))
+	spec, ok := StepSpec(tr)
 	if !ok {
 		// Not a step of ours (someone edited the Pipeline): nothing to say.
 		return trDone, false
 	}
-	outcome, _ := runspec.ParseOutcome(result(tr, runspec.ResultOutcome))
+	outcome, _ := runspec.ParseOutcome(Result(tr, runspec.ResultOutcome))
 	switch {
 	case spec.Mode == runspec.ModeJoin || spec.Mode == runspec.ModeVerdict:
 		return trDone, spec.Mode == runspec.ModeVerdict
@@ -254,7 +257,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	troubled := trDone && outcome == ""
 	// A task that errored with no exit status never ran its process: Concourse stops it
 	// between initializing and selecting a worker (missing inputs, an unknown user).
-	processless := trDone && spec.Mode == runspec.ModeTask && outcome == runspec.Errored && result(tr, runspec.ResultExitStatus) == ""
+	processless := trDone && spec.Mode == runspec.ModeTask && outcome == runspec.Errored && Result(tr, runspec.ResultExitStatus) == ""
 	announces := runspec.AnnouncesStart(spec)
 	mark := startMark(announces, o.Log)
 	if !trDone && started && len(o.Log) == 0 {
@@ -276,7 +279,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		return false, false
 	}
 	if !started && !trDone {
-		if o.Pod != nil && unschedulable(o.Pod) {
+		if o.Pod != nil && Unschedulable(o.Pod) {
 			// Concourse initializes a step before it looks for a worker to run it on.
 			m.waitingHead(name, spec, origin, tr)
 			m.emit(Key{Step: name, Part: PartWait}, event.WaitingForWorker{Time: unix(o.Pod.CreationTimestamp.Time), Origin: origin})
@@ -287,7 +290,11 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	case spec.Mode == runspec.ModeAcross && (started || troubled):
 		m.emit(Key{Step: name, Part: PartHead}, event.Initialize{Origin: origin, Time: startTime(tr)})
 	case !internal(spec.Mode) && (started || troubled) && !m.after.pastHead(name):
-		cfg := m.taskConfig(spec, tr)
+		cfg, err := m.taskConfig(spec, tr)
+		if err != nil {
+			m.emit(Key{Step: name, Part: PartHead}, unreadable(origin, startTime(tr), "the task's config", err))
+			break
+		}
 		fetch := imageFetchOf{digest: imageDigest(tr, o.Pod)}
 		if started {
 			fetch.reused = m.fetchedBefore(name, imageKey(spec, cfg))
@@ -300,6 +307,7 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		source = event.OriginSourceStdout
 	}
 	logOrigin := event.Origin{ID: origin.ID, Source: source}
+	f, framed := stepFrame(spec.Mode, o, outcome, origin)
 	// The runner's start mark is not output: the step's log events are its other lines.
 	for n := m.after.next(name, PartLog); ; n++ {
 		i := n
@@ -311,19 +319,17 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 		}
 		l := o.Log[i]
 		k := Key{Step: name, Part: PartLog, N: n}
-		if f, ok := frames[spec.Mode]; ok && f.is(l.Text) {
+		if frameLike(spec.Mode, l.Text) {
 			if !trDone || !o.LogDone {
 				// Whether it is the step's frame shows once the step has ended.
 				return false, false
 			}
-			// Only the runner writes after the step's process or script ended, and a
-			// step that succeeded wrote nothing after its frame: a frame-like line
-			// anywhere else (an error message quoting a file, a script's output) is text.
-			if outcome == runspec.Succeeded && i == len(o.Log)-1 {
-				if e, ok := f.read(l, origin); ok {
-					m.emit(k, e)
-					continue
+			if i == len(o.Log)-1 && framed {
+				if f.pipeline != nil {
+					m.emitPipeline(k, f.pipeline)
 				}
+				// A check's versions are a result of the check's (VersionsFound).
+				continue
 			}
 		}
 		m.emit(k, event.Log{Time: unix(l.Time), Origin: logOrigin, Payload: l.Text})
@@ -333,20 +339,6 @@ func (m *mapper) step(name string, o *StepObservation) (bool, bool) {
 	}
 	m.end(name, spec, origin, tr, o.Pod, outcome)
 	return true, false
-}
-
-// frame reads the frame a step's runner writes as the last line of its log, to hand the
-// backend what its results cannot carry (see runspec's frame.go).
-type frame struct {
-	is   func(line string) bool
-	read func(l LogLine, origin event.Origin) (event.Event, bool)
-}
-
-// frames are the frames of the modes that write one: a set_pipeline step's pipeline, and
-// a check's versions when they are more than its results carry.
-var frames = map[runspec.Mode]frame{
-	runspec.ModeSetPipeline: {is: runspec.IsPipelineFrame, read: pipelineToSet},
-	runspec.ModeCheck:       {is: runspec.IsVersionsFrame, read: checkVersionsFrame},
 }
 
 // internal tells the modes of steps Concourse has no step for: a resolve step reads its
@@ -390,6 +382,7 @@ func imageAnnouncement(spec runspec.Spec, at int64) []event.Event {
 	for _, plan := range spec.ImagePlans {
 		var p struct{ ID string }
 		if err := json.Unmarshal(plan, &p); err != nil {
+			evs = append(evs, unreadable(event.Origin{ID: concourse.PlanID(spec.PlanID)}, at, "the plan of an image's fetch", err))
 			continue
 		}
 		if task, ok := strings.CutSuffix(p.ID, "/image-check"); ok {
@@ -431,7 +424,13 @@ func (m *mapper) waitingHead(name string, spec runspec.Spec, origin event.Origin
 		return
 	}
 	at := startTime(tr)
-	evs, n := headEvents(spec, origin, at, "", m.taskConfig(spec, tr)), 1
+	cfg, err := m.taskConfig(spec, tr)
+	if err != nil {
+		// In place of the head, as head shows it.
+		m.emit(Key{Step: name, Part: PartHead}, unreadable(origin, at, "the task's config", err))
+		return
+	}
+	evs, n := headEvents(spec, origin, at, "", cfg), 1
 	if spec.Mode == runspec.ModeGet && spec.PulledImage == nil {
 		n = 2
 	}
@@ -472,7 +471,7 @@ func (m *mapper) end(name string, spec runspec.Spec, origin event.Origin, tr *v1
 // endError is the message of the error a step ended with instead of its finish event,
 // if it did: a pod that broke, a message of the runner's, errored, interrupted.
 func endError(tr *v1.TaskRun, pod *corev1.Pod, outcome runspec.Outcome) (string, bool) {
-	failure := result(tr, runspec.ResultError)
+	failure := Result(tr, runspec.ResultError)
 	switch {
 	case outcome == "":
 		return diagnose(tr, pod).message, true
@@ -486,19 +485,37 @@ func endError(tr *v1.TaskRun, pod *corev1.Pod, outcome runspec.Outcome) (string,
 	return "", false
 }
 
+// unreadable is the error event a step shows in place of an event the mapper cannot make
+// from what the step's TaskRun or spec says (a runner or a compiler of another release):
+// what Concourse shows of a step that errored, an error event with the reason.
+func unreadable(origin event.Origin, at int64, what string, err error) event.Event {
+	return event.Error{Origin: origin, Time: at, Message: fmt.Sprintf("reading %s: %v", what, err)}
+}
+
 func finish(spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, outcome runspec.Outcome, at int64) event.Event {
 	ok := outcome == runspec.Succeeded
 	status := 0
 	if !ok {
 		status = 1
 	}
-	if s, err := strconv.Atoi(result(tr, runspec.ResultExitStatus)); err == nil {
+	if s, err := strconv.Atoi(Result(tr, runspec.ResultExitStatus)); err == nil {
 		status = s
 	}
 	var version concourse.Version
 	var metadata concourse.Metadata
-	_ = json.Unmarshal([]byte(result(tr, runspec.ResultVersion)), &version)
-	_ = json.Unmarshal([]byte(result(tr, runspec.ResultMetadata)), &metadata)
+	if spec.Mode == runspec.ModeGet || spec.Mode == runspec.ModePut {
+		for _, r := range []struct {
+			name string
+			into any
+		}{{runspec.ResultVersion, &version}, {runspec.ResultMetadata, &metadata}} {
+			// None: the step produced none (it failed before it had one).
+			if raw := Result(tr, r.name); raw != "" {
+				if err := json.Unmarshal([]byte(raw), r.into); err != nil {
+					return unreadable(origin, at, "the step's "+r.name, err)
+				}
+			}
+		}
+	}
 	switch spec.Mode {
 	case runspec.ModeTask:
 		return event.FinishTask{Time: at, ExitStatus: event.ExitStatus(status), Origin: origin}
@@ -512,35 +529,29 @@ func finish(spec runspec.Spec, origin event.Origin, tr *v1.TaskRun, outcome runs
 
 // imageFetch are the events of the image check and get Concourse runs for a task's
 // image_resource (concourse-semantics.md, 4.3), for a task whose registry image the
-// kubelet pulled: image-check and image-get carry the public sub-plans for the UI, then
-// the check's events and the get's (fetchEvents). An image of another type is the
+// kubelet pulled, as the compiler planned it (runspec.Spec.PulledImage): image-check and
+// image-get carry the public sub-plans for the UI, then the check's events and the get's
+// (fetchEvents). A task whose config is a file is planned here, as the compiler plans
+// the others, of the config its resolve step read. An image of another type is the
 // mock's mirror of itself, or fetched by steps of the build, which show their own events.
 func imageFetch(spec runspec.Spec, cfg concourse.TaskConfig, origin event.Origin, at int64, node string, fetch imageFetchOf) []event.Event {
 	ir := pulledImageResource(spec, cfg)
 	if ir == nil {
 		return nil
 	}
-	get, check := planner.FetchImagePlan(concourse.PlanID(spec.PlanID), *ir, nil, nil, false)
-	var evs []event.Event
-	pulled := runspec.PulledImage{Name: get.Get.Name, GetID: string(get.ID)}
-	if check != nil {
-		plan, err := event.Public(*check)
-		if err != nil {
-			return nil
+	p := spec.PulledImage
+	if p == nil {
+		var err error
+		if p, err = translate.PulledTaskImage(concourse.PlanID(spec.PlanID), *ir, nil, nil, false); err != nil {
+			return []event.Event{unreadable(origin, at, "the plan of the image's fetch", err)}
 		}
-		evs = append(evs, event.ImageCheck{Time: at, Origin: origin, Plan: plan})
-		pulled.CheckID = string(check.ID)
 	}
-	plan, err := event.Public(get)
-	if err != nil {
-		return nil
+	var evs []event.Event
+	if p.CheckPlan != nil {
+		evs = append(evs, event.ImageCheck{Time: at, Origin: origin, Plan: p.CheckPlan})
 	}
-	evs = append(evs, event.ImageGet{Time: at, Origin: origin, Plan: plan})
-	var pinned concourse.Version
-	if get.Get.Version != nil {
-		pinned = *get.Get.Version
-	}
-	return append(evs, fetchEvents(pulled, pinned, at, node, fetch)...)
+	evs = append(evs, event.ImageGet{Time: at, Origin: origin, Plan: p.GetPlan})
+	return append(evs, fetchEvents(*p, at, node, fetch)...)
 }
 
 // typeImageFetch are the events of the check and get of a resource step's custom type's
@@ -550,7 +561,7 @@ func typeImageFetch(p *runspec.PulledImage, at int64, node string, fetch imageFe
 	if p == nil {
 		return nil
 	}
-	return fetchEvents(*p, nil, at, node, fetch)
+	return fetchEvents(*p, at, node, fetch)
 }
 
 // imageFetchOf is what the mapper knows of a step's image's fetch: the digest the node
@@ -565,7 +576,7 @@ type imageFetchOf struct {
 // node pulled, or the pinned version. The pull has no log of Concourse's. A check whose
 // image a step before it in the build fetched is found done since the build started, as
 // Concourse's check step finds it: it only initializes and finishes.
-func fetchEvents(p runspec.PulledImage, pinned concourse.Version, at int64, node string, fetch imageFetchOf) []event.Event {
+func fetchEvents(p runspec.PulledImage, at int64, node string, fetch imageFetchOf) []event.Event {
 	var evs []event.Event
 	if p.CheckID != "" {
 		co := event.Origin{ID: concourse.PlanID(p.CheckID)}
@@ -576,8 +587,8 @@ func fetchEvents(p runspec.PulledImage, pinned concourse.Version, at int64, node
 		evs = append(evs, event.Finish{Origin: co, Time: at, Succeeded: true})
 	}
 	version := concourse.Version{}
-	if pinned != nil {
-		version = pinned
+	if p.Version != nil {
+		version = p.Version
 	}
 	if fetch.digest != "" {
 		version = concourse.Version{"digest": fetch.digest}
@@ -629,8 +640,12 @@ func (m *mapper) fetchedBefore(name, key string) bool {
 		}
 		k, seen := m.imageKeys[a]
 		if !seen {
-			if spec, ok := decodeSpec(o.TaskRun); ok && spec.Mode != runspec.ModeJoin && spec.Mode != runspec.ModeVerdict {
-				k = imageKey(spec, m.taskConfig(spec, o.TaskRun))
+			if spec, ok := StepSpec(o.TaskRun); ok && spec.Mode != runspec.ModeJoin && spec.Mode != runspec.ModeVerdict {
+				// A step whose config cannot be read showed that error in place of its
+				// head, and no image's check.
+				if cfg, err := m.taskConfig(spec, o.TaskRun); err == nil {
+					k = imageKey(spec, cfg)
+				}
 			}
 			if m.imageKeys == nil {
 				m.imageKeys = map[string]string{}
@@ -686,22 +701,25 @@ func imageDigest(tr *v1.TaskRun, pod *corev1.Pod) string {
 }
 
 // taskConfig is the task's config for initialize-task and start-task: the plan's, or the
-// one its resolve step read from a file.
-func (m *mapper) taskConfig(spec runspec.Spec, tr *v1.TaskRun) concourse.TaskConfig {
+// one its resolve step read from a file (none while it has not).
+func (m *mapper) taskConfig(spec runspec.Spec, tr *v1.TaskRun) (concourse.TaskConfig, error) {
+	var cfg concourse.TaskConfig
 	if spec.Mode != runspec.ModeTask || spec.Task == nil {
-		return concourse.TaskConfig{}
+		return cfg, nil
 	}
 	raw := spec.Task.Config
 	if raw == nil {
 		if text := m.resolvedConfig(spec.PlanID); text != "" {
-			_ = json.Unmarshal([]byte(text), &raw)
+			if err := json.Unmarshal([]byte(text), &raw); err != nil {
+				return cfg, err
+			}
 		}
 	}
-	var cfg concourse.TaskConfig
-	if data, err := json.Marshal(raw); err == nil {
-		_ = json.Unmarshal(data, &cfg)
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return cfg, err
 	}
-	return cfg
+	return cfg, json.Unmarshal(data, &cfg)
 }
 
 func (m *mapper) resolvedConfig(taskPlanID string) string {
@@ -715,8 +733,8 @@ func (m *mapper) resolvedConfig(taskPlanID string) string {
 		if o.TaskRun == nil {
 			continue
 		}
-		if s, ok := decodeSpec(o.TaskRun); ok && s.Mode == runspec.ModeResolve && s.Resolve != nil && s.Resolve.TaskPlanID == taskPlanID {
-			return result(o.TaskRun, runspec.ResultConfig)
+		if s, ok := StepSpec(o.TaskRun); ok && s.Mode == runspec.ModeResolve && s.Resolve != nil && s.Resolve.TaskPlanID == taskPlanID {
+			return Result(o.TaskRun, runspec.ResultConfig)
 		}
 	}
 	return ""
@@ -734,29 +752,6 @@ func (c *Cursor) next(step string, p Part) int {
 // whole (a step's parts are delivered in order), and need not be mapped again.
 func (c *Cursor) pastHead(step string) bool {
 	return c.next(step, PartLog) > 0 || c.next(step, PartEnd) > 0
-}
-
-func decodeSpec(tr *v1.TaskRun) (runspec.Spec, bool) {
-	return decodeParams(tr.Spec.Params)
-}
-
-func result(tr *v1.TaskRun, name string) string {
-	v, _ := resultOf(tr, name)
-	return v
-}
-
-// resultOf is a TaskRun's result, and whether it has it.
-func resultOf(tr *v1.TaskRun, name string) (string, bool) {
-	for _, r := range tr.Status.Results {
-		if r.Name == name {
-			return r.Value.StringVal, true
-		}
-	}
-	return "", false
-}
-
-func isDone(c *apis.Condition) bool {
-	return c != nil && c.Status != corev1.ConditionUnknown
 }
 
 // endTime is when a step ended: its runner's container's end, which the kubelet reports
@@ -796,16 +791,13 @@ func containerState(tr *v1.TaskRun, pod *corev1.Pod) corev1.ContainerState {
 	return corev1.ContainerState{}
 }
 
-// installContainer is the container of the step before the runner's.
-const installContainer = "step-" + runspec.StepInstall
-
 // installed tells whether the step's runner was installed: its step can begin. A pod
 // that has the runner's image as a volume (translate.Options.RunnerImageVolume) has no
 // step that installs it: it is there from the start.
 func installed(tr *v1.TaskRun, pod *corev1.Pod) bool {
 	copies := false
 	for _, s := range tr.Status.Steps {
-		if s.Name == runspec.StepInstall || s.Container == installContainer {
+		if s.Name == runspec.StepInstall || s.Container == runspec.InstallContainer {
 			if s.Terminated != nil {
 				return true
 			}
@@ -816,26 +808,11 @@ func installed(tr *v1.TaskRun, pod *corev1.Pod) bool {
 		return len(tr.Status.Steps) > 0 && !copies
 	}
 	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == installContainer && s.State.Terminated != nil {
+		if s.Name == runspec.InstallContainer && s.State.Terminated != nil {
 			return true
 		}
 	}
-	return !copies && !slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == installContainer })
-}
-
-// startMark is the index of the line of log in which the runner announced the step's
-// start (runspec.StartMark), or -1: the first such line, written before any of the
-// step's own output, and only by a runner that announces it.
-func startMark(announces bool, log []LogLine) int {
-	if !announces {
-		return -1
-	}
-	for i, l := range log {
-		if runspec.IsStartMark(l.Text) {
-			return i
-		}
-	}
-	return -1
+	return !copies && !slices.ContainsFunc(pod.Spec.Containers, func(c corev1.Container) bool { return c.Name == runspec.InstallContainer })
 }
 
 // ran tells whether a container started: Tekton marks the steps of a pod that failed

@@ -1,4 +1,4 @@
-package tektonrun
+package buildevents
 
 import (
 	"encoding/json"
@@ -13,8 +13,13 @@ import (
 // keys, in every process: a key names the event's place in its step (the step's head, its
 // n-th log line, its end), not the order in which a process happened to see it.
 type Event struct {
-	Key   Key
+	Key Key
+	// Event is Concourse's event, nil where Pipeline stands at the key.
 	Event event.Event
+	// Pipeline is a set_pipeline step's pipeline, for the consumer to set, which stands
+	// in the build's events in place of the frame its runner wrote as the last line of
+	// its log (see PipelineToSet): no event of Concourse's.
+	Pipeline *PipelineToSet
 	// TaskRun is the step's TaskRun, when the event is a step's and it has one: its
 	// container is Client.ContainerOf(TaskRun).
 	TaskRun string
@@ -87,8 +92,8 @@ func (c *stepCursor) count(p Part) *int {
 	return &c.End
 }
 
-// clone is a copy of c that advances on its own.
-func (c Cursor) clone() Cursor {
+// Clone is a copy of c that advances on its own.
+func (c Cursor) Clone() Cursor {
 	out := Cursor{steps: make(map[string]*stepCursor, len(c.steps))}
 	for k, v := range c.steps {
 		s := *v

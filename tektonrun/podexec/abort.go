@@ -1,4 +1,4 @@
-package tektonrun
+package podexec
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/internal/syncbuf"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -56,15 +57,15 @@ func (e *spdyExecer) Exec(ctx context.Context, namespace, pod, container string,
 // (or, when none is running, from a short-lived pod that mounts the volume), and then
 // cancels the steps whose pods cannot start (unschedulable), which would otherwise wait
 // forever. Aborting a build that has ended does nothing.
-func (c *Client) Abort(ctx context.Context, run string) error {
-	ns := c.target.Namespace
-	tekton := c.target.Tekton.TektonV1()
+func (pe *Pods) Abort(ctx context.Context, run string) error {
+	ns := pe.Namespace
+	tekton := pe.Tekton.TektonV1()
 	for {
 		pr, err := tekton.PipelineRuns(ns).Get(ctx, run, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("aborting build %s: %w", run, err)
 		}
-		if isDone(pr.Status.GetCondition(apis.ConditionSucceeded)) {
+		if buildevents.Done(pr.Status.GetCondition(apis.ConditionSucceeded)) {
 			return nil
 		}
 		if pr.Annotations[pvc.AnnotationAborted] == "" {
@@ -74,12 +75,12 @@ func (c *Client) Abort(ctx context.Context, run string) error {
 				return fmt.Errorf("aborting build %s: %w", run, err)
 			}
 		}
-		done, err := c.writeAbortMarker(ctx, pr)
+		done, err := pe.writeAbortMarker(ctx, pr)
 		if err != nil {
 			return fmt.Errorf("aborting build %s: %w", run, err)
 		}
 		if done {
-			return c.cancelStuck(ctx, pr)
+			return pe.cancelStuck(ctx, pr)
 		}
 		select {
 		case <-ctx.Done():
@@ -90,19 +91,19 @@ func (c *Client) Abort(ctx context.Context, run string) error {
 }
 
 // writeAbortMarker tells whether the marker was written.
-func (c *Client) writeAbortMarker(ctx context.Context, pr *v1.PipelineRun) (bool, error) {
-	ns := c.target.Namespace
-	pods, err := c.target.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + pr.Name})
+func (pe *Pods) writeAbortMarker(ctx context.Context, pr *v1.PipelineRun) (bool, error) {
+	ns := pe.Namespace
+	pods, err := pe.Kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + pr.Name})
 	if err != nil {
 		return false, err
 	}
 	var errs []error
-	if c.exec != nil {
+	if pe.Exec != nil {
 		for _, p := range pods.Items {
 			if !stepRunning(&p) {
 				continue
 			}
-			out, err := c.exec.Exec(ctx, ns, p.Name, runspec.StepContainer, []string{runspec.RunnerPath, string(runspec.ModeAbort), "--volume=" + runspec.DefaultVolume})
+			out, err := pe.Exec.Exec(ctx, ns, p.Name, runspec.StepContainer, []string{runspec.RunnerPath, string(runspec.ModeAbort), "--volume=" + runspec.DefaultVolume})
 			if err == nil && strings.Contains(out, runspec.AbortWritten) {
 				return true, nil
 			}
@@ -114,14 +115,14 @@ func (c *Client) writeAbortMarker(ctx context.Context, pr *v1.PipelineRun) (bool
 	}
 	// No step runs now (the build is between steps, or its pods cannot start): write the
 	// marker from a pod of our own, on the build's volume.
-	claim, err := c.buildClaim(ctx, pr)
+	claim, err := pe.buildClaim(ctx, pr)
 	if err != nil || claim == "" {
 		if len(errs) > 0 {
 			return false, errors.Join(errs...)
 		}
 		return false, err
 	}
-	return c.abortPod(ctx, pr, claim)
+	return pe.abortPod(ctx, pr, claim)
 }
 
 func stepRunning(p *corev1.Pod) bool {
@@ -134,13 +135,13 @@ func stepRunning(p *corev1.Pod) bool {
 }
 
 // buildClaim finds the PVC of the build's volume.
-func (c *Client) buildClaim(ctx context.Context, pr *v1.PipelineRun) (string, error) {
+func (pe *Pods) buildClaim(ctx context.Context, pr *v1.PipelineRun) (string, error) {
 	for _, w := range pr.Spec.Workspaces {
 		if w.Name == runspec.Workspace && w.PersistentVolumeClaim != nil {
 			return w.PersistentVolumeClaim.ClaimName, nil
 		}
 	}
-	claims, err := c.target.Kube.CoreV1().PersistentVolumeClaims(c.target.Namespace).List(ctx, metav1.ListOptions{})
+	claims, err := pe.Kube.CoreV1().PersistentVolumeClaims(pe.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "", err
 	}
@@ -156,8 +157,8 @@ func (c *Client) buildClaim(ctx context.Context, pr *v1.PipelineRun) (string, er
 
 // abortPod runs the runner's abort mode in a pod that mounts the build's volume, and
 // tells whether it succeeded.
-func (c *Client) abortPod(ctx context.Context, pr *v1.PipelineRun, claim string) (bool, error) {
-	ns := c.target.Namespace
+func (pe *Pods) abortPod(ctx context.Context, pr *v1.PipelineRun, claim string) (bool, error) {
+	ns := pe.Namespace
 	noToken := false
 	root := int64(0)
 	image := runnerImage(pr)
@@ -184,7 +185,7 @@ func (c *Client) abortPod(ctx context.Context, pr *v1.PipelineRun, claim string)
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
 		},
 	}
-	pods := c.target.Kube.CoreV1().Pods(ns)
+	pods := pe.Kube.CoreV1().Pods(ns)
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return false, fmt.Errorf("starting the abort pod: %w", err)
 	}
@@ -206,7 +207,7 @@ func (c *Client) abortPod(ctx context.Context, pr *v1.PipelineRun, claim string)
 			return false, fmt.Errorf("the abort pod %s failed", pod.Name)
 		}
 		// A step pod that started meanwhile takes the marker just as well.
-		if list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + pr.Name}); err == nil && c.exec != nil {
+		if list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + pr.Name}); err == nil && pe.Exec != nil {
 			for _, sp := range list.Items {
 				if stepRunning(&sp) {
 					return false, nil
@@ -224,33 +225,30 @@ func (c *Client) abortPod(ctx context.Context, pr *v1.PipelineRun, claim string)
 
 // runnerImage is the runner image the build's Tasks install the runner from.
 func runnerImage(pr *v1.PipelineRun) string {
-	if img := pr.Annotations[AnnotationRunnerImage]; img != "" {
+	if img := pr.Annotations[runspec.AnnotationRunnerImage]; img != "" {
 		return img
 	}
 	return translate.DefaultRunnerImage
 }
 
-// AnnotationRunnerImage records on a PipelineRun the runner image its steps use.
-const AnnotationRunnerImage = "concourse-ci.org/runner-image"
-
 // cancelStuck cancels the TaskRuns of the build whose pods cannot be scheduled: their
 // runner would take the abort marker as soon as it started, but it never starts.
-func (c *Client) cancelStuck(ctx context.Context, pr *v1.PipelineRun) error {
-	ns := c.target.Namespace
-	trs, err := c.target.Tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + pr.Name})
+func (pe *Pods) cancelStuck(ctx context.Context, pr *v1.PipelineRun) error {
+	ns := pe.Namespace
+	trs, err := pe.Tekton.TektonV1().TaskRuns(ns).List(ctx, metav1.ListOptions{LabelSelector: labelPipelineRun + "=" + pr.Name})
 	if err != nil {
 		return err
 	}
 	for _, tr := range trs.Items {
-		if isDone(tr.Status.GetCondition(apis.ConditionSucceeded)) || tr.Status.PodName == "" {
+		if buildevents.Done(tr.Status.GetCondition(apis.ConditionSucceeded)) || tr.Status.PodName == "" {
 			continue
 		}
-		pod, err := c.target.Kube.CoreV1().Pods(ns).Get(ctx, tr.Status.PodName, metav1.GetOptions{})
-		if err != nil || !unschedulable(pod) {
+		pod, err := pe.Kube.CoreV1().Pods(ns).Get(ctx, tr.Status.PodName, metav1.GetOptions{})
+		if err != nil || !buildevents.Unschedulable(pod) {
 			continue
 		}
 		patch := []byte(`{"spec":{"status":"` + string(v1.TaskRunSpecStatusCancelled) + `"}}`)
-		if _, err := c.target.Tekton.TektonV1().TaskRuns(ns).Patch(ctx, tr.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := pe.Tekton.TektonV1().TaskRuns(ns).Patch(ctx, tr.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("cancelling TaskRun %s: %w", tr.Name, err)
 		}
 	}

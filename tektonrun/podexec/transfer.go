@@ -1,4 +1,4 @@
-package tektonrun
+package podexec
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -76,24 +77,21 @@ const (
 	transferStart = 5 * time.Minute
 )
 
-// LabelTransfer marks the pods that move a one-off build's artifacts.
-const LabelTransfer = runspec.LabelPrefix + "transfer"
-
 // transferPod is a pod of the runner image that mounts a build volume and waits, for
 // artifacts to be received onto the volume and sent from it through exec.
 type transferPod struct {
-	c         *Client
+	pe        *Pods
 	name      string
 	closeOnce sync.Once
 }
 
 // startTransfer starts a transfer pod on the build volume claim, owned by owner (the
 // volume before the build's run exists, the run after), and waits until it runs.
-func (c *Client) startTransfer(ctx context.Context, name, claim, image, build string, owner metav1.OwnerReference) (*transferPod, error) {
-	if c.stream == nil {
+func (pe *Pods) startTransfer(ctx context.Context, name, claim, image, build string, owner metav1.OwnerReference) (*transferPod, error) {
+	if pe.Stream == nil {
 		return nil, errors.New("moving artifacts needs the target's REST config (pods/exec)")
 	}
-	if err := c.canExec(ctx, "moving a one-off build's artifacts"); err != nil {
+	if err := pe.canExec(ctx, "moving a one-off build's artifacts"); err != nil {
 		return nil, err
 	}
 	noToken, noEscalation, root := false, false, int64(0)
@@ -104,7 +102,7 @@ func (c *Client) startTransfer(ctx context.Context, name, claim, image, build st
 			Labels: map[string]string{
 				runspec.LabelManagedBy: runspec.ManagedBy,
 				runspec.LabelBuild:     runspec.LabelValue(build),
-				LabelTransfer:          "true",
+				runspec.LabelTransfer:  "true",
 			},
 			OwnerReferences: []metav1.OwnerReference{owner},
 		},
@@ -132,39 +130,25 @@ func (c *Client) startTransfer(ctx context.Context, name, claim, image, build st
 				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}},
 		},
 	}
-	pods := c.target.Kube.CoreV1().Pods(c.target.Namespace)
+	pods := pe.Kube.CoreV1().Pods(pe.Namespace)
 	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("starting the transfer pod %s: %w", name, err)
 	}
-	t := &transferPod{c: c, name: name}
-	if err := c.awaitPod(ctx, name, nil); err != nil {
+	t := &transferPod{pe: pe, name: name}
+	if err := pe.awaitPod(ctx, name, nil); err != nil {
 		return nil, errors.Join(err, t.close(ctx))
 	}
 	return t, nil
 }
 
-// canExec says why the target may not exec into pods for what it is to do, if it may
-// not.
-func (c *Client) canExec(ctx context.Context, doing string) error {
-	p := Permission{Resource: "pods", Subresource: "exec", Verb: "create"}
-	allowed, failed := c.target.accessReviews(ctx, []Permission{p})
-	if len(failed) > 0 && failed[0] != nil {
-		return nil // cannot tell: the exec itself will say
-	}
-	if !allowed[0] {
-		return fmt.Errorf("%s needs %q in namespace %s, which the cluster forbids you (kubectl auth can-i create pods/exec -n %s)", doing, p.String(), c.target.Namespace, c.target.Namespace)
-	}
-	return nil
-}
-
 // awaitPod waits until ready says a pod of the client's is, or says why it will not be:
 // it fails at once when ready fails or the pod ends, and after unschedulableFor when the
 // scheduler keeps finding no node for it. ready nil: the pod runs.
-func (c *Client) awaitPod(ctx context.Context, name string, ready func(*corev1.Pod) (bool, error)) error {
+func (pe *Pods) awaitPod(ctx context.Context, name string, ready func(*corev1.Pod) (bool, error)) error {
 	if ready == nil {
 		ready = func(p *corev1.Pod) (bool, error) { return p.Status.Phase == corev1.PodRunning, nil }
 	}
-	pods := c.target.Kube.CoreV1().Pods(c.target.Namespace)
+	pods := pe.Kube.CoreV1().Pods(pe.Namespace)
 	ctx, cancel := context.WithTimeout(ctx, transferStart)
 	defer cancel()
 	waiting := ""
@@ -186,7 +170,7 @@ func (c *Client) awaitPod(ctx context.Context, name string, ready func(*corev1.P
 				waiting = w.Reason + ": " + w.Message
 			}
 		}
-		if unschedulable(p) {
+		if buildevents.Unschedulable(p) {
 			if unschedulableSince.IsZero() {
 				unschedulableSince = time.Now()
 			}
@@ -222,7 +206,7 @@ func (t *transferPod) exec(ctx context.Context, args []string, stdin io.Reader, 
 	if stdout == nil {
 		streams.Stdout = io.Discard
 	}
-	err := t.c.stream.Stream(ctx, t.c.target.Namespace, t.name, "transfer", append([]string{runspec.RunnerBinary}, args...), streams)
+	err := t.pe.Stream.Stream(ctx, t.pe.Namespace, t.name, "transfer", append([]string{runspec.RunnerBinary}, args...), streams)
 	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			return fmt.Errorf("%s", strings.TrimPrefix(msg, "error: "))
@@ -261,7 +245,7 @@ func (t *transferPod) send(ctx context.Context, name string, w io.Writer) error 
 func (t *transferPod) close(ctx context.Context) error {
 	var err error
 	t.closeOnce.Do(func() {
-		err = t.c.target.Kube.CoreV1().Pods(t.c.target.Namespace).Delete(context.WithoutCancel(ctx), t.name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+		err = t.pe.Kube.CoreV1().Pods(t.pe.Namespace).Delete(context.WithoutCancel(ctx), t.name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 		if apierrors.IsNotFound(err) {
 			err = nil
 		}
@@ -274,21 +258,21 @@ func (t *transferPod) close(ctx context.Context) error {
 // is), which the backend closes once it is read.
 type ArtifactSource func(ctx context.Context, in translate.ArtifactInput) (io.ReadCloser, error)
 
-// upload makes a one-off build's artifact inputs on its volume, before its run is
+// Upload makes a one-off build's artifact inputs on its volume, before its run is
 // created, in parallel through one transfer pod that the volume owns.
-func (c *Client) upload(ctx context.Context, r *translate.Result, claim string, source ArtifactSource) error {
+func (pe *Pods) Upload(ctx context.Context, r *translate.Result, claim string, source ArtifactSource) error {
 	if len(r.ArtifactInputs) == 0 {
 		return nil
 	}
 	if source == nil {
 		return fmt.Errorf("build %s has artifact inputs, and nothing to upload them from", r.PipelineRun.Name)
 	}
-	pvc, err := c.target.Kube.CoreV1().PersistentVolumeClaims(c.target.Namespace).Get(ctx, claim, metav1.GetOptions{})
+	pvc, err := pe.Kube.CoreV1().PersistentVolumeClaims(pe.Namespace).Get(ctx, claim, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("uploading artifacts: %w", err)
 	}
 	owner := metav1.OwnerReference{APIVersion: "v1", Kind: "PersistentVolumeClaim", Name: pvc.Name, UID: pvc.UID}
-	t, err := c.startTransfer(ctx, truncateName(r.PipelineRun.Name, "-upload"), claim, runnerImage(r.PipelineRun), r.PipelineRun.Labels[runspec.LabelBuild], owner)
+	t, err := pe.startTransfer(ctx, truncateName(r.PipelineRun.Name, "-upload"), claim, runnerImage(r.PipelineRun), r.PipelineRun.Labels[runspec.LabelBuild], owner)
 	if err != nil {
 		return err
 	}
@@ -329,27 +313,26 @@ type Artifacts struct {
 	t *transferPod
 }
 
-// Artifacts starts a transfer pod on a one-off build's volume, once the build has ended,
-// to download its outputs (the names a plan's artifact outputs gave, as
-// translate.Result.ArtifactOutputs lists them).
-func (b *Build) Artifacts(ctx context.Context) (*Artifacts, error) {
-	c := b.client
-	pr, err := c.target.Tekton.TektonV1().PipelineRuns(c.target.Namespace).Get(ctx, b.Name, metav1.GetOptions{})
+// Artifacts starts a transfer pod on the volume of a one-off build (its PipelineRun is
+// run), once the build has ended, to download its outputs (the names a plan's artifact
+// outputs gave, as translate.Result.ArtifactOutputs lists them).
+func (pe *Pods) Artifacts(ctx context.Context, run string) (*Artifacts, error) {
+	pr, err := pe.Tekton.TektonV1().PipelineRuns(pe.Namespace).Get(ctx, run, metav1.GetOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("downloading the outputs of %s: %w", b.Name, err)
+		return nil, fmt.Errorf("downloading the outputs of %s: %w", run, err)
 	}
 	if pr.Annotations[runspec.AnnotationOneOff] != "true" {
-		return nil, fmt.Errorf("build %s is not a one-off build: only those keep their outputs", b.Name)
+		return nil, fmt.Errorf("build %s is not a one-off build: only those keep their outputs", run)
 	}
 	if cond := pr.Status.GetCondition(apis.ConditionSucceeded); cond == nil || cond.IsUnknown() {
-		return nil, fmt.Errorf("build %s has not ended", b.Name)
+		return nil, fmt.Errorf("build %s has not ended", run)
 	}
-	claim, err := c.buildClaim(ctx, pr)
+	claim, err := pe.buildClaim(ctx, pr)
 	if err != nil || claim == "" {
-		return nil, fmt.Errorf("build %s has no volume to download from: %v", b.Name, err)
+		return nil, fmt.Errorf("build %s has no volume to download from: %v", run, err)
 	}
 	owner := metav1.OwnerReference{APIVersion: tektonGroupVersion, Kind: "PipelineRun", Name: pr.Name, UID: pr.UID}
-	t, err := c.startTransfer(ctx, truncateName(pr.Name, "-download"), claim, runnerImage(pr), pr.Labels[runspec.LabelBuild], owner)
+	t, err := pe.startTransfer(ctx, truncateName(pr.Name, "-download"), claim, runnerImage(pr), pr.Labels[runspec.LabelBuild], owner)
 	if err != nil {
 		return nil, err
 	}

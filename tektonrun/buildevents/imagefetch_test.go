@@ -1,4 +1,4 @@
-package tektonrun
+package buildevents
 
 import (
 	"encoding/json"
@@ -13,6 +13,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 // TestImageFetch: a task whose registry image_resource the kubelet pulled shows
@@ -56,6 +57,24 @@ func TestImageFetch(t *testing.T) {
 	got := encode(imageFetch(task, busybox, origin, 5, "node-1", imageFetchOf{digest: "sha256:abc"}))
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("a registry image (-want +got):\n%s", diff)
+	}
+	// The fetch as the compiler planned it, with the task's resource types and tags: the
+	// compiler's, and the mapper plans nothing of its own.
+	recorded := task
+	planned, err := translate.PulledTaskImage("7", *busybox.ImageResource, nil, nil, false)
+	recorded.PulledImage = planned
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, encode(imageFetch(recorded, busybox, origin, 5, "node-1", imageFetchOf{digest: "sha256:abc"}))); diff != "" {
+		t.Errorf("a registry image planned by the compiler (-want +got):\n%s", diff)
+	}
+	recorded.PulledImage = &runspec.PulledImage{Name: "image", CheckID: "7/planned-check", GetID: "7/planned-get",
+		CheckPlan: json.RawMessage(`{"id":"7/planned-check"}`), GetPlan: json.RawMessage(`{"id":"7/planned-get"}`)}
+	got = encode(imageFetch(recorded, busybox, origin, 5, "node-1", imageFetchOf{digest: "sha256:abc"}))
+	if len(got) != len(want) || !strings.Contains(got[0], `"plan":{"id":"7/planned-check"}`) || !strings.Contains(got[1], `"plan":{"id":"7/planned-get"}`) ||
+		!strings.Contains(got[2], `"id":"7/planned-check"`) || !strings.Contains(got[len(got)-1], `"id":"7/planned-get"`) {
+		t.Errorf("the plan the compiler recorded is not the one shown:\n%s", strings.Join(got, "\n"))
 	}
 	if strings.Contains(strings.Join(got, "\n"), "s3cret") {
 		t.Error("the image's source is in its events")

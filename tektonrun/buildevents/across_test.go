@@ -1,4 +1,4 @@
-package tektonrun
+package buildevents
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ func TestMapAcrossResolver(t *testing.T) {
 	warning := LogLine{Time: at, Text: "\x1b[1;33mWARNING: the across step is experimental and subject to change!\x1b[0m\n"}
 	resolver := func(outcome runspec.Outcome, failure string) *v1.TaskRun {
 		tr := base.Steps["task-say"].TaskRun.DeepCopy()
-		spec, _ := decodeSpec(tr)
+		spec, _ := StepSpec(tr)
 		spec.Mode, spec.PlanID, spec.Name, spec.Task = runspec.ModeAcross, "9", "v", nil
 		spec.Across = &runspec.Across{Vars: []runspec.AcrossVar{{Name: "v", Values: "((.:vs))"}}, Slots: 2}
 		setSpec(t, tr, spec)
@@ -151,7 +151,7 @@ func TestMapAcrossSubsteps(t *testing.T) {
 	run.UID = "with-substeps" // the walk order is cached by UID
 	set := false
 	for i, pt := range run.Status.PipelineSpec.Finally {
-		spec, ok := decodeParams(pt.Params)
+		spec, ok := ParamsSpec(pt.Params)
 		if !ok || spec.Mode != runspec.ModeVerdict {
 			continue
 		}

@@ -1,18 +1,13 @@
-package tektonrun
+package buildevents
 
 import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
-// EventTypePipelineToSet is the type of PipelineToSet. It is none of Concourse's: an ATC
-// that stored it as a build event would refuse it.
-const EventTypePipelineToSet event.EventType = "concourse-tekton:set-pipeline"
-
-// PipelineToSet is a set_pipeline step's pipeline, for the caller to set: an ATC sets it
-// as Concourse's set_pipeline step does (its team rules, the diff, the save), a caller
-// with no ATC says what would be set (Logs). It is an Event's Event, but no Concourse
-// event: do not show or store it as one.
+// PipelineToSet is a set_pipeline step's pipeline, for the caller to set (Event.Pipeline):
+// an ATC sets it as Concourse's set_pipeline step does (its team rules, the diff, the
+// save), a caller with no ATC says what would be set (Logs).
 //
 // It comes from the frame the step's runner writes as the last line of its log when it
 // succeeded (runspec.PipelineToSet), in place of that line: the frame of a set_pipeline
@@ -28,14 +23,6 @@ type PipelineToSet struct {
 	Error string `json:"error,omitempty"`
 }
 
-var _ event.Event = PipelineToSet{}
-
-// EventType implements event.Event.
-func (PipelineToSet) EventType() event.EventType { return EventTypePipelineToSet }
-
-// Version implements event.Event.
-func (PipelineToSet) Version() event.EventVersion { return "1.0" }
-
 // Logs are the lines a caller with no ATC shows in its place: the runner's validation
 // warnings on stderr and "setting pipeline: NAME" on stdout (or why the frame could not be
 // read, on stderr).
@@ -50,15 +37,4 @@ func (p PipelineToSet) Logs() []event.Log {
 	}
 	stdout := event.Origin{ID: p.Origin.ID, Source: event.OriginSourceStdout}
 	return append(logs, event.Log{Time: p.Time, Origin: stdout, Payload: "setting pipeline: " + p.Pipeline + "\n"})
-}
-
-// pipelineToSet reads a set_pipeline step's frame as the step's pipeline; a frame that
-// cannot be read (a runner of another release) is a PipelineToSet that says why.
-func pipelineToSet(l LogLine, origin event.Origin) (event.Event, bool) {
-	p, err := runspec.ParsePipelineFrame(l.Text)
-	out := PipelineToSet{Origin: event.Origin{ID: origin.ID}, Time: unix(l.Time), PipelineToSet: p}
-	if err != nil {
-		out.Error = err.Error()
-	}
-	return out, true
 }

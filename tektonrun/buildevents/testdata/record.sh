@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Records a finished build's objects from a cluster into testdata/<case>/ for the mapper's
 # tests: the PipelineRun, its TaskRuns and pods, and each step container's log with the
-# API's timestamps. Then `go test ./tektonrun -run TestRecorded -update` writes the
-# expected events.
+# API's timestamps. Then `go test ./tektonrun/buildevents -run TestRecorded -update` writes
+# the expected events.
 #
-#   tektonrun/testdata/record.sh NAMESPACE PIPELINERUN CASE
+#   tektonrun/buildevents/testdata/record.sh NAMESPACE PIPELINERUN CASE
 set -euo pipefail
 ns=$1 run=$2 case=$3
 dir=$(cd "$(dirname "$0")" && pwd)/$case

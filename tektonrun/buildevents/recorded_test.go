@@ -1,10 +1,10 @@
-package tektonrun
+package buildevents
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,56 +16,41 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"knative.dev/pkg/apis"
-	"sigs.k8s.io/yaml"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/internal/golden"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/internal/recordedbuilds"
 )
 
 var update = flag.Bool("update", false, "rewrite the expected events of the recorded builds")
 
 // recorded loads a build recorded from a real cluster by testdata/record.sh: its objects,
-// and its logs read through the log follower, whole.
+// and its logs read as the log follower reads them, whole.
 func recorded(t *testing.T, dir string) Observation {
 	t.Helper()
-	var run v1.PipelineRun
-	readYAML(t, filepath.Join(dir, "pipelinerun.yaml"), &run)
-	var trs struct{ Items []v1.TaskRun }
-	readYAML(t, filepath.Join(dir, "taskruns.yaml"), &trs)
-	var pods struct{ Items []corev1.Pod }
-	readYAML(t, filepath.Join(dir, "pods.yaml"), &pods)
-	obs := Observation{Run: &run, Steps: map[string]*StepObservation{}}
-	for i := range trs.Items {
-		tr := &trs.Items[i]
-		name := tr.Labels[labelPipelineTask]
-		so := &StepObservation{TaskRun: tr, LogDone: true}
-		for j := range pods.Items {
-			if pods.Items[j].Name == tr.Status.PodName {
-				so.Pod = &pods.Items[j]
-			}
-		}
-		if data, err := os.ReadFile(filepath.Join(dir, "logs", name+".log")); err == nil {
-			f := &logFollower{wake: func() {}}
-			if err := f.read(strings.NewReader(string(data)), true); err != nil {
+	b := recordedbuilds.Load(t, dir)
+	obs := Observation{Run: b.Run, Steps: map[string]*StepObservation{}}
+	for name, s := range b.Steps {
+		so := &StepObservation{TaskRun: s.TaskRun, Pod: s.Pod, LogDone: true}
+		if s.Log != nil {
+			lines, err := readLog(s.Log)
+			if err != nil {
 				t.Fatal(err)
 			}
-			so.Log, _ = f.snapshot()
+			so.Log = lines
 		}
 		obs.Steps[name] = so
 	}
 	return obs
 }
 
-func readYAML(t *testing.T, path string, v any) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(data, v); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
+// readLog reads a whole log as the API serves it, the way the log follower does.
+func readLog(data []byte) ([]LogLine, error) {
+	var r LogReader
+	var lines []LogLine
+	err := r.Read(bytes.NewReader(data), true, func(l LogLine) { lines = append(lines, l) })
+	return lines, err
 }
 
 // encode renders events one per line: the key, then the ATC's envelope.
@@ -84,14 +69,7 @@ func encode(t *testing.T, events []Event) []byte {
 
 func recordedCases(t *testing.T) []string {
 	t.Helper()
-	dirs, err := filepath.Glob("testdata/*/pipelinerun.yaml")
-	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no recorded builds in testdata: %v", err)
-	}
-	for i, d := range dirs {
-		dirs[i] = filepath.Dir(d)
-	}
-	return dirs
+	return recordedbuilds.Cases(t, "testdata")
 }
 
 // TestRecorded maps builds recorded from a real cluster and compares the events with the
@@ -278,12 +256,12 @@ func TestHeadWaitsForTheRunner(t *testing.T) {
 		}
 	}
 	failFast := tr.DeepCopy()
-	spec, _ := decodeSpec(failFast)
+	spec, _ := StepSpec(failFast)
 	spec.Context = append(spec.Context, runspec.Layer{Kind: runspec.LayerFailFast, ID: "p", Child: &runspec.Node{ID: "1", Kind: runspec.KindLeaf}})
 	setSpec(t, failFast, spec)
 	// The same step as a get: no fail-fast group, nothing to announce.
 	get := tr.DeepCopy()
-	getSpec, _ := decodeSpec(get)
+	getSpec, _ := StepSpec(get)
 	getSpec.Mode, getSpec.Task, getSpec.Get = runspec.ModeGet, nil, &runspec.Get{Type: "mock"}
 	setSpec(t, get, getSpec)
 	getInstalling := installing.DeepCopy()
@@ -499,5 +477,28 @@ func TestMapFusedVerdict(t *testing.T) {
 				t.Errorf("status when resumed (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMapEventsTaskRun checks that a step's events carry its TaskRun's name and the
+// build's own events none.
+func TestMapEventsTaskRun(t *testing.T) {
+	obs := recorded(t, "testdata/failed-with-ensure")
+	events, _ := Map(obs, nil)
+	var steps, builds int
+	for _, e := range events {
+		want := ""
+		if e.Key.Step == "" {
+			builds++
+		} else if so := obs.Steps[e.Key.Step]; so != nil && so.TaskRun != nil {
+			want = so.TaskRun.Name
+			steps++
+		}
+		if e.TaskRun != want {
+			t.Errorf("%s: TaskRun = %q, want %q", e.Key, e.TaskRun, want)
+		}
+	}
+	if steps == 0 || builds == 0 {
+		t.Errorf("%d step events and %d build events: want some of each", steps, builds)
 	}
 }

@@ -1,7 +1,6 @@
-package tektonrun
+package podexec
 
 import (
-	"context"
 	"maps"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -73,7 +71,7 @@ func TestRemadePod(t *testing.T) {
 		*pod.Spec.SecurityContext.FSGroup != 1000 || pod.Spec.NodeSelector["gpu"] != "true" || len(pod.Spec.Volumes) != 2 {
 		t.Errorf("pod spec: %+v", pod.Spec)
 	}
-	if pod.Labels[LabelIntercept] != "true" || pod.Labels[runspec.LabelBuild] != "1" || pod.OwnerReferences[0].UID != "run-uid" || !strings.HasSuffix(pod.GenerateName, "-intercept-") {
+	if pod.Labels[runspec.LabelIntercept] != "true" || pod.Labels[runspec.LabelBuild] != "1" || pod.OwnerReferences[0].UID != "run-uid" || !strings.HasSuffix(pod.GenerateName, "-intercept-") {
 		t.Errorf("metadata: %+v", pod.ObjectMeta)
 	}
 	// The step's environment reads the build's context from the pod's annotation.
@@ -123,22 +121,4 @@ func imageVolumePod() *corev1.Pod {
 	pod.Spec.Containers = pod.Spec.Containers[1:]
 	pod.Spec.Containers[0].VolumeMounts[0].SubPath, pod.Spec.Containers[0].VolumeMounts[0].ReadOnly = "ko-app", true
 	return pod
-}
-
-// noStreams is a Streamer that must not be used.
-type noStreams struct{ t *testing.T }
-
-func (n noStreams) Stream(context.Context, string, string, string, []string, remotecommand.StreamOptions) error {
-	n.t.Error("exec'd although pods/exec is forbidden")
-	return nil
-}
-
-func TestInterceptForbidden(t *testing.T) {
-	target := fakeTarget(t, fakeCluster{denied: []Permission{{"", "pods", "exec", "create"}}})
-	c := NewClient(target)
-	c.stream = noStreams{t}
-	err := c.Intercept(context.Background(), Container{Step: "test", Pod: "p", Running: true}, InterceptOptions{})
-	if err == nil || !strings.Contains(err.Error(), `needs "create pods/exec" in namespace ci`) {
-		t.Errorf("err = %v, want it to name the permission", err)
-	}
 }

@@ -1,4 +1,4 @@
-package tektonrun
+package buildevents
 
 import (
 	"slices"

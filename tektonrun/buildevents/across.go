@@ -1,4 +1,4 @@
-package tektonrun
+package buildevents
 
 import (
 	"fmt"
@@ -233,7 +233,7 @@ func acrossSteps(spec *v1.PipelineSpec) []*acrossStep {
 	var tree *runspec.Node
 	byPlan := map[string][]string{}
 	for _, pt := range spec.Finally {
-		if s, ok := decodeParams(pt.Params); ok && s.Mode == runspec.ModeVerdict && s.Verdict != nil {
+		if s, ok := ParamsSpec(pt.Params); ok && s.Mode == runspec.ModeVerdict && s.Verdict != nil {
 			tree = &s.Verdict.Tree
 		}
 	}
@@ -241,7 +241,7 @@ func acrossSteps(spec *v1.PipelineSpec) []*acrossStep {
 		return nil
 	}
 	for _, pt := range spec.Tasks {
-		if s, ok := decodeParams(pt.Params); ok {
+		if s, ok := ParamsSpec(pt.Params); ok {
 			byPlan[s.PlanID] = append(byPlan[s.PlanID], pt.Name)
 		}
 	}
@@ -290,12 +290,6 @@ func eachNode(n runspec.Node, f func(runspec.Node)) {
 	}
 }
 
-// decodeParams reads the runner spec among a PipelineTask's or a TaskRun's params.
-func decodeParams(params v1.Params) (runspec.Spec, bool) {
-	s, err := runspec.Decode(specParam(params))
-	return s, err == nil
-}
-
 // acrossLeaf is what the mapper knows of a step of an across step: its spec, its
 // outcome, and the error it showed, if it did.
 type acrossLeaf struct {
@@ -313,14 +307,14 @@ func (m *mapper) acrossLeaves(a *acrossStep) map[string]acrossLeaf {
 		if o == nil || o.TaskRun == nil {
 			continue
 		}
-		spec, ok := decodeSpec(o.TaskRun)
+		spec, ok := StepSpec(o.TaskRun)
 		if !ok || spec.Mode == runspec.ModeJoin || spec.Mode == runspec.ModeVerdict {
 			// A join is no step, and has the plan ID of its composite.
 			continue
 		}
-		outcome, _ := runspec.ParseOutcome(result(o.TaskRun, runspec.ResultOutcome))
+		outcome, _ := runspec.ParseOutcome(Result(o.TaskRun, runspec.ResultOutcome))
 		l := acrossLeaf{spec: spec, tr: o.TaskRun, outcome: outcome}
-		if isDone(o.TaskRun.Status.GetCondition(apis.ConditionSucceeded)) {
+		if Done(o.TaskRun.Status.GetCondition(apis.ConditionSucceeded)) {
 			if outcome == "" {
 				l.outcome = runspec.Errored
 			}
@@ -394,7 +388,7 @@ func (m *mapper) acrossEnd(n walkNode) {
 		at = max(at, endTime(l.tr, nil))
 		facts.Outcomes[id] = l.outcome
 		if l.spec.Mode == runspec.ModeAcross {
-			if c, err := strconv.Atoi(result(l.tr, runspec.ResultCount)); err == nil {
+			if c, err := strconv.Atoi(Result(l.tr, runspec.ResultCount)); err == nil {
 				facts.Present[id] = c
 			}
 		}

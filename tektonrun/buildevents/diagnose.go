@@ -1,4 +1,4 @@
-package tektonrun
+package buildevents
 
 import (
 	"fmt"
@@ -13,9 +13,9 @@ import (
 // (an image that cannot be pulled, a pod that cannot be scheduled, an eviction, a
 // cancellation). Pure, like the mapper: a TaskRun and its pod in, words out.
 
-// unschedulable says the scheduler found no node for the pod (Concourse: waiting for a
+// Unschedulable says the scheduler found no node for the pod (Concourse: waiting for a
 // worker).
-func unschedulable(pod *corev1.Pod) bool {
+func Unschedulable(pod *corev1.Pod) bool {
 	if pod.Spec.NodeName != "" {
 		return false
 	}

@@ -1,4 +1,4 @@
-package tektonrun
+package podexec
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
@@ -45,9 +47,9 @@ func stepSpec(t *testing.T, mode runspec.Mode, name string) string {
 //   - b-1-gone, a task whose pod is gone;
 //   - b-1-pending, a task with no pod yet;
 //   - other, a TaskRun with a pod that is not labelled as ours.
-func interceptCluster(t *testing.T) *Client {
+func interceptCluster(t *testing.T) *Pods {
 	t.Helper()
-	target := fakeTarget(t, fakeCluster{})
+	target := &Pods{Namespace: "ci", Kube: kubefake.NewClientset(), Tekton: tektonfake.NewSimpleClientset()}
 	ctx := context.Background()
 	taskRun := func(name string, mode runspec.Mode, step, pod string, ours bool) {
 		labels := map[string]string{labelPipelineRun: "b-1", runspec.LabelBuild: "1"}
@@ -85,7 +87,7 @@ func interceptCluster(t *testing.T) *Client {
 	pod("b-1-resolve-pod")
 	taskRun("b-1-gone", runspec.ModeTask, "gone", "b-1-gone-pod", true)
 	taskRun("b-1-pending", runspec.ModeTask, "pending", "", true)
-	return NewClient(target)
+	return target
 }
 
 // TestContainerOf checks that a TaskRun of ours with a pod is its step's container, and
@@ -173,10 +175,10 @@ var (
 
 // interceptClient is a client of interceptCluster's that execs and streams with the
 // fakes, and its running step b-1-test.
-func interceptClient(t *testing.T, exec *fakeExecer, stream *fakeStreamer) (*Client, Container) {
+func interceptClient(t *testing.T, exec *fakeExecer, stream *fakeStreamer) (*Pods, Container) {
 	t.Helper()
 	c := interceptCluster(t)
-	c.exec, c.stream = exec, stream
+	c.Exec, c.Stream = exec, stream
 	ctr, err := c.ContainerOf(context.Background(), "b-1-test")
 	if err != nil {
 		t.Fatal(err)
@@ -262,28 +264,5 @@ func TestSessionStop(t *testing.T) {
 	s.Stop()
 	if err := s.Wait(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Wait = %v, want the stream's context canceled", err)
-	}
-}
-
-// TestMapEventsTaskRun checks that a step's events carry its TaskRun's name and the
-// build's own events none.
-func TestMapEventsTaskRun(t *testing.T) {
-	obs := recorded(t, "testdata/failed-with-ensure")
-	events, _ := Map(obs, nil)
-	var steps, builds int
-	for _, e := range events {
-		want := ""
-		if e.Key.Step == "" {
-			builds++
-		} else if so := obs.Steps[e.Key.Step]; so != nil && so.TaskRun != nil {
-			want = so.TaskRun.Name
-			steps++
-		}
-		if e.TaskRun != want {
-			t.Errorf("%s: TaskRun = %q, want %q", e.Key, e.TaskRun, want)
-		}
-	}
-	if steps == 0 || builds == 0 {
-		t.Errorf("%d step events and %d build events: want some of each", steps, builds)
 	}
 }
