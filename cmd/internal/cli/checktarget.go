@@ -14,9 +14,6 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
-// newTarget builds the target check-target checks; tests replace it with fake clients.
-var newTarget = tektonrun.NewTarget
-
 func newCheckTarget(s *streams) *cobra.Command {
 	var o tektonrun.TargetOptions
 	var output string
@@ -42,7 +39,7 @@ func (s *streams) checkTarget(ctx context.Context, o tektonrun.TargetOptions, ou
 	if err != nil {
 		return err
 	}
-	t, err := s.target(o)
+	t, err := dialTarget(o)
 	if err != nil {
 		return err
 	}
@@ -51,7 +48,7 @@ func (s *streams) checkTarget(ctx context.Context, o tektonrun.TargetOptions, ou
 		return err
 	}
 	if !r.OK() {
-		return &exitError{Code: 1}
+		return &exitError{code: 1}
 	}
 	return nil
 }

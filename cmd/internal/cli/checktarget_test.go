@@ -14,13 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/version"
+	kubeversion "k8s.io/apimachinery/pkg/version"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
@@ -60,7 +59,7 @@ func useFakeTarget(t *testing.T, w fakeWorker) *tektonrun.TargetOptions {
 		}
 		kube := fake.NewClientset(objects...)
 		disc := kube.Discovery().(*fakediscovery.FakeDiscovery)
-		disc.FakedServerVersion = &version.Info{GitVersion: "v1.35.0"}
+		disc.FakedServerVersion = &kubeversion.Info{GitVersion: "v1.35.0"}
 		if w.tekton {
 			disc.Resources = []*metav1.APIResourceList{{GroupVersion: "tekton.dev/v1", APIResources: []metav1.APIResource{{Name: "pipelineruns"}}}}
 		}
@@ -187,7 +186,7 @@ func TestCheckTarget(t *testing.T) {
 			} else if diff := cmp.Diff(tc.want, strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")); diff != "" {
 				t.Errorf("stdout (-want +got):\n%s", diff)
 			}
-			wantOpts := tektonrun.TargetOptions{Kubeconfig: "/k/config", Context: "lab", Namespace: "ci", QPS: 5, Burst: 100, UserAgent: "concourse-tekton/" + pipelinecmd.Version}
+			wantOpts := tektonrun.TargetOptions{Kubeconfig: "/k/config", Context: "lab", Namespace: "ci", QPS: 5, Burst: 100, UserAgent: "concourse-tekton/" + version}
 			if diff := cmp.Diff(wantOpts, *opts); diff != "" {
 				t.Errorf("target options (-want +got):\n%s", diff)
 			}

@@ -150,13 +150,13 @@ func TestPlanErrors(t *testing.T) {
 }
 
 // TestCommandsByName: a command line that names a command makes that command alone, the
-// same command the whole tree has; one of validate, plan or the version makes those two;
-// help, and a name that is none, make every command.
+// same command the whole tree has; the version makes none; help, and a name that is
+// none, make every command.
 func TestCommandsByName(t *testing.T) {
 	s := &streams{in: strings.NewReader(""), out: &bytes.Buffer{}, err: &bytes.Buffer{}}
 	all := newRoot(s, []string{"--help"})
-	if got, want := len(all.Commands()), len(commands)+2; got != want {
-		t.Fatalf("help's root has %d commands, want %d (validate, plan and every one of commands)", got, want)
+	if got, want := len(all.Commands()), len(commands); got != want {
+		t.Fatalf("help's root has %d commands, want %d (every one of commands)", got, want)
 	}
 	for _, c := range commands {
 		root := newRoot(s, []string{c.name, "--flag"})
@@ -172,9 +172,9 @@ func TestCommandsByName(t *testing.T) {
 			t.Errorf("%s: alone, its usage differs from the one in the whole tree:\n%s\nwant\n%s", c.name, cmd.UsageString(), whole.UsageString())
 		}
 	}
-	for _, args := range [][]string{{"validate", "p.yml"}, {"plan", "p.yml", "-j", "j"}, {"--version"}} {
-		if n := len(newRoot(s, args).Commands()); n != 2 {
-			t.Errorf("%q: root has %d commands, want validate and plan", args, n)
+	for _, args := range [][]string{{"--version"}, {"-v"}} {
+		if n := len(newRoot(s, args).Commands()); n != 0 {
+			t.Errorf("%q: root has %d commands, want none", args, n)
 		}
 	}
 	code, stdout, _ := run(t, "", "--help")
@@ -185,5 +185,99 @@ func TestCommandsByName(t *testing.T) {
 	}
 	if code, _, stderr := run(t, "", "conver", "p.yml"); code == 0 || !strings.Contains(stderr, "convert") {
 		t.Errorf("a misspelt command: exit %d, stderr %q, want the suggestion of convert", code, stderr)
+	}
+}
+
+// TestExitCodes runs command lines as the process does: output, errors printed once as
+// `error: ...`, exit codes.
+func TestExitCodes(t *testing.T) {
+	for _, tt := range []struct {
+		args     []string
+		stdin    string
+		code     int
+		out, err string
+	}{
+		{args: []string{"--version"}, out: "concourse-tekton version dev\n"},
+		{args: []string{"-v"}, out: "concourse-tekton version dev\n"},
+		{args: []string{"validate", "-"}, stdin: "jobs: [{name: a, plan: [{task: t, config: {platform: linux, rootfs_uri: docker:///busybox, run: {path: x}}}]}]\n", err: "<stdin>: valid: 1 job, 0 resources\n"},
+		{args: []string{"validate", "-", "-"}, code: 1, err: "error: - (standard input) is given more than once: give it once\n"},
+		{args: []string{"validate", "nope.yml"}, code: 1, err: "error: open nope.yml: no such file or directory\n"},
+		{args: []string{"plan", "-"}, stdin: "jobs: []\n", code: 1, err: "error: no job given: use -j JOB\n"},
+	} {
+		code, stdout, stderr := run(t, tt.stdin, tt.args...)
+		if code != tt.code || stdout != tt.out || stderr != tt.err {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %d, %q, %q", tt.args, code, stdout, stderr, tt.code, tt.out, tt.err)
+		}
+	}
+}
+
+// TestVarResourceName: a get of a resource named by a var that is not given is refused
+// by validate and convert alike, at the step, as Concourse refuses it (convert said
+// `unknown resource: ((x))` with no position, after validate had passed it).
+func TestVarResourceName(t *testing.T) {
+	file := writeFile(t, "p.yml", "resources:\n- name: repo\n  type: git\n  source: {uri: u}\njobs:\n- name: unit\n  plan:\n  - get: repo\n  - get: ((x))\n")
+	want := file + `:9:5: jobs[unit].plan[1].get: unknown resource "((x))"` + "\n"
+	for _, args := range [][]string{{"validate", file}, {"convert", file}, {"plan", file, "-j", "unit"}} {
+		code, stdout, stderr := run(t, "", args...)
+		if code != 1 || stdout != "" || !strings.Contains(stderr, want) {
+			t.Errorf("%s: code %d, stdout %q, stderr:\n%s", args[0], code, stdout, stderr)
+		}
+	}
+	// Given, it is the resource's name.
+	if code, _, stderr := run(t, "", "convert", file, "-v", "x=repo", "-j", "unit"); code != 1 || !strings.Contains(stderr, `gets "((x))" more than once`) {
+		t.Errorf("x given: code %d: %s", code, stderr)
+	}
+	given := writeFile(t, "given.yml", "resources:\n- name: repo\n  type: git\n  source: {uri: u}\njobs:\n- name: unit\n  plan:\n  - get: ((x))\n")
+	if code, _, stderr := run(t, "", "convert", given, "-v", "x=repo"); code != 0 {
+		t.Errorf("x given: code %d: %s", code, stderr)
+	}
+}
+
+// TestValidateTaskFiles: with -i, validate reads the task files steps name from the
+// artifact's directory: their warnings at their positions in the files, their errors at
+// the steps.
+func TestValidateTaskFiles(t *testing.T) {
+	repo := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(repo, "ci"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := writeFile(t, "pipeline.yml", pipeline)
+	for _, tt := range []struct {
+		name, task string
+		code       int
+		want       []string
+	}{
+		{"warned", "platform: linux\nrun: {path: make}\n", 0, []string{
+			"warning: repo/ci/test.yml:1:1: the task config has no image: ",
+			file + ": valid: 1 job, 1 resource",
+		}},
+		{"invalid", "platform: linux\nrootfs_uri: docker:///busybox\nrun: {path: make}\nouputs: []\n", 1, []string{
+			file + `:10:5: jobs[unit].plan[1].file: task "test": invalid task file: repo/ci/test.yml:4:1: ouputs: unknown fields: [ouputs]`,
+			"error: " + file + "'s task files are invalid: 1 error",
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(repo, "ci", "test.yml"), []byte(tt.task), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, _, stderr := run(t, "", "validate", file, "-v", "uri=u", "-v", "branch=b", "-i", "repo="+repo)
+			lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+			if code != tt.code || len(lines) != len(tt.want) {
+				t.Fatalf("code %d, stderr:\n%s\nwant code %d and %d lines", code, stderr, tt.code, len(tt.want))
+			}
+			for i, want := range tt.want {
+				if !strings.HasPrefix(lines[i], want) {
+					t.Errorf("line %q; want it to start with %q", lines[i], want)
+				}
+			}
+		})
+	}
+	// convert and run read them alike.
+	if err := os.WriteFile(filepath.Join(repo, "ci", "test.yml"), []byte("platform: linux\nrun: {path: make}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(t, "", "convert", file, "-v", "uri=u", "-v", "branch=b", "-i", "repo="+repo, "--default-task-image", "busybox")
+	if code != 0 || !strings.HasPrefix(stderr, "warning: repo/ci/test.yml:1:1: the task config has no image: ") {
+		t.Errorf("convert: code %d, stderr:\n%s", code, stderr)
 	}
 }

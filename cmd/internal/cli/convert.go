@@ -3,16 +3,19 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -21,7 +24,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/outdir"
-	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/varuse"
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
@@ -29,6 +31,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
+	"github.com/concourse-tekton/concourse-tekton/translate/flagopts"
 )
 
 type convertFlags struct {
@@ -40,22 +43,16 @@ type convertFlags struct {
 	pipelineName    string
 	team            string
 	build           string
-	runnerImage     string
-	resourceImages  []string
 	resourceFile    string
-	nodeSelectors   []string
-	serviceAccount  string
-	storageClass    string
-	volumeSize      string
-	userNamespaces  bool
 	acrossSlots     int
+	// shared are the settings the web node has too, but --runner-image-volume's: its
+	// choice is runnerVolume's and runnerVolumeAuto's (settings).
+	shared flagopts.Flags
 	// runnerVolume: the runner's image is each step pod's volume (translate.Options.RunnerImageVolume).
 	runnerVolume bool
 	// runnerVolumeAuto: run and execute without --runner-image-volume mount the runner's
-	// image where the cluster does (tektonrun.Backend.MountRunnerWhereSupported).
+	// image where the cluster does (flagopts.RunnerVolumeAuto).
 	runnerVolumeAuto bool
-
-	imageRegistry, imageRegistrySecret string
 }
 
 func newConvert(s *streams) *cobra.Command {
@@ -77,7 +74,8 @@ With -o, the files appear all at once or, when something fails, not at all. The 
 earlier conversion of the same pipeline wrote there and this one does not (a job removed,
 renamed or left out) are removed with it; with -j, those of the jobs not selected stay.
 Files this tool did not write are never touched. A file that holds a value given with -v,
--y or -l is readable by its owner only (mode 0600).
+-y or -l is readable by its owner only (mode 0600); so is every file of a pipeline that
+uses a credential whose value is too short to be looked for (under 4 characters).
 
 Values of -v, -y and -l are written into the objects as plain text, the way fly
 set-pipeline stores them in the pipeline's config. A var whose name looks like a credential
@@ -85,6 +83,7 @@ set-pipeline stores them in the pipeline's config. A var whose name looks like a
 ((var)) and the build reads it from a Kubernetes Secret at run time.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			defer batchGC()()
 			return s.convert(args, &f)
 		},
 	}
@@ -104,6 +103,9 @@ const runnerVolumeUsage = "mount the runner's image into each step pod as a volu
 // the cluster when the flag is not given.
 const runnerVolumeRunUsage = "mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own (a container fewer a pod); default: as the cluster supports it (its API server and every node Kubernetes 1.35+, with containerd 2.1+ or CRI-O 1.31+); =false copies the runner in"
 
+// defaultTaskImageUsage says what --default-task-image does.
+const defaultTaskImageUsage = "the image of a task whose config names none (no image_resource, no rootfs_uri) and whose step has no image, as Concourse runs such a task in its worker's default root file system (default: none, and such a task is refused)"
+
 // mountRunnerByDefault makes a command that runs builds mount the runner's image where
 // the cluster can when --runner-image-volume is not given: call it in its RunE.
 func (f *convertFlags) mountRunnerByDefault(cmd *cobra.Command) {
@@ -114,7 +116,7 @@ func (f *convertFlags) mountRunnerByDefault(cmd *cobra.Command) {
 // mounted or copied as the flags say.
 func (f *convertFlags) newBackend(t *tektonrun.Target, opts translate.Options) *tektonrun.Backend {
 	b := tektonrun.NewBackend(t, opts)
-	if f.runnerVolumeAuto {
+	if f.settings().MountRunnerWhereSupported() {
 		b.MountRunnerWhereSupported()
 	}
 	return b
@@ -123,30 +125,32 @@ func (f *convertFlags) newBackend(t *tektonrun.Target, opts translate.Options) *
 // registerCompile registers the flags that say how a pipeline is compiled: vars, names,
 // images, scheduling and volumes.
 func (f *convertFlags) registerCompile(cmd *cobra.Command) {
-	f.vars.Register(cmd)
+	f.vars.register(cmd)
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&f.inputs, "input", "i", nil, "an artifact's local directory, as name=dir, to read `file:` task configs from at convert time (repeatable)")
 	fl.StringVar(&f.pipelineName, "pipeline", "", "the pipeline's name (default: the file's name without extension)")
 	fl.StringVar(&f.team, "team", "main", "the team the pipeline belongs to")
-	fl.StringVar(&f.runnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
+	fl.StringVar(&f.shared.RunnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
 	fl.BoolVar(&f.runnerVolume, "runner-image-volume", false, runnerVolumeUsage)
-	fl.StringArrayVar(&f.resourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
+	fl.StringVar(&f.shared.DefaultTaskImage, flagopts.DefaultTaskImage, "", defaultTaskImageUsage)
+	fl.StringArrayVar(&f.shared.ResourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
 	fl.StringVar(&f.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
-	fl.StringArrayVar(&f.nodeSelectors, "tag", nil, "run steps with a worker tag on matching nodes, as TAG=LABEL=VALUE (repeatable)")
-	fl.StringVar(&f.serviceAccount, "service-account", "", "the service account the build's pods run as")
-	fl.StringVar(&f.storageClass, "storage-class", "", "the storage class of build volumes (default: the cluster's)")
-	fl.StringVar(&f.volumeSize, "build-volume-size", "1Gi", "the size of each build's volume")
-	fl.BoolVar(&f.userNamespaces, "user-namespaces", false, "run every step that is not privileged in a user namespace of its own (hostUsers: false): root in the container, unprivileged on the node")
-	fl.StringVar(&f.imageRegistry, "image-registry", "", "the registry (HOST[:PORT][/PATH]) that tasks running an artifact as their image (a task's output, a get of a type other than registry-image) pull it from: the cluster's nodes must pull from it and the build's pods reach it")
-	fl.StringVar(&f.imageRegistrySecret, "image-registry-secret", "", "the Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: "+runspec.DefaultImageRegistrySecret+", if it exists)")
+	fl.StringArrayVar(&f.shared.NodeSelectors, "tag", nil, "run steps with a worker tag on matching nodes, as TAG=LABEL=VALUE (repeatable)")
+	fl.StringVar(&f.shared.ServiceAccount, "service-account", "", "the service account the build's pods run as")
+	fl.StringVar(&f.shared.StorageClass, "storage-class", "", "the storage class of build volumes (default: the cluster's)")
+	fl.StringVar(&f.shared.BuildVolumeSize, "build-volume-size", "1Gi", "the size of each build's volume")
+	fl.BoolVar(&f.shared.UserNamespaces, "user-namespaces", false, "run every step that is not privileged in a user namespace of its own (hostUsers: false): root in the container, unprivileged on the node")
+	fl.StringVar(&f.shared.ImageRegistry, "image-registry", "", "the registry (HOST[:PORT][/PATH]) that tasks running an artifact as their image (a task's output, a get of a type other than registry-image) pull it from: the cluster's nodes must pull from it and the build's pods reach it")
+	fl.StringVar(&f.shared.ImageRegistrySecret, "image-registry-secret", "", "the Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: "+runspec.DefaultImageRegistrySecret+", if it exists)")
 	fl.IntVar(&f.acrossSlots, "across-slots", translate.DefaultAcrossSlots, "how many combinations an across step whose values are known only at run time can run (the Pipeline holds that many copies of its substep)")
 }
 
-// options turns flags into the translate options of a pipeline.
-func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (translate.Options, error) {
+// options turns flags into the translate options of a pipeline, but its task files
+// (TaskFiles), which it returns the artifacts' directories of -i to read from.
+func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (translate.Options, map[string]fs.FS, error) {
 	opts, inputs, err := f.flagOptions()
 	if err != nil {
-		return opts, err
+		return opts, nil, err
 	}
 	if opts.Pipeline == "" {
 		opts.Pipeline = pipelineName(pipelinePath)
@@ -154,10 +158,7 @@ func (f *convertFlags) options(pipelinePath string, p *concourse.Pipeline) (tran
 	for _, vs := range p.Config.VarSources {
 		opts.VarSources = append(opts.VarSources, vs.Name)
 	}
-	if opts.TaskFiles, err = p.LoadTaskFiles(inputs); err != nil {
-		return opts, err
-	}
-	return opts, nil
+	return opts, inputs, nil
 }
 
 // pipelineName is the name of the pipeline of a file: the file's name without extension,
@@ -177,82 +178,91 @@ func pipelineName(path string) string {
 	return name
 }
 
+// settings are the flags the web node has too, with --runner-image-volume's choice.
+func (f *convertFlags) settings() flagopts.Flags {
+	s := f.shared
+	switch {
+	case f.runnerVolumeAuto:
+		s.RunnerVolume = flagopts.RunnerVolumeAuto
+	case f.runnerVolume:
+		s.RunnerVolume = flagopts.RunnerVolumeAlways
+	default:
+		s.RunnerVolume = flagopts.RunnerVolumeNever
+	}
+	return s
+}
+
+// flagName spells a shared setting's flag as the CLI does: --tag gives node selectors.
+func flagName(setting string) string {
+	if setting == flagopts.NodeSelector {
+		return "--tag"
+	}
+	return "--" + setting
+}
+
 // flagOptions are the translate options the flags alone give, whatever the pipeline, and
-// the artifacts' directories of -i.
+// the artifacts' directories of -i. Every mistake of the flags is said, in one error.
 func (f *convertFlags) flagOptions() (translate.Options, map[string]fs.FS, error) {
-	opts := translate.Options{
-		Team:            f.team,
-		Pipeline:        f.pipelineName,
-		Build:           f.build,
-		RunnerImage:     f.runnerImage,
-		ResourceImages:  map[string]string{},
-		NodeSelectors:   map[string]map[string]string{},
-		ServiceAccount:  f.serviceAccount,
-		StorageClass:    f.storageClass,
-		BuildVolumeSize: f.volumeSize,
-		UserNamespaces:  f.userNamespaces,
-		AcrossSlots:     f.acrossSlots,
-
-		RunnerImageVolume: f.runnerVolume,
-
-		ImageRegistry:       strings.TrimSuffix(f.imageRegistry, "/"),
-		ImageRegistrySecret: f.imageRegistrySecret,
-	}
-	if r := f.imageRegistry; strings.Contains(r, "://") || strings.ContainsAny(r, " @") || strings.HasPrefix(r, "/") {
-		return opts, nil, fmt.Errorf("invalid --image-registry %q: give HOST[:PORT][/PATH], without a scheme", r)
-	}
+	opts, err := f.settings().Options(flagName)
+	errs := []error{err}
+	opts.Team, opts.Pipeline, opts.Build, opts.AcrossSlots = f.team, f.pipelineName, f.build, f.acrossSlots
 	if f.acrossSlots < 1 {
-		return opts, nil, fmt.Errorf("invalid --across-slots %d: it must be at least 1", f.acrossSlots)
+		errs = append(errs, fmt.Errorf("invalid --across-slots %d: it must be at least 1", f.acrossSlots))
 	}
 	if f.resourceFile != "" {
-		data, err := os.ReadFile(f.resourceFile)
-		if err != nil {
-			return opts, nil, err
+		// The file's images are laid under --resource-image's.
+		var images map[string]string
+		data, err := readFile(f.resourceFile)
+		if err == nil {
+			if err = yaml.UnmarshalStrict(data, &images); err != nil {
+				err = fmt.Errorf("%s: must map resource types to images: %w", f.resourceFile, err)
+			}
 		}
-		if err := yaml.UnmarshalStrict(data, &opts.ResourceImages); err != nil {
-			return opts, nil, fmt.Errorf("%s: must map resource types to images: %w", f.resourceFile, err)
+		errs = append(errs, err)
+		for typ, img := range images {
+			if _, given := opts.ResourceImages[typ]; !given {
+				opts.ResourceImages[typ] = img
+			}
 		}
 	}
-	for _, ri := range f.resourceImages {
-		typ, img, ok := strings.Cut(ri, "=")
-		if !ok || typ == "" || img == "" {
-			return opts, nil, fmt.Errorf("invalid --resource-image %q: use TYPE=IMAGE", ri)
-		}
-		opts.ResourceImages[typ] = img
-	}
-	for _, ns := range f.nodeSelectors {
-		tag, label, ok := strings.Cut(ns, "=")
-		key, value, ok2 := strings.Cut(label, "=")
-		if !ok || !ok2 || tag == "" || key == "" {
-			return opts, nil, fmt.Errorf("invalid --tag %q: use TAG=LABEL=VALUE", ns)
-		}
-		if opts.NodeSelectors[tag] == nil {
-			opts.NodeSelectors[tag] = map[string]string{}
-		}
-		opts.NodeSelectors[tag][key] = value
-	}
+	inputs, err := artifactDirs(f.inputs)
+	return opts, inputs, errors.Join(append(errs, err)...)
+}
+
+// artifactDirs are the artifacts' local directories of -i (name=dir), from which task
+// files are read. Every mistake is said, in one error.
+func artifactDirs(flags []string) (map[string]fs.FS, error) {
 	inputs := map[string]fs.FS{}
-	for _, in := range f.inputs {
+	var errs []error
+	for _, in := range flags {
 		name, dir, ok := strings.Cut(in, "=")
 		if !ok || name == "" || dir == "" {
-			return opts, nil, fmt.Errorf("invalid --input %q: use name=dir", in)
+			errs = append(errs, fmt.Errorf("invalid --input %q: use name=dir", in))
+			continue
 		}
 		inputs[name] = os.DirFS(dir)
 	}
-	return opts, inputs, nil
+	return inputs, errors.Join(errs...)
 }
 
-// loadVars reads the pipeline and the options to compile it with, and the static vars
-// interpolated into the pipeline.
+// loadVars reads the pipeline and the options to compile it with, the task files of -i
+// among them (their warnings said on stderr), and the static vars interpolated into the
+// pipeline.
 func (s *streams) loadVars(path string, f *convertFlags) (*concourse.Pipeline, translate.Options, []varuse.Var, error) {
-	p, used, err := s.pipelines().LoadPipelineVars(path, &f.vars)
+	p, used, err := s.loadPipelineVars(path, &f.vars)
 	if err != nil {
 		return nil, translate.Options{}, nil, err
 	}
-	opts, err := f.options(path, p)
+	opts, inputs, err := f.options(path, p)
 	if err != nil {
 		return nil, opts, nil, err
 	}
+	files, diags := p.LoadTaskFiles(inputs)
+	s.warn(diags)
+	if err := diags.Err(); err != nil {
+		return nil, opts, nil, err
+	}
+	opts.TaskFiles = files
 	return p, opts, used, nil
 }
 
@@ -280,7 +290,7 @@ type converted struct {
 // its Pipelines and PipelineRuns, or into the -o directory. When any pipeline fails,
 // every failure is reported and nothing is written.
 func (s *streams) convert(paths []string, f *convertFlags) error {
-	if err := pipelinecmd.StdinOnce(paths); err != nil {
+	if err := stdinOnce(paths); err != nil {
 		return err
 	}
 	if len(paths) > 1 {
@@ -291,7 +301,7 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 		if len(f.jobs) > 0 {
 			return errors.New("-j selects the jobs of one pipeline: give one PIPELINE with it")
 		}
-		if _, err := f.vars.Build(); err != nil {
+		if _, err := f.vars.read(); err != nil {
 			return err
 		}
 		if _, _, err := f.flagOptions(); err != nil {
@@ -303,8 +313,8 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 	var convs []*converted
 	var failed []string
 	files := map[string]string{} // pipeline name -> the file converted into it
-	err := s.pipelines().EachPath(paths, func(i int, own *pipelinecmd.Streams) {
-		each[i], errs[i] = (&streams{in: own.In, out: own.Out, err: own.Err}).convertOne(paths[i], f)
+	err := s.eachPath(paths, func(i int, own *streams) {
+		each[i], errs[i] = own.convertOne(paths[i], f)
 	}, func(i int) error {
 		path := paths[i]
 		c, err := each[i], errs[i]
@@ -340,7 +350,7 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 		for _, c := range convs {
 			conv.Pipelines[c.opts.Pipeline] = c.keepJobs
 		}
-		if err := writeObjects(f.outDir, names, docs, held, conv); err != nil {
+		if err := writeOutDir(f.outDir, names, docs, held, conv); err != nil {
 			return err
 		}
 	} else {
@@ -351,7 +361,7 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 	s.warnPlainText(held)
 	var secrets, pulls []string
 	for _, c := range convs {
-		fmt.Fprintf(s.err, "converted %s of %s\n", pipelinecmd.Plural(c.jobs, "job"), c.file)
+		fmt.Fprintf(s.err, "converted %s of %s\n", plural(c.jobs, "job"), c.file)
 		secrets = append(secrets, c.secrets...)
 		pulls = append(pulls, c.pulls...)
 	}
@@ -362,14 +372,6 @@ func (s *streams) convert(paths []string, f *convertFlags) error {
 		fmt.Fprintf(s.err, "images are pulled with their sources' credentials from a Secret of the build (kubernetes.io/dockerconfigjson), which `concourse-tekton run` makes; to start these PipelineRuns yourself, create: %s\n", strings.Join(pulls, ", "))
 	}
 	return nil
-}
-
-// inputName is the name a path has in diagnostics (see readInput).
-func inputName(path string) string {
-	if path == "-" {
-		return "<stdin>"
-	}
-	return path
 }
 
 // mergeConverted lists the objects of pipelines in order, each Task once (Task names are
@@ -502,6 +504,30 @@ func nameOf(obj any) objectName {
 	return objectName{kind: obj.(runtime.Object).GetObjectKind().GroupVersionKind().Kind, name: obj.(metav1.Object).GetName()}
 }
 
+// maxStoredObject is the most the API server stores of an object: etcd's default
+// request limit (--max-request-bytes), which Tekton's objects (custom resources, stored as
+// JSON) meet as JSON.
+const maxStoredObject = 3 << 19 // 1.5 MiB
+
+// storable refuses an object whose JSON the API server would not store. Its YAML, of
+// yamlSize bytes, is about its JSON's size: only an object of a megabyte or more is
+// encoded again to tell.
+func storable(obj any, yamlSize int) error {
+	if yamlSize < 1<<20 {
+		return nil
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	if len(data) <= maxStoredObject {
+		return nil
+	}
+	o := nameOf(obj)
+	return fmt.Errorf("its %s %s is %.1f MiB, over the %.1f MiB the API server stores of an object (etcd's request limit): split the job, or shorten its steps' configs",
+		o.kind, o.name, float64(len(data))/(1<<20), float64(maxStoredObject)/(1<<20))
+}
+
 // compiledJob is what is kept of a job's compilation: the documents of its Pipeline and
 // PipelineRun, their names and the static vars each holds, and what the conversion says
 // of the job; not the objects, which go once rendered (a job's are several times its
@@ -547,6 +573,9 @@ func compileJob(p *concourse.Pipeline, opts translate.Options, job string, used 
 		if *scratch, err = translate.AppendYAML((*scratch)[:0], obj); err != nil {
 			return compiledJob{err: errors.New(stepError(p, b.Paths, job, err))}
 		}
+		if err := storable(obj, len(*scratch)); err != nil {
+			return compiledJob{err: jobError(p, job, err)}
+		}
 		// Each document at its size: a buffer grown to megabytes would be copied and
 		// cleared again and again.
 		j.docs = append(j.docs, bytes.Clone(*scratch))
@@ -579,6 +608,16 @@ func stepError(p *concourse.Pipeline, paths map[concourse.PlanID]concourse.Path,
 		}
 	}
 	return fmt.Sprintf("job %s: %v", job, err)
+}
+
+// jobError is err at the job's place in the pipeline.
+func jobError(p *concourse.Pipeline, job string, err error) error {
+	for i, j := range p.Config.Jobs {
+		if j.Name == job {
+			return errors.New(p.Diagnostic(concourse.SeverityError, concourse.Path{concourse.Key("jobs"), concourse.Named(i, job)}, "%s", err).Error())
+		}
+	}
+	return fmt.Errorf("job %s: %w", job, err)
 }
 
 // stepWarning is a construct that compiled but will error when the build runs, at the
@@ -642,7 +681,7 @@ func (s *streams) warnPlainText(held [][]string) {
 // removing the files of earlier conversions that conv leaves over. A file is named after
 // its object's kind and name, taken from the object (not read back from its document);
 // one that holds a static var's value is readable by its owner only.
-func writeObjects(dir string, names []objectName, docs [][]byte, held [][]string, conv outdir.Conversion) error {
+func writeObjects(ctx context.Context, dir string, names []objectName, docs [][]byte, held [][]string, conv outdir.Conversion) error {
 	files := make([]outdir.File, 0, len(docs))
 	conv.Files = map[string]bool{}
 	for i, doc := range docs {
@@ -658,5 +697,43 @@ func writeObjects(dir string, names []objectName, docs [][]byte, held [][]string
 	if err != nil {
 		return fmt.Errorf("reading what an earlier conversion wrote: %w", err)
 	}
-	return outdir.Replace(dir, files, conv.Stale(written))
+	return outdir.Replace(ctx, dir, files, conv.Stale(written))
+}
+
+// writeOutDir is writeObjects until SIGINT or SIGTERM: one that comes before the files are
+// committed leaves dir as it was, one after lets them all be written; either way the
+// command then ends as the signal's (130, 143).
+func writeOutDir(dir string, names []objectName, docs [][]byte, held [][]string, conv outdir.Conversion) error {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var got os.Signal
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		select {
+		case got = <-signals:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := writeObjects(ctx, dir, names, docs, held, conv)
+	cancel()
+	<-done
+	if got == nil {
+		return err
+	}
+	code := 130
+	if got == syscall.SIGTERM {
+		code = 143
+	}
+	if errors.Is(err, context.Canceled) {
+		return &exitError{code: code, err: fmt.Errorf("interrupted: nothing was written to %s", dir)}
+	}
+	if err != nil {
+		return err
+	}
+	return &exitError{code: code, err: fmt.Errorf("interrupted once every file was committed: %s holds the whole conversion", dir)}
 }

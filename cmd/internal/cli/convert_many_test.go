@@ -208,6 +208,7 @@ func TestManyErrors(t *testing.T) {
 		{"--pipeline", []string{"convert", a, b, "--pipeline", "p"}, "error: --pipeline names one pipeline: give one PIPELINE with it, or leave it out to name each pipeline after its file\n"},
 		{"-j", []string{"convert", a, b, "-j", "unit"}, "error: -j selects the jobs of one pipeline: give one PIPELINE with it\n"},
 		{"a flag's mistake once", []string{"convert", a, b, "--resource-image", "x"}, "error: invalid --resource-image \"x\": use TYPE=IMAGE\n"},
+		{"the flags' mistakes at once", []string{"convert", a, b, "--resource-image", "x", "--tag", "gpu", "--across-slots", "0"}, "error: invalid --resource-image \"x\": use TYPE=IMAGE\ninvalid --tag \"gpu\": use TAG=LABEL=VALUE\ninvalid --across-slots 0: it must be at least 1\n"},
 		{"a var's mistake once", []string{"convert", a, b, "-v", "x"}, "error: invalid var \"x\": use name=value\n"},
 		{
 			"same pipeline twice", []string{"convert", a, b, a},

@@ -31,7 +31,7 @@ func parallelPipeline() string {
 		case 3:
 			b.WriteString("  - task: t\n    config: {platform: linux, rootfs_uri: file:///x, run: {path: \"true\"}}\n")
 		}
-		fmt.Fprintf(&b, "  - task: echo\n    config:\n      platform: linux\n      image_resource: {type: registry-image, source: {repository: busybox}}\n      run: {path: echo, args: [%d]}\n", i)
+		fmt.Fprintf(&b, "  - task: echo\n    config:\n      platform: linux\n      image_resource: {type: registry-image, source: {repository: busybox}}\n      run: {path: echo, args: [\"%d\"]}\n", i)
 	}
 	return b.String()
 }

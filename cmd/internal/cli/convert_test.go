@@ -40,17 +40,9 @@ func TestBooklitExample(t *testing.T) {
 
 func readDir(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]string{}
-	for _, e := range entries {
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[e.Name()] = string(data)
+	for name, f := range filesOf(t, dir) {
+		out[name] = f.data
 	}
 	return out
 }
@@ -199,5 +191,57 @@ jobs:
 	code, _, stderr = run(t, "", "convert", file, "--resource-image", "some-type=example.com/some-type:1")
 	if code != 0 || strings.Contains(stderr, "warning") {
 		t.Errorf("with the type's image: code %d, stderr %q", code, stderr)
+	}
+}
+
+// TestDefaultTaskImage: a task that names no image runs in --default-task-image's, as
+// Concourse runs it in its worker's root file system; without it, convert refuses the
+// task at its position, naming the flag. run and execute take the flag too, and refuse a
+// value that is no image before they ask the cluster anything.
+func TestDefaultTaskImage(t *testing.T) {
+	file := writeFile(t, "app.yml", `jobs:
+- name: j
+  plan:
+  - task: bare
+    config: {platform: linux, run: {path: "true"}}
+`)
+	code, stdout, stderr := run(t, "", "convert", file)
+	want := "error: " + file + `:4:5: jobs[j].plan[0].task: the task has no image: give its config an image_resource or a rootfs_uri, the step an image, or the build a default task image (--default-task-image; the web node's --tekton-default-task-image)` + "\n"
+	if code != 1 || stdout != "" || !strings.HasSuffix(stderr, want) {
+		t.Errorf("without a default: code %d, stdout %q, stderr %q\nwant it to end with %q", code, stdout, stderr, want)
+	}
+	code, stdout, stderr = run(t, "", "convert", file, "--default-task-image", "example.com/default:1")
+	if code != 0 || !strings.Contains(stdout, "value: example.com/default:1\n") {
+		t.Errorf("with a default: code %d, stderr %q, stdout:\n%s", code, stderr, stdout)
+	}
+	task := writeFile(t, "task.yml", "platform: linux\nrun: {path: \"true\"}\n")
+	for _, args := range [][]string{
+		{"convert", file},
+		{"run", file, "-j", "j", "--kubeconfig", "/nonexistent"},
+		{"execute", "-c", task, "--kubeconfig", "/nonexistent"},
+	} {
+		code, _, stderr := run(t, "", append(args, "--default-task-image", "docker:///busybox")...)
+		if want := `error: invalid --default-task-image "docker:///busybox": give an image reference such as busybox:1.37, without a scheme` + "\n"; code != 1 || stderr != want && !strings.HasSuffix(stderr, "\n"+want) {
+			t.Errorf("%s: code %d, stderr %q; want %q", args[0], code, stderr, want)
+		}
+	}
+}
+
+// TestConvertRefusesWhatTheAPIServerCannotStore: a job whose Pipeline is over the 1.5 MiB
+// the API server stores of an object is refused at its place, nothing written.
+func TestConvertRefusesWhatTheAPIServerCannotStore(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("resources: [{name: r, type: git, source: {uri: u}}]\njobs:\n- name: small\n  plan: [{put: r}]\n- name: huge\n  plan:\n")
+	for range 2000 {
+		b.WriteString("  - put: r\n")
+	}
+	file := writeFile(t, "app.yml", b.String())
+	code, stdout, stderr := run(t, "", "convert", file)
+	if code != 1 || stdout != "" {
+		t.Fatalf("code %d, stdout %d bytes; want 1 and nothing", code, len(stdout))
+	}
+	want := file + ":5:3: jobs[huge]: its Pipeline app-huge is "
+	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "over the 1.5 MiB the API server stores of an object") {
+		t.Errorf("stderr = %q\nwant it to hold %q... over the 1.5 MiB", stderr, want)
 	}
 }

@@ -23,7 +23,9 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/internal/tarstream"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
+	"github.com/concourse-tekton/concourse-tekton/translate/flagopts"
 )
 
 type executeFlags struct {
@@ -88,18 +90,19 @@ detaches.`,
 	fl.StringVarP(&f.inputsFrom, "inputs-from", "j", "", "take the inputs not given with -i from a job of the namespace, as PIPELINE/JOB: its get steps, at the versions its latest builds fetched")
 	fl.StringArrayVarP(&f.mappings, "input-mapping", "m", nil, "with -j, take a task input from the job's input of another name, as TASK_INPUT=JOB_INPUT (repeatable)")
 	fl.StringVar(&f.image, "image", "", "with -j, run the task in the image the job's input of this name fetches")
-	f.compile.vars.Register(cmd)
+	f.compile.vars.register(cmd)
 	fl.StringVar(&f.compile.team, "team", "main", "the team the build belongs to")
-	fl.StringVar(&f.compile.runnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
+	fl.StringVar(&f.compile.shared.RunnerImage, "runner-image", translate.DefaultRunnerImage, "the step runner's image")
 	fl.BoolVar(&f.compile.runnerVolume, "runner-image-volume", false, runnerVolumeRunUsage)
-	fl.StringArrayVar(&f.compile.resourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
+	fl.StringVar(&f.compile.shared.DefaultTaskImage, flagopts.DefaultTaskImage, "", defaultTaskImageUsage)
+	fl.StringArrayVar(&f.compile.shared.ResourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
 	fl.StringVar(&f.compile.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
-	fl.StringVar(&f.compile.serviceAccount, "service-account", "", "the service account the build's pods run as")
-	fl.StringVar(&f.compile.storageClass, "storage-class", "", "the storage class of the build volume (default: the cluster's)")
-	fl.StringVar(&f.compile.volumeSize, "build-volume-size", "1Gi", "the size of the build's volume")
-	fl.BoolVar(&f.compile.userNamespaces, "user-namespaces", false, "run the task, unless privileged, in a user namespace of its own (hostUsers: false)")
-	fl.StringVar(&f.compile.imageRegistry, "image-registry", "", "with --image naming a job input that is not a registry image, the registry (HOST[:PORT][/PATH]) it is pushed to for the task's pod to pull")
-	fl.StringVar(&f.compile.imageRegistrySecret, "image-registry-secret", "", "the Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: "+runspec.DefaultImageRegistrySecret+", if it exists)")
+	fl.StringVar(&f.compile.shared.ServiceAccount, "service-account", "", "the service account the build's pods run as")
+	fl.StringVar(&f.compile.shared.StorageClass, "storage-class", "", "the storage class of the build volume (default: the cluster's)")
+	fl.StringVar(&f.compile.shared.BuildVolumeSize, "build-volume-size", "1Gi", "the size of the build's volume")
+	fl.BoolVar(&f.compile.shared.UserNamespaces, "user-namespaces", false, "run the task, unless privileged, in a user namespace of its own (hostUsers: false)")
+	fl.StringVar(&f.compile.shared.ImageRegistry, "image-registry", "", "with --image naming a job input that is not a registry image, the registry (HOST[:PORT][/PATH]) it is pushed to for the task's pod to pull")
+	fl.StringVar(&f.compile.shared.ImageRegistrySecret, "image-registry-secret", "", "the Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: "+runspec.DefaultImageRegistrySecret+", if it exists)")
 	f.watch.register(cmd)
 	addTargetFlags(cmd, &target)
 	return cmd
@@ -147,17 +150,18 @@ type oneOff struct {
 // the name -m maps it to); the outputs to download (-o). jobInput (nil without -j) looks
 // the job's inputs up. Nothing on the cluster is touched.
 func (s *streams) executePlan(f *executeFlags, args []string, cwd string, jobInput func(string) (tektonrun.JobInput, bool)) (*oneOff, error) {
-	vf, err := f.compile.vars.Build()
+	vf, err := f.compile.vars.read()
 	if err != nil {
 		return nil, err
 	}
-	name, data, err := s.pipelines().ReadInput(f.config)
+	name, data, err := s.readInput(f.config)
 	if err != nil {
 		return nil, err
 	}
 	rec := varuse.NewRecorder(vf.Variables())
-	cfg, err := concourse.LoadTaskConfigVars(name, data, rec)
-	if err != nil {
+	cfg, diags := concourse.LoadTaskConfig(name, data, concourse.TaskFileOptions{Vars: rec, ImageGiven: f.image != ""})
+	s.warn(diags)
+	if err := diags.Err(); err != nil {
 		return nil, fmt.Errorf("%s is not a valid task config:\n%w", name, err)
 	}
 	cfg.Run.Args = append(cfg.Run.Args, args...)
@@ -267,11 +271,11 @@ func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun
 		}
 		tags = append(tags, tag)
 		if hasSelector {
-			f.compile.nodeSelectors = append(f.compile.nodeSelectors, tag+"="+selector)
+			f.compile.shared.NodeSelectors = append(f.compile.shared.NodeSelectors, tag+"="+selector)
 		}
 	}
 	f.compile.pipelineName, f.compile.build, f.compile.acrossSlots = "one-off", f.build, translate.DefaultAcrossSlots
-	opts, err := f.compile.options("", &concourse.Pipeline{})
+	opts, _, err := f.compile.options("", &concourse.Pipeline{})
 	if err != nil {
 		return err
 	}
@@ -345,7 +349,7 @@ func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun
 	stopUploads()
 	if err != nil {
 		if interrupted {
-			return &exitError{Code: exitDetached, Err: errors.New("interrupted before the build started: nothing was left on the cluster")}
+			return &exitError{code: exitDetached, err: errors.New("interrupted before the build started: nothing was left on the cluster")}
 		}
 		var unsupported *translate.UnsupportedError
 		if errors.As(err, &unsupported) {
@@ -370,7 +374,7 @@ func (s *streams) execute(ctx context.Context, f *executeFlags, target tektonrun
 	}
 	watchErr := s.watch(ctx, build, f.watch, signals)
 	var ee *exitError
-	if errors.As(watchErr, &ee) && ee.Code == exitDetached {
+	if errors.As(watchErr, &ee) && ee.code == exitDetached {
 		return watchErr
 	}
 	if err := s.download(ctx, build, outputs); err != nil {
@@ -472,7 +476,7 @@ func (s *streams) download(ctx context.Context, build *tektonrun.Build, outputs 
 			err := arts.Download(ctx, out.name, p.writer(w))
 			w.CloseWithError(err)
 			extractErr := <-extracted
-			if errors.Is(err, tektonrun.ErrNoArtifact) {
+			if errors.Is(err, podexec.ErrNoArtifact) {
 				// The task never ran to make it: as fly, nothing to download.
 				p.done(nil)
 				return

@@ -108,7 +108,7 @@ func TestExecutePlan(t *testing.T) {
 			s := &streams{out: &strings.Builder{}, err: &strings.Builder{}}
 			f := tt.flags
 			f.config = task
-			f.compile.vars.Vars = []string{"image=busybox", "script=echo hi"}
+			f.compile.vars.vars = []string{"image=busybox", "script=echo hi"}
 			o, err := s.executePlan(&f, tt.args, tt.cwd, tt.job)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -195,5 +195,45 @@ func TestGitFiles(t *testing.T) {
 	slices.Sort(got)
 	if diff := cmp.Diff([]string{".gitignore", "a.go", "new.txt"}, got); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
+	}
+}
+
+// TestExecuteTaskFileWarnings: the task file's warnings are said at their positions in
+// it, before anything runs; --image gives the image a file without one lacks.
+func TestExecuteTaskFileWarnings(t *testing.T) {
+	dir := t.TempDir()
+	task := filepath.Join(dir, "task.yml")
+	if err := os.WriteFile(task, []byte("platform: linux\nrun: {path: x}\ncaches: [{}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noImage := "warning: " + task + ":1:1: the task config has no image: "
+	noPath := "warning: " + task + ":3:10: caches[0]: cache has no path: "
+	for _, tt := range []struct {
+		name  string
+		flags executeFlags
+		job   func(string) (tektonrun.JobInput, bool)
+		want  []string
+	}{
+		{"no image", executeFlags{}, nil, []string{noImage, noPath}},
+		{"--image", executeFlags{image: "repo"}, jobInputs, []string{noPath}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr strings.Builder
+			s := &streams{out: &strings.Builder{}, err: &stderr}
+			f := tt.flags
+			f.config = task
+			if _, err := s.executePlan(&f, nil, dir, tt.job); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(stderr.String(), "\n"), "\n")
+			if len(lines) != len(tt.want) {
+				t.Fatalf("stderr:\n%s\nwant %d lines", stderr.String(), len(tt.want))
+			}
+			for i, want := range tt.want {
+				if !strings.HasPrefix(lines[i], want) {
+					t.Errorf("line %q; want it to start with %q", lines[i], want)
+				}
+			}
+		})
 	}
 }

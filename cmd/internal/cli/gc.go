@@ -69,7 +69,7 @@ func (s *streams) gc(ctx context.Context, o tektonrun.TargetOptions, opts gc.Opt
 	if opts.FailedGrace < 0 || opts.OneOffGrace < 0 || opts.ResourceCacheTTL < 0 {
 		return fmt.Errorf("invalid grace or retention period: it is a duration, 0 or more")
 	}
-	t, err := s.target(o)
+	t, err := dialTarget(o)
 	if err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (s *streams) gc(ctx context.Context, o tektonrun.TargetOptions, opts gc.Opt
 		return err
 	}
 	if len(r.Failed) > 0 {
-		return &exitError{Code: 1}
+		return &exitError{code: 1}
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -79,7 +80,7 @@ func (s *streams) intercept(ctx context.Context, build string, command []string,
 	// session's command, as a key).
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
-	filter := tektonrun.ContainerFilter{Step: f.step, Type: f.stepType, Attempt: f.attempt}
+	filter := podexec.ContainerFilter{Step: f.step, Type: f.stepType, Attempt: f.attempt}
 	if build != "" {
 		run, err := buildName(build)
 		if err != nil {
@@ -102,7 +103,7 @@ func (s *streams) intercept(ctx context.Context, build string, command []string,
 	if err != nil {
 		return err
 	}
-	o := tektonrun.InterceptOptions{
+	o := podexec.InterceptOptions{
 		Command: command, Stdin: in, Stdout: s.out, Stderr: s.err, Timeout: f.timeout,
 		Progress: func(msg string) { fmt.Fprintln(s.err, msg) },
 	}
@@ -111,15 +112,15 @@ func (s *streams) intercept(ctx context.Context, build string, command []string,
 		o.TTY, o.Sizes = true, sizes
 	}
 	err = client.Intercept(ctx, ctr, o)
-	var exit *tektonrun.ExitError
+	var exit *podexec.ExitError
 	if errors.As(err, &exit) {
-		return &exitError{Code: exit.Status}
+		return &exitError{code: exit.Status}
 	}
 	return err
 }
 
 // describe is a step as fly lists containers.
-func describe(c tektonrun.Container) string {
+func describe(c podexec.Container) string {
 	var b strings.Builder
 	if c.Job != "" && c.Pipeline != "one-off" {
 		fmt.Fprintf(&b, "pipeline: %s, job: %s, ", c.Pipeline, c.Job)
@@ -135,10 +136,10 @@ func describe(c tektonrun.Container) string {
 }
 
 // choose picks the step: the one there is, or the one the user names from the list.
-func (s *streams) choose(ctrs []tektonrun.Container, in *bufio.Reader) (tektonrun.Container, error) {
+func (s *streams) choose(ctrs []podexec.Container, in *bufio.Reader) (podexec.Container, error) {
 	switch len(ctrs) {
 	case 0:
-		return tektonrun.Container{}, errors.New("no containers matched your search parameters!\n\nthey may have expired if your build hasn't recently finished")
+		return podexec.Container{}, errors.New("no containers matched your search parameters!\n\nthey may have expired if your build hasn't recently finished")
 	case 1:
 		return ctrs[0], nil
 	}
@@ -154,9 +155,9 @@ func (s *streams) choose(ctrs []tektonrun.Container, in *bufio.Reader) (tektonru
 		}
 		if err != nil {
 			if err == io.EOF {
-				return tektonrun.Container{}, errors.New("no container chosen")
+				return podexec.Container{}, errors.New("no container chosen")
 			}
-			return tektonrun.Container{}, err
+			return podexec.Container{}, err
 		}
 		fmt.Fprintf(s.err, "invalid selection: choose a number from 1 to %d\n", len(ctrs))
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
@@ -73,18 +72,10 @@ leaving the target retiring.`,
 	return cmd
 }
 
-// target opens the target o names, as check-target does.
-func (s *streams) target(o tektonrun.TargetOptions) (*tektonrun.Target, error) {
-	if o.UserAgent == "" {
-		o.UserAgent = "concourse-tekton/" + pipelinecmd.Version
-	}
-	return newTarget(o)
-}
-
 // onTarget is a command's RunE that opens the target o names and runs f on it.
 func (s *streams) onTarget(o *tektonrun.TargetOptions, f func(context.Context, *tektonrun.Target) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, _ []string) error {
-		t, err := s.target(*o)
+		t, err := dialTarget(*o)
 		if err != nil {
 			return err
 		}

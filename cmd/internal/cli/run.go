@@ -12,11 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd"
 	"github.com/concourse-tekton/concourse-tekton/cmd/internal/render"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -142,14 +142,6 @@ func newBackend(to tektonrun.TargetOptions, opts translate.Options) (*tektonrun.
 	return tektonrun.NewBackend(t, opts), nil
 }
 
-// dialTarget is the target the flags name, with our user agent.
-func dialTarget(to tektonrun.TargetOptions) (*tektonrun.Target, error) {
-	if to.UserAgent == "" {
-		to.UserAgent = "concourse-tekton/" + pipelinecmd.Version
-	}
-	return tektonrun.NewTarget(to)
-}
-
 // watch renders a build's events until it ends and returns its exit code. The first
 // Ctrl-C (or SIGTERM) aborts the build and goes on watching it end; the second detaches.
 func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFlags, signals chan os.Signal) error {
@@ -181,10 +173,10 @@ func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFla
 	}()
 	emit := s.emitter(wf)
 	var exit render.Exit
-	status, err := build.Events(ctx, tektonrun.Cursor{}, func(e tektonrun.Event) error {
-		if p, ok := e.Event.(tektonrun.PipelineToSet); ok {
+	status, err := build.Events(ctx, buildevents.Cursor{}, func(e buildevents.Event) error {
+		if e.Pipeline != nil {
 			// No ATC sets it here: say what a set_pipeline step would set.
-			for _, l := range p.Logs() {
+			for _, l := range e.Pipeline.Logs() {
 				if err := emit(l); err != nil {
 					return err
 				}
@@ -197,7 +189,7 @@ func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFla
 	select {
 	case <-detached:
 		fmt.Fprintf(s.err, "detached: build %s goes on; follow it with `concourse-tekton events %s -n %s`\n", build.Name, build.Name, build.Namespace)
-		return &exitError{Code: exitDetached}
+		return &exitError{code: exitDetached}
 	default:
 	}
 	if err != nil {
@@ -207,7 +199,7 @@ func (s *streams) watch(ctx context.Context, build *tektonrun.Build, wf watchFla
 	// have, but the exit code must not say succeeded then) takes the status it returned.
 	exit.Observe(event.Status{Status: status})
 	if code := exit.Code(); code != 0 {
-		return &exitError{Code: code}
+		return &exitError{code: code}
 	}
 	return nil
 }

@@ -6,6 +6,19 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 )
 
+// newTarget opens a target; tests replace it with fake clients.
+var newTarget = tektonrun.NewTarget
+
+// dialTarget opens the target o names, with our user agent, for every command that talks
+// to a cluster: TLS trusts the fallback roots from then on.
+func dialTarget(o tektonrun.TargetOptions) (*tektonrun.Target, error) {
+	trustFallbackRoots()
+	if o.UserAgent == "" {
+		o.UserAgent = "concourse-tekton/" + version
+	}
+	return newTarget(o)
+}
+
 // addTargetFlags registers kubectl's flags that pick the cluster and the namespace, for
 // every command that talks to a target.
 func addTargetFlags(cmd *cobra.Command, o *tektonrun.TargetOptions) {

@@ -1,11 +1,13 @@
 package outdir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -20,8 +22,9 @@ type File struct {
 // fileSystem is what Replace does to the file system that matters to its promise, one call
 // per effect, so that a test can make any of them fail part-way. WriteFile, Rename and Link
 // behave as the os functions of those names, except that WriteFile creates a new file
-// (it fails if name exists), gives it exactly perm whatever the umask, and syncs it.
-// Exchange swaps two paths in one step or fails having changed nothing.
+// (it fails if name exists) and gives it exactly perm whatever the umask; prepare syncs
+// the files it wrote all at once. Exchange swaps two paths in one step or fails having
+// changed nothing.
 type fileSystem interface {
 	WriteFile(name string, data []byte, perm fs.FileMode) error
 	Rename(oldpath, newpath string) error
@@ -41,9 +44,6 @@ func (osFS) WriteFile(name string, data []byte, perm fs.FileMode) error {
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -67,7 +67,9 @@ var errNoSwap = errors.New("cannot swap the directory")
 
 // Replace makes dir hold files, in place of the files of the same names there and of the
 // files named in remove, and leaves everything else in dir as it was. Either all of it
-// happens or, when it fails, dir is as it was.
+// happens or, when it fails or ctx ends before it is committed, dir is as it was; once
+// committed it goes to its end, whatever ctx says. Killed part-way, the next Replace of
+// dir finishes what was committed and removes what was not (recoverLeftovers).
 //
 // A directory that does not exist is prepared beside it and renamed into place. One that
 // holds no subdirectory is swapped with a prepared copy in one step (renameat2
@@ -77,12 +79,12 @@ var errNoSwap = errors.New("cannot swap the directory")
 // directory, or where a swap cannot be done) the new files are prepared inside dir and
 // renamed into place one by one, the old ones moved aside, and on a failure everything
 // done is undone: dir ends as it was, but a reader may see a mix of old and new while it
-// happens.
-func Replace(dir string, files []File, remove []string) error {
-	return replace(osFS{}, dir, files, remove)
+// happens. The renames are committed by a journal, synced before the first of them.
+func Replace(ctx context.Context, dir string, files []File, remove []string) error {
+	return replace(ctx, osFS{}, dir, files, remove)
 }
 
-func replace(fsys fileSystem, dir string, files []File, remove []string) error {
+func replace(ctx context.Context, fsys fileSystem, dir string, files []File, remove []string) error {
 	if err := checkNames(files, remove); err != nil {
 		return err
 	}
@@ -98,11 +100,17 @@ func replace(fsys fileSystem, dir string, files []File, remove []string) error {
 	info, err := os.Stat(real)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return create(fsys, real, files)
+		if err := recoverLeftovers(fsys, real, false); err != nil {
+			return err
+		}
+		return create(ctx, fsys, real, files)
 	case err != nil:
 		return err
 	case !info.IsDir():
 		return fmt.Errorf("%s is not a directory", dir)
+	}
+	if err := recoverLeftovers(fsys, real, true); err != nil {
+		return err
 	}
 	entries, err := os.ReadDir(real)
 	if err != nil {
@@ -143,12 +151,12 @@ func replace(fsys fileSystem, dir string, files []File, remove []string) error {
 				kept = append(kept, e.Name())
 			}
 		}
-		err := swap(fsys, real, info, files, kept, listed)
+		err := swap(ctx, fsys, real, info, files, kept, listed)
 		if !errors.Is(err, errNoSwap) {
 			return err
 		}
 	}
-	return inPlace(fsys, real, files, removing)
+	return inPlace(ctx, fsys, real, files, removing)
 }
 
 func checkNames(files []File, remove []string) error {
@@ -178,16 +186,20 @@ func checkName(name string) error {
 }
 
 // create writes a directory that does not exist yet: prepared beside it, then renamed.
-func create(fsys fileSystem, dir string, files []File) error {
+func create(ctx context.Context, fsys fileSystem, dir string, files []File) error {
 	parent := filepath.Dir(dir)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return err
 	}
-	stage, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".new-")
+	stage, err := os.MkdirTemp(parent, siblingStage(dir))
 	if err != nil {
 		return err
 	}
 	if err := prepare(fsys, stage, 0o755, files); err != nil {
+		os.RemoveAll(stage)
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		os.RemoveAll(stage)
 		return err
 	}
@@ -202,32 +214,34 @@ func create(fsys fileSystem, dir string, files []File) error {
 // theirs, and exchanges the two directories. It returns an error wrapping errNoSwap, dir
 // untouched, when that cannot be done here. listed are the names dir held when its
 // entries were sorted into kept, written over and removed.
-func swap(fsys fileSystem, dir string, info fs.FileInfo, files []File, kept []string, listed map[string]bool) (err error) {
-	stage, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".new-")
+func swap(ctx context.Context, fsys fileSystem, dir string, info fs.FileInfo, files []File, kept []string, listed map[string]bool) error {
+	stage, err := os.MkdirTemp(filepath.Dir(dir), siblingStage(dir))
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNoSwap, err)
 	}
-	swapped := false
-	defer func() {
-		if !swapped {
-			os.RemoveAll(stage)
-		}
-	}()
+	// Not a deferred removal: a process killed part-way runs none, and the test that
+	// kills it must see what it leaves (the next Replace removes it).
+	fail := func(err error) error {
+		os.RemoveAll(stage)
+		return err
+	}
 	// The links first: where they cannot be made (another file system, a file of
 	// another user under protected_hardlinks) nothing has been written yet.
 	for _, name := range kept {
 		if err := fsys.Link(filepath.Join(dir, name), filepath.Join(stage, name)); err != nil {
-			return fmt.Errorf("%w: %v", errNoSwap, err)
+			return fail(fmt.Errorf("%w: %v", errNoSwap, err))
 		}
 	}
 	copyOwner(stage, info)
 	if err := prepare(fsys, stage, info.Mode()&(fs.ModePerm|fs.ModeSetgid|fs.ModeSticky), files); err != nil {
-		return err
+		return fail(err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
 	}
 	if err := fsys.Exchange(stage, dir); err != nil {
-		return fmt.Errorf("%w: %v", errNoSwap, err)
+		return fail(fmt.Errorf("%w: %v", errNoSwap, err))
 	}
-	swapped = true
 	// stage now holds the old entries. One created in dir since it was listed is moved
 	// into the new dir rather than lost with the rest.
 	old, _ := os.ReadDir(stage)
@@ -245,9 +259,11 @@ func swap(fsys fileSystem, dir string, info fs.FileInfo, files []File, kept []st
 
 // inPlace prepares the files in a hidden directory inside dir, then renames them into
 // place one by one, moving aside the files they replace and those removed, and on a
-// failure renames everything back.
-func inPlace(fsys fileSystem, dir string, files []File, remove []string) error {
-	work, err := os.MkdirTemp(dir, stagingPrefix)
+// failure renames everything back. Its journal, written and synced once the files are,
+// commits the renames: killed after it, the next Replace of dir makes them
+// (recoverLeftovers).
+func inPlace(ctx context.Context, fsys fileSystem, dir string, files []File, remove []string) error {
+	work, err := os.MkdirTemp(dir, stagingPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return err
 	}
@@ -259,6 +275,18 @@ func inPlace(fsys fileSystem, dir string, files []File, remove []string) error {
 		}
 	}
 	if err := prepare(fsys, newDir, 0o700, files); err != nil {
+		os.RemoveAll(work)
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		os.RemoveAll(work)
+		return err
+	}
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.Name
+	}
+	if err := writeJournal(fsys, work, journal{Files: names, Remove: remove}); err != nil {
 		os.RemoveAll(work)
 		return err
 	}
@@ -303,14 +331,19 @@ func inPlace(fsys fileSystem, dir string, files []File, remove []string) error {
 	return nil
 }
 
-// prepare writes files into the new directory dir and gives it perm.
+// prepare writes files into the new directory dir, gives it perm, and syncs them all.
 func prepare(fsys fileSystem, dir string, perm fs.FileMode, files []File) error {
-	for _, f := range files {
+	names := make([]string, len(files))
+	for i, f := range files {
 		if err := fsys.WriteFile(filepath.Join(dir, f.Name), f.Data, f.Perm); err != nil {
 			return err
 		}
+		names[i] = f.Name
 	}
-	return os.Chmod(dir, perm)
+	if err := os.Chmod(dir, perm); err != nil {
+		return err
+	}
+	return syncAll(dir, names)
 }
 
 func contains(list []string, s string) bool {

@@ -1,6 +1,7 @@
 package outdir
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -188,7 +189,7 @@ func TestReplaceFailsAtomically(t *testing.T) {
 			}
 			was := snapshot(t, root)
 			fsys := &faultyFS{op: tc.op, n: tc.n}
-			err := replace(fsys, dir, newSet, remove)
+			err := replace(context.Background(), fsys, dir, newSet, remove)
 			if !errors.Is(err, errInjected) {
 				t.Fatalf("replace: %v, want the injected failure", err)
 			}
@@ -241,7 +242,7 @@ func TestReplace(t *testing.T) {
 				}
 			}
 			fsys := &faultyFS{op: tc.op, n: tc.n}
-			if err := replace(fsys, dir, newSet, remove); err != nil {
+			if err := replace(context.Background(), fsys, dir, newSet, remove); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, snapshot(t, dir)); diff != "" {
@@ -276,7 +277,7 @@ func TestReplaceKeepsNewcomers(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	layout(t, dir, before)
 	fsys := &faultyFS{beforeExchange: func() { layout(t, dir, map[string]string{"notes.txt": "new\n"}) }}
-	if err := replace(fsys, dir, newSet, remove); err != nil {
+	if err := replace(context.Background(), fsys, dir, newSet, remove); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(after(map[string]string{"notes.txt": "-rw-r--r-- new\n"}), snapshot(t, dir)); diff != "" {
@@ -291,7 +292,7 @@ func TestReplaceThroughSymlink(t *testing.T) {
 	if err := os.Symlink("real", link); err != nil {
 		t.Fatal(err)
 	}
-	if err := Replace(link, newSet, remove); err != nil {
+	if err := Replace(context.Background(), link, newSet, remove); err != nil {
 		t.Fatal(err)
 	}
 	if target, err := os.Readlink(link); err != nil || target != "real" {
@@ -333,7 +334,7 @@ func TestReplaceErrors(t *testing.T) {
 			dir := filepath.Join(root, "out")
 			layout(t, dir, tc.dir)
 			was := snapshot(t, root)
-			err := Replace(dir, tc.files, tc.remove)
+			err := Replace(context.Background(), dir, tc.files, tc.remove)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want it to say %q", err, tc.want)
 			}
@@ -347,7 +348,7 @@ func TestReplaceErrors(t *testing.T) {
 func TestReplaceNotADirectory(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "out")
 	layout(t, filepath.Dir(file), map[string]string{"out": "x"})
-	if err := Replace(file, newSet, nil); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+	if err := Replace(context.Background(), file, newSet, nil); err == nil || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("error = %v", err)
 	}
 }
@@ -368,7 +369,7 @@ func TestReplaceWorkingDirectory(t *testing.T) {
 	layout(t, dir, before)
 	t.Chdir(dir)
 	fsys := &faultyFS{}
-	if err := replace(fsys, ".", newSet, remove); err != nil {
+	if err := replace(context.Background(), fsys, ".", newSet, remove); err != nil {
 		t.Fatal(err)
 	}
 	if fsys.calls["Exchange"] != 0 {

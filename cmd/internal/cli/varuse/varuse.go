@@ -116,14 +116,18 @@ func words(name string) []string {
 	return out
 }
 
-// Held lists the names of the vars of vs whose values a JSON document holds, sorted.
+// Held lists the names of the vars of vs whose values a JSON document holds, or may hold
+// unseen, sorted.
 //
 // A var's value is held when one of its strings is within a string of the document (a
 // key or a value, or a string of JSON within a string, as the runner's spec params are,
-// read to any depth), or one of its numbers or booleans is a value of the document or
-// the whole of one of its strings. A string shorter than minWithin, a number, or a
-// boolean spliced into a longer string is not seen (every name and word would hold
-// "me" or "1"); an empty string never is.
+// read to any depth), one of its integers is within a string as its decimal text (as an
+// integer is spliced into a string), or one of its numbers or booleans is a value of the
+// document or the whole of one of its strings. A string, or an integer's text, shorter
+// than minWithin is not looked for within strings: every name and word would hold "me"
+// or "1". Such a value of a var that looks like a credential may be in any string of the
+// document unseen: it is counted held, so that no file others may read has it. An empty
+// string is never held.
 func Held(doc []byte, vs []Var) ([]string, error) {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(doc))
@@ -135,7 +139,7 @@ func Held(doc []byte, vs []Var) ([]string, error) {
 	for _, x := range vs {
 		var n needles
 		n.add(x.Value)
-		if n.in(v, 0) {
+		if (n.unseen && LooksLikeCredential(x.Name)) || n.in(v, 0) {
 			held = append(held, x.Name)
 		}
 	}
@@ -147,17 +151,15 @@ func Held(doc []byte, vs []Var) ([]string, error) {
 type needles struct {
 	within []string
 	whole  map[string]bool
+	// unseen: a string or an integer too short to be looked for within strings, where
+	// it may be spliced.
+	unseen bool
 }
 
 func (n *needles) add(v any) {
 	switch x := v.(type) {
 	case string:
-		switch {
-		case len(x) >= minWithin:
-			n.within = append(n.within, x)
-		case x != "":
-			n.addWhole(x)
-		}
+		n.addText(x)
 	case map[string]any:
 		for _, e := range x {
 			n.add(e)
@@ -171,6 +173,20 @@ func (n *needles) add(v any) {
 		if s, ok := scalarText(x); ok {
 			n.addWhole(s)
 		}
+		if s, ok := spliced(x); ok {
+			n.addText(s)
+		}
+	}
+}
+
+// addText looks for s within strings, or only whole when it is too short to.
+func (n *needles) addText(s string) {
+	switch {
+	case len(s) >= minWithin:
+		n.within = append(n.within, s)
+	case s != "":
+		n.addWhole(s)
+		n.unseen = true
 	}
 }
 
@@ -231,6 +247,22 @@ func (n *needles) inString(s string, depth int) bool {
 		}
 	}
 	return false
+}
+
+// spliced is the text an integer becomes when it is spliced into a string
+// (vars.InterpolateString); only integers are.
+func spliced(v any) (string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return x.String(), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	case int:
+		return strconv.Itoa(x), true
+	}
+	return "", false
 }
 
 // scalarText is a number's or a boolean's text, the same however it was typed.
