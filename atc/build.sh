@@ -7,6 +7,8 @@
 #   $CACHE/<release>-<key>/modfile/<checkout>/go.mod   ours, plus a replace by src/
 #   $CACHE/<release>-<key>/bin/fly            fly, reporting <release>
 #   $CACHE/<release>-<key>/bin/concourse-tekton-web    the web node, its UI embedded
+#   $CACHE/<release>-<key>/bin/fly-assets/    fly for each of $CONCOURSE_TEKTON_FLY_PLATFORMS
+#                                             (GOOS/GOARCH ...), for the web node's image
 #   $CACHE/bin -> <release>-<key>/bin         the last build
 #   $CACHE/ui-tools-<lock>/node_modules       the UI's build tools, from the npm registry
 #
@@ -64,7 +66,7 @@ patches=(patches/*.patch)
 shopt -u nullglob
 key=$( { echo "$CONCOURSE_RELEASE $CONCOURSE_COMMIT"; cat "${patches[@]}" ui.sh; } | sha256sum | cut -c1-12)
 dir=$cache/$CONCOURSE_RELEASE-$key
-ldflags="-X $CONCOURSE_MODULE.Version=$CONCOURSE_RELEASE"
+ldflags="-s -w -X $CONCOURSE_MODULE.Version=$CONCOURSE_RELEASE"
 mkdir -p "$dir/bin"
 
 # fetch_source DIR: the release's pristine source into DIR.
@@ -132,6 +134,29 @@ if [ "$("$dir/bin/fly" --version 2>/dev/null || true)" != "$CONCOURSE_RELEASE" ]
 	mv "$dir/bin/fly.tmp" "$dir/bin/fly"
 	say "✓ fly ($(took "$start"))"
 fi
+
+# fly for the platforms the web node's image offers for download (fly sync, the UI's
+# links): $CONCOURSE_TEKTON_FLY_PLATFORMS, GOOS/GOARCH words, into bin/fly-assets.
+host_platform=$("$GO" env GOOS)/$("$GO" env GOARCH)
+for platform in ${CONCOURSE_TEKTON_FLY_PLATFORMS:-}; do
+	goos=${platform%/*} goarch=${platform#*/}
+	[ -n "$goos" ] && [ -n "$goarch" ] && [ "$platform" = "$goos/$goarch" ] ||
+		fail "CONCOURSE_TEKTON_FLY_PLATFORMS: $platform is not GOOS/GOARCH"
+	exe=fly-$goos-$goarch
+	[ "$goos" = windows ] && exe=$exe.exe
+	mkdir -p "$dir/bin/fly-assets"
+	[ -e "$dir/bin/fly-assets/$exe" ] && continue
+	if [ "$platform" = "$host_platform" ]; then
+		cp "$dir/bin/fly" "$dir/bin/fly-assets/$exe.tmp"
+	else
+		start=$(now)
+		say "• building fly $CONCOURSE_RELEASE for $platform"
+		(cd "$dir/src" && GOWORK=off CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch "$GO" build -trimpath -buildvcs=false \
+			-ldflags "$ldflags" -o "$dir/bin/fly-assets/$exe.tmp" ./fly)
+		say "✓ fly for $platform ($(took "$start"))"
+	fi
+	mv "$dir/bin/fly-assets/$exe.tmp" "$dir/bin/fly-assets/$exe"
+done
 
 start=$(now)
 say "• building concourse-tekton-web"

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/concourse-tekton/concourse-tekton/atc/e2e/internal/e2eenv"
 )
 
 // The build header's colours (Concourse's palette): a build that succeeded, one aborted.
@@ -200,7 +202,7 @@ func openBrowser(t *testing.T) *browser {
 	t.Helper()
 	artifacts := os.Getenv("E2E_ARTIFACTS")
 	if artifacts == "" {
-		artifacts = filepath.Join(cacheDir(), "concourse-tekton", "atc", "e2e-artifacts")
+		artifacts = filepath.Join(e2eenv.CacheDir(), "concourse-tekton", "atc", "e2e-artifacts")
 	}
 	if err := os.MkdirAll(artifacts, 0o755); err != nil {
 		fatal(t, err)
@@ -216,6 +218,7 @@ func openBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
+		chromedp.ModifyCmdFunc(inOwnNetwork),
 	)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
@@ -226,6 +229,11 @@ func openBrowser(t *testing.T) *browser {
 	if err := chromedp.Do(ctx); err != nil {
 		fatalf(t, "starting %s: %v", chromium(t), err)
 	}
+	stopRelay, err := relayInto(chromedp.FromContext(ctx).Browser.Process().Pid, web.url)
+	if err != nil {
+		fatal(t, err)
+	}
+	t.Cleanup(stopRelay)
 	b := &browser{t: t, ctx: ctx, artifacts: artifacts}
 	messages := chromedp.Console(ctx)
 	go func() {

@@ -18,11 +18,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/concourse-tekton/concourse-tekton/atc/e2e/internal/e2eenv"
 )
 
 // gitResourceImage is the git resource type's image (e2e/resource/git), which the main
 // module's e2e cluster has loaded.
-var gitResourceImage = envOr("E2E_GIT_IMAGE", "e2e.invalid/git-resource:v1")
+var gitResourceImage = e2eenv.Or("E2E_GIT_IMAGE", "e2e.invalid/git-resource:v1")
 
 // TestCustomResourceType: checks of resources of a custom resource type run on the
 // cluster as Concourse runs them: the type's check first, then the resource's in the

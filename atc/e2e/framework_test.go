@@ -30,38 +30,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"knative.dev/pkg/apis"
+
+	"github.com/concourse-tekton/concourse-tekton/atc/e2e/internal/e2eenv"
 )
 
 // Images the builds run; the main module's e2e cluster has them loaded.
 var (
-	busyboxImage = envOr("E2E_BUSYBOX_IMAGE", "e2e.invalid/busybox:1.35")
-	runnerImage  = envOr("E2E_RUNNER_IMAGE", "ghcr.io/concourse-tekton/runner:dev")
-	mockImage    = envOr("E2E_MOCK_IMAGE", "e2e.invalid/mock-resource:v1")
+	busyboxImage = e2eenv.BusyboxImage
+	runnerImage  = e2eenv.RunnerImage
+	mockImage    = e2eenv.MockImage
 )
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
-
-// cacheDir is $XDG_CACHE_HOME, else ~/.cache: where build.sh and the cluster keep theirs.
-func cacheDir() string {
-	if c := os.Getenv("XDG_CACHE_HOME"); c != "" {
-		return c
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache")
-}
-
-// kubeconfigPath is E2E_KUBECONFIG, else the main module's e2e cluster's.
-func kubeconfigPath() string {
-	if p := os.Getenv("E2E_KUBECONFIG"); p != "" {
-		return p
-	}
-	return filepath.Join(cacheDir(), "concourse-tekton", "state", "kubeconfig")
-}
 
 // web is the web node the tests drive, and the fly that drives it.
 var web *webNode
@@ -121,7 +99,7 @@ func run(m *testing.M) int {
 
 // start makes a namespace and starts the web node with web.sh; stop undoes both.
 func start() (w *webNode, stop func(), err error) {
-	path := kubeconfigPath()
+	path := e2eenv.Kubeconfig()
 	cfg, err := clientcmd.BuildConfigFromFlags("", path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("loading kubeconfig %s (start the cluster with `make e2e-up` in the repository's root, or set E2E_KUBECONFIG): %w", path, err)
@@ -183,12 +161,12 @@ func start() (w *webNode, stop func(), err error) {
 	if err != nil {
 		return nil, stop, err
 	}
-	atcCache := envOr("CONCOURSE_TEKTON_ATC_CACHE", filepath.Join(cacheDir(), "concourse-tekton", "atc"))
+	atcCache := e2eenv.ATCCache()
 	w.fly = filepath.Join(atcCache, "bin", "fly")
 	w.env = append(os.Environ(), goEnv...)
 	w.env = append(w.env,
 		"HOME="+home,
-		"XDG_CACHE_HOME="+cacheDir(),
+		"XDG_CACHE_HOME="+e2eenv.CacheDir(),
 		"CONCOURSE_TEKTON_ATC_CACHE="+atcCache,
 		"CONCOURSE_TEKTON_WEB_STATE="+w.state,
 		"CONCOURSE_TEKTON_WEB_PORT="+strconv.Itoa(webPort),

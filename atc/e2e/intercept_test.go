@@ -14,7 +14,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // container is one line of `fly containers --json`.
@@ -162,7 +162,7 @@ jobs:
 	}
 	// The pods made for the sessions are gone with them.
 	eventually(t, "the sessions' pods to go", time.Minute, func(ctx context.Context) (bool, error) {
-		pods, err := web.kube.CoreV1().Pods(web.ns).List(ctx, metav1.ListOptions{LabelSelector: tektonrun.LabelIntercept})
+		pods, err := web.kube.CoreV1().Pods(web.ns).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelIntercept})
 		return err == nil && len(pods.Items) == 0, err
 	})
 }

@@ -14,8 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/concourse-tekton/concourse-tekton/atc/e2e/internal/e2eenv"
 	"github.com/concourse-tekton/concourse-tekton/e2e/images"
-	"github.com/concourse-tekton/concourse-tekton/translate"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // TestPrivateRegistryImage: a task whose image_resource is in a registry that refuses
@@ -35,7 +36,7 @@ func TestPrivateRegistryImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	repo := registry + "/atc-" + web.ns + "/busybox"
-	busyboxTar := filepath.Join(cacheDir(), "concourse-tekton", "images", "busybox.tar")
+	busyboxTar := filepath.Join(e2eenv.CacheDir(), "concourse-tekton", "images", "busybox.tar")
 	if err := images.PushPrivate(ctx, busyboxTar, repo+":private", user, password, "PULLED_WITH=credentials"); err != nil {
 		fatal(t, err)
 	}
@@ -86,7 +87,7 @@ jobs:
 			errorf(t, "fly's output shows the registry's password")
 		}
 		run := pipelineRun(t, "private", job)
-		s, err := web.kube.CoreV1().Secrets(web.ns).Get(ctx, run+translate.ImagePullSecretSuffix, metav1.GetOptions{})
+		s, err := web.kube.CoreV1().Secrets(web.ns).Get(ctx, run+runspec.ImagePullSecretSuffix, metav1.GetOptions{})
 		if err != nil {
 			fatalf(t, "the run's Secret of image pull credentials: %v", err)
 		}

@@ -56,3 +56,33 @@ jobs:
 	clear("2 caches removed", "-s", "some-task")
 	trigger("cache: empty", "other: empty", "succeeded")
 }
+
+// TestTaskCacheAcrossAttempts: a step's task caches go from one attempt to the next
+// within a build, as Concourse saves a task's caches after every run of it, whatever its
+// exit status: the task counts its attempts in a cache, and passes at the third.
+func TestTaskCacheAcrossAttempts(t *testing.T) {
+	dumpOnFailure(t)
+	t.Parallel()
+	setPipeline(t, "attempts", fmt.Sprintf(`
+jobs:
+- name: flaky
+  plan:
+  - task: flaky
+    attempts: 3
+    config:
+      platform: linux
+      image_resource: %s
+      caches: [{path: count}]
+      run:
+        path: sh
+        args:
+        - -c
+        - |
+          n=$(( $(cat count/n 2>/dev/null || echo 0) + 1 ))
+          echo $n > count/n
+          echo "attempt $n"
+          test $n -ge 3
+`, busybox()))
+	out := flyOK(t, 10*time.Minute, "trigger-job", "-j", "attempts/flaky", "-w")
+	inOrder(t, out, "attempt 1", "attempt 2", "attempt 3", "succeeded")
+}

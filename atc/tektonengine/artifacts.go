@@ -13,7 +13,7 @@ import (
 	"github.com/concourse/concourse/atc/db"
 	"github.com/concourse/concourse/atc/worker"
 
-	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -139,7 +139,7 @@ func (s *buildStep) saveOutputs(ctx context.Context, logger lager.Logger, run Ru
 }
 
 // artifactSource reads the build's artifact inputs through the factory's Artifacts.
-func (s *buildStep) artifactSource() tektonrun.ArtifactSource {
+func (s *buildStep) artifactSource() podexec.ArtifactSource {
 	if s.factory.Artifacts == nil {
 		return nil
 	}

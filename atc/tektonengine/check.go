@@ -21,6 +21,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // CheckConfig is what check builds (lidar's, fly check-resource's) need of the ATC to
@@ -246,7 +247,7 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 	go bs.abortOnCancel(ctx, followCtx, run, logger)
 
 	var failure string
-	status, err := run.Events(followCtx, func(e tektonrun.Event) error {
+	status, err := run.Events(followCtx, func(e buildevents.Event) error {
 		containers.record(logger, e)
 		switch ev := e.Event.(type) {
 		case event.Status:

@@ -13,7 +13,7 @@ import (
 	"github.com/concourse/concourse/atc/db"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
-	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // ContainerWorkers are the ATC's workers, whose containers the database records:
@@ -118,7 +118,7 @@ func newContainers(workers ContainerWorkers, build db.Build, plan atc.Plan) *con
 // record records the container of the step an event is the selected-worker event of,
 // if it has one and it is not recorded yet. A container that cannot be recorded is
 // logged: the build goes on without it (only intercepting it fails).
-func (c *containers) record(logger lager.Logger, e tektonrun.Event) {
+func (c *containers) record(logger lager.Logger, e buildevents.Event) {
 	sw, ok := e.Event.(event.SelectedWorker)
 	if !ok || c.workers == nil || e.TaskRun == "" || c.done[e.TaskRun] {
 		return

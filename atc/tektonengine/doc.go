@@ -15,7 +15,7 @@
 //
 // set_pipeline steps set their pipeline in the ATC (setpipeline.go): the step's runner
 // reads and validates the child pipeline and hands it over in its log
-// (tektonrun.PipelineToSet); the stepper then runs Concourse's SetPipelineStep logic
+// (buildevents.Event.Pipeline); the stepper then runs Concourse's SetPipelineStep logic
 // with Concourse's own delegate, teams and builds (validation, team rules, diff, save).
 // One difference: the step's pod has succeeded by then, so the steps after it may have
 // started. When the ATC's part fails the step (an invalid pipeline) or errors it (a team

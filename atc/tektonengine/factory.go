@@ -19,6 +19,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/internal/transient"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -192,14 +193,14 @@ func (s *buildStep) Run(ctx context.Context, state exec.RunState) (bool, error) 
 	var stopped *setPipelineStopped
 	// unreadable is an event the ATC cannot store: the same every time, so not retried.
 	var unreadable error
-	status, err := run.Events(followCtx, func(e tektonrun.Event) error {
+	status, err := run.Events(followCtx, func(e buildevents.Event) error {
 		if _, ok := e.Event.(event.Status); ok {
 			// The ATC saves the build's status itself: started when it started the
 			// build, the last one from what Run returns.
 			return nil
 		}
-		if p, ok := e.Event.(tektonrun.PipelineToSet); ok {
-			return pipelines.set(runCtx, logger, p)
+		if e.Pipeline != nil {
+			return pipelines.set(runCtx, logger, *e.Pipeline)
 		}
 		// Before the saved events are skipped: a web node that stopped between saving
 		// the event and recording the container records it when it attaches.

@@ -27,6 +27,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -101,6 +102,13 @@ type fakeRun struct {
 	cachesErr error
 }
 
+// handedOver stands, among a fake run's events, for a set_pipeline step's pipeline,
+// which the run hands over as an event's Pipeline, in place of a Concourse event.
+type handedOver struct{ buildevents.PipelineToSet }
+
+func (handedOver) EventType() event.EventType  { return "test:pipeline-to-set" }
+func (handedOver) Version() event.EventVersion { return "1.0" }
+
 func newRun(status event.BuildStatus, events ...event.Event) *fakeRun {
 	return &fakeRun{status: status, events: events, waiting: make(chan struct{}), aborted: make(chan struct{})}
 }
@@ -111,10 +119,13 @@ func (r *fakeRun) Name() string       { return "ci/app-unit-1" }
 func (r *fakeRun) Attached() bool     { return r.attached }
 func (r *fakeRun) Warnings() []string { return r.warnings }
 
-func (r *fakeRun) Events(ctx context.Context, emit func(tektonrun.Event) error) (event.BuildStatus, error) {
+func (r *fakeRun) Events(ctx context.Context, emit func(buildevents.Event) error) (event.BuildStatus, error) {
 	play := func(evs []event.Event) error {
 		for i, e := range evs {
-			te := tektonrun.Event{Key: tektonrun.Key{Step: "unit", Part: tektonrun.PartLog, N: i}, Event: e}
+			te := buildevents.Event{Key: buildevents.Key{Step: "unit", Part: buildevents.PartLog, N: i}, Event: e}
+			if p, ok := e.(handedOver); ok {
+				te.Event, te.Pipeline = nil, &p.PipelineToSet
+			}
 			if sw, ok := e.(event.SelectedWorker); ok {
 				te.TaskRun = r.taskRuns[string(sw.Origin.ID)]
 			}
@@ -143,7 +154,7 @@ func (r *fakeRun) Events(ctx context.Context, emit func(tektonrun.Event) error) 
 		}
 		status = event.BuildStatusAborted
 	}
-	if err := emit(tektonrun.Event{Key: tektonrun.Key{Part: tektonrun.PartEnd}, Event: event.Status{Status: status, Time: 200}}); err != nil {
+	if err := emit(buildevents.Event{Key: buildevents.Key{Part: buildevents.PartEnd}, Event: event.Status{Status: status, Time: 200}}); err != nil {
 		return "", err
 	}
 	return status, nil

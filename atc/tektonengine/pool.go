@@ -17,6 +17,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // Worker is one target of the web node as the ATC knows it: a worker of that name and
@@ -134,8 +135,8 @@ type workerRun struct {
 
 func (r workerRun) Worker() string { return r.worker }
 
-func (r workerRun) Events(ctx context.Context, emit func(tektonrun.Event) error) (event.BuildStatus, error) {
-	return r.Run.Events(ctx, func(e tektonrun.Event) error {
+func (r workerRun) Events(ctx context.Context, emit func(buildevents.Event) error) (event.BuildStatus, error) {
+	return r.Run.Events(ctx, func(e buildevents.Event) error {
 		if sw, ok := e.Event.(event.SelectedWorker); ok {
 			sw.WorkerName = r.worker
 			e.Event = sw

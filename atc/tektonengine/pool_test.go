@@ -22,6 +22,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/internal/transient"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // poolWorker is a worker of a Pool on fake clients: running builds (PipelineRuns that
@@ -217,7 +218,7 @@ func TestPoolSelectedWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []event.Event
-	if _, err := run.Events(context.Background(), func(e tektonrun.Event) error {
+	if _, err := run.Events(context.Background(), func(e buildevents.Event) error {
 		got = append(got, e.Event)
 		return nil
 	}); err != nil {

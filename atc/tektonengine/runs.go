@@ -26,6 +26,8 @@ import (
 	ctvars "github.com/concourse-tekton/concourse-tekton/concourse/vars"
 	"github.com/concourse-tekton/concourse-tekton/pvc"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 )
 
 // Runs starts builds on the cluster. The stepper's one effect on it, behind an interface
@@ -48,7 +50,7 @@ type Run interface {
 	// Events delivers the run's events in order, from its first, until it has ended, and
 	// returns its final status. An error of emit stops it and is returned. It returns
 	// an error wrapping ErrRunGone when the run was deleted.
-	Events(ctx context.Context, emit func(tektonrun.Event) error) (event.BuildStatus, error)
+	Events(ctx context.Context, emit func(buildevents.Event) error) (event.BuildStatus, error)
 	// Abort aborts the run as Concourse aborts a build: running steps are interrupted,
 	// their on_abort and ensure hooks run, then the run ends aborted. Aborting a run that
 	// ended does nothing.
@@ -92,7 +94,7 @@ type BuildRef struct {
 	// OneOff says the build is one-off (fly execute's: it has no job), run as one
 	// (tektonrun.OneOff): Uploads supply its artifact inputs (nil: it has none).
 	OneOff  bool
-	Uploads tektonrun.ArtifactSource
+	Uploads podexec.ArtifactSource
 	// TaskCaches, when not nil, are the ATC's records of the job's task caches
 	// (tektonrun.WithTaskCaches): its tasks clear the caches whose records are gone, and
 	// report the ones they used (Run.TaskCaches). nil: the caches are not recorded.
@@ -318,8 +320,8 @@ func (r *backendRun) Name() string       { return r.build.Namespace + "/" + r.bu
 func (r *backendRun) Attached() bool     { return r.build.Existed }
 func (r *backendRun) Warnings() []string { return r.build.Warnings }
 
-func (r *backendRun) Events(ctx context.Context, emit func(tektonrun.Event) error) (event.BuildStatus, error) {
-	status, err := r.build.Events(ctx, tektonrun.Cursor{}, emit)
+func (r *backendRun) Events(ctx context.Context, emit func(buildevents.Event) error) (event.BuildStatus, error) {
+	status, err := r.build.Events(ctx, buildevents.Cursor{}, emit)
 	if err != nil && ctx.Err() == nil {
 		_, getErr := r.tekton.TektonV1().PipelineRuns(r.build.Namespace).Get(ctx, r.build.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(getErr) {
@@ -365,7 +367,7 @@ func (r *backendRun) Outputs(ctx context.Context, names []string, save func(stri
 
 // saveOutput hands save the output's tar stream as it is downloaded, once its first
 // bytes have come: an output the build never made is not handed over.
-func saveOutput(ctx context.Context, artifacts *tektonrun.Artifacts, name string, save func(string, io.Reader) error) error {
+func saveOutput(ctx context.Context, artifacts *podexec.Artifacts, name string, save func(string, io.Reader) error) error {
 	pr, pw := io.Pipe()
 	downloaded := make(chan error, 1)
 	go func() {
@@ -377,7 +379,7 @@ func saveOutput(ctx context.Context, artifacts *tektonrun.Artifacts, name string
 	if _, err := stream.Peek(1); err != nil {
 		pr.Close()
 		err := <-downloaded
-		if errors.Is(err, tektonrun.ErrNoArtifact) {
+		if errors.Is(err, podexec.ErrNoArtifact) {
 			return nil
 		}
 		return cmp.Or(err, fmt.Errorf("downloading %s: the stream is empty", name))

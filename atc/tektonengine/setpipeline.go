@@ -17,7 +17,7 @@ import (
 	"github.com/concourse/concourse/atc/exec"
 	"github.com/concourse/concourse/atc/policy"
 
-	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // SetPipelineConfig is what set_pipeline steps need of the ATC to set pipelines: its
@@ -34,7 +34,7 @@ type SetPipelineConfig struct {
 // pipelineSetter sets the pipelines of a build's set_pipeline steps, as Concourse's
 // SetPipelineStep does once it has read the config (exec/set_pipeline_step.go), with
 // Concourse's own delegate (engine.NewSetPipelineStepDelegate), teams and builds: the
-// runner read and validated the child pipeline and handed it over (tektonrun.PipelineToSet,
+// runner read and validated the child pipeline and handed it over (the event's Pipeline,
 // after the step's start and before its finish), the setter validates it again with
 // Concourse's validator, finds the team (only the main team sets another team's
 // pipelines), diffs it against the pipeline's config, and saves it as the build's.
@@ -86,7 +86,7 @@ func (e *setPipelineStopped) result() (bool, error) {
 
 // set sets the pipeline p names, and saves what Concourse's step says meanwhile. An error
 // is a *setPipelineStopped.
-func (s *pipelineSetter) set(ctx context.Context, logger lager.Logger, p tektonrun.PipelineToSet) error {
+func (s *pipelineSetter) set(ctx context.Context, logger lager.Logger, p buildevents.PipelineToSet) error {
 	id := atc.PlanID(p.Origin.ID)
 	logger = logger.Session("set-pipeline-step", lager.Data{"plan": id, "step-name": s.plans[id].Name, "job-id": s.build.JobID()})
 	if s.saved.setPipelineChanged(id) {
@@ -117,7 +117,7 @@ func (s *pipelineSetter) set(ctx context.Context, logger lager.Logger, p tektonr
 
 // run is SetPipelineStep.run from the point where the config was fetched: (false, nil) is
 // a step that failed, whose finish is saved.
-func (s *pipelineSetter) run(ctx context.Context, logger lager.Logger, delegate exec.SetPipelineStepDelegate, id atc.PlanID, p tektonrun.PipelineToSet) (bool, error) {
+func (s *pipelineSetter) run(ctx context.Context, logger lager.Logger, delegate exec.SetPipelineStepDelegate, id atc.PlanID, p buildevents.PipelineToSet) (bool, error) {
 	if _, ok := s.plans[id]; !ok {
 		return false, fmt.Errorf("step %s handed over a pipeline to set, but it is no set_pipeline step", id)
 	}

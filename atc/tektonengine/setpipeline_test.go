@@ -16,7 +16,7 @@ import (
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
-	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 )
 
 // A job whose step 2 sets pipeline child, and whose step 3 runs after it.
@@ -43,7 +43,7 @@ func setPipelineRun(p runspec.PipelineToSet) *fakeRun {
 	return newRun(event.BuildStatusSucceeded,
 		event.Initialize{Origin: origin, Time: 101},
 		event.Start{Origin: origin, Time: 101},
-		tektonrun.PipelineToSet{Origin: origin, Time: 102, PipelineToSet: p},
+		handedOver{buildevents.PipelineToSet{Origin: origin, Time: 102, PipelineToSet: p}},
 		event.Finish{Origin: origin, Time: 103, Succeeded: true},
 		logLine("3", "after\n", 104),
 	)
@@ -281,7 +281,7 @@ func TestSetPipelineErrors(t *testing.T) {
 			w := newSetPipelineWorld()
 			w.parent.SavePipelineReturns(nil, false, tt.saveErr)
 			run := setPipelineRun(tt.p)
-			run.events[2] = tektonrun.PipelineToSet{Origin: event.Origin{ID: "2"}, Time: 102, PipelineToSet: tt.p, Error: tt.frame}
+			run.events[2] = handedOver{buildevents.PipelineToSet{Origin: event.Origin{ID: "2"}, Time: 102, PipelineToSet: tt.p, Error: tt.frame}}
 			f := &StepperFactory{Runs: &fakeRuns{run: run}}
 			if tt.config {
 				f.SetPipelines = &SetPipelineConfig{TeamFactory: w.teams, BuildFactory: w.builds}

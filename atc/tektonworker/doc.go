@@ -7,5 +7,6 @@
 // worker has, and shows its workers in `fly workers`. Its builds run as PipelineRuns
 // (tektonengine); its Garden server (Garden) makes no container but lets the web node
 // enter its steps' pods (fly intercept, fly hijack), and its Reporter reports those as
-// its containers. No baggageclaim is behind it.
+// its containers. Its baggageclaim (Volumes) holds only fly execute's inputs and outputs:
+// builds keep their files on volumes of their own.
 package tektonworker

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 )
 
 // Steps are a target's step containers, as intercept sessions reach them:
@@ -25,14 +26,14 @@ import (
 type Steps interface {
 	// ContainerOf is the step a TaskRun runs: an error apierrors.IsNotFound knows when
 	// there is none.
-	ContainerOf(ctx context.Context, taskRun string) (tektonrun.Container, error)
+	ContainerOf(ctx context.Context, taskRun string) (podexec.Container, error)
 	// StartIntercept starts a command in a step's container (tektonrun.Client's).
-	StartIntercept(ctx context.Context, ctr tektonrun.Container, o tektonrun.InterceptOptions) (Session, error)
+	StartIntercept(ctx context.Context, ctr podexec.Container, o podexec.InterceptOptions) (Session, error)
 	// ContainerHandles are the TaskRuns of the steps whose pods are there.
 	ContainerHandles(ctx context.Context) ([]string, error)
 }
 
-// Session is a command started in a step's container: *tektonrun.Session.
+// Session is a command started in a step's container: *podexec.Session.
 type Session interface {
 	Wait() error
 	Stop()
@@ -43,7 +44,7 @@ func ClientSteps(c *tektonrun.Client) Steps { return clientSteps{c} }
 
 type clientSteps struct{ c *tektonrun.Client }
 
-func (s clientSteps) ContainerOf(ctx context.Context, taskRun string) (tektonrun.Container, error) {
+func (s clientSteps) ContainerOf(ctx context.Context, taskRun string) (podexec.Container, error) {
 	return s.c.ContainerOf(ctx, taskRun)
 }
 
@@ -51,7 +52,7 @@ func (s clientSteps) ContainerHandles(ctx context.Context) ([]string, error) {
 	return s.c.ContainerHandles(ctx)
 }
 
-func (s clientSteps) StartIntercept(ctx context.Context, ctr tektonrun.Container, o tektonrun.InterceptOptions) (Session, error) {
+func (s clientSteps) StartIntercept(ctx context.Context, ctr podexec.Container, o podexec.InterceptOptions) (Session, error) {
 	sess, err := s.c.StartIntercept(ctx, ctr, o)
 	if err != nil {
 		return nil, err
@@ -136,7 +137,7 @@ func (g *Garden) Containers(props garden.Properties) ([]garden.Container, error)
 	}
 	out := make([]garden.Container, len(handles))
 	for i, h := range handles {
-		out[i] = &stepContainer{garden: g, ctr: tektonrun.Container{TaskRun: h}}
+		out[i] = &stepContainer{garden: g, ctr: podexec.Container{TaskRun: h}}
 	}
 	return out, nil
 }
@@ -174,7 +175,7 @@ func (g *Garden) Lookup(handle string) (garden.Container, error) {
 // stepContainer is a step's container.
 type stepContainer struct {
 	garden *Garden
-	ctr    tektonrun.Container
+	ctr    podexec.Container
 }
 
 var _ garden.Container = (*stepContainer)(nil)
@@ -197,7 +198,7 @@ func (c *stepContainer) Run(spec garden.ProcessSpec, pio garden.ProcessIO) (gard
 	if p.id == "" {
 		p.id = "intercept-" + strconv.FormatInt(c.garden.processes.Add(1), 10)
 	}
-	o := tektonrun.InterceptOptions{
+	o := podexec.InterceptOptions{
 		Command: append([]string{spec.Path}, spec.Args...),
 		Env:     spec.Env,
 		Dir:     spec.Dir,
@@ -214,7 +215,7 @@ func (c *stepContainer) Run(spec garden.ProcessSpec, pio garden.ProcessIO) (gard
 		}
 	}
 	sess, err := c.garden.Steps.StartIntercept(context.Background(), c.ctr, o)
-	var notFound *tektonrun.ExecutableNotFoundError
+	var notFound *podexec.ExecutableNotFoundError
 	if errors.As(err, &notFound) {
 		return nil, garden.ExecutableNotFoundError{Message: notFound.Message}
 	}
@@ -317,7 +318,7 @@ func (p *stepProcess) Wait() (int, error) {
 	if p.sizes != nil {
 		p.sizes.close()
 	}
-	var exit *tektonrun.ExitError
+	var exit *podexec.ExitError
 	switch {
 	case err == nil:
 		return 0, nil

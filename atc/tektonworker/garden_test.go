@@ -22,7 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 )
 
 // fakeSteps are steps whose sessions run do what their command says: "echo X" writes X
@@ -32,7 +32,7 @@ type fakeSteps struct {
 	handles []string
 	down    atomic.Bool // the API server does not answer: the steps cannot be listed
 	mu      sync.Mutex
-	started []tektonrun.InterceptOptions
+	started []podexec.InterceptOptions
 }
 
 func (f *fakeSteps) ContainerHandles(context.Context) ([]string, error) {
@@ -42,14 +42,14 @@ func (f *fakeSteps) ContainerHandles(context.Context) ([]string, error) {
 	return f.handles, nil
 }
 
-func (f *fakeSteps) ContainerOf(_ context.Context, taskRun string) (tektonrun.Container, error) {
+func (f *fakeSteps) ContainerOf(_ context.Context, taskRun string) (podexec.Container, error) {
 	if !slices.Contains(f.handles, taskRun) {
-		return tektonrun.Container{}, apierrors.NewNotFound(schema.GroupResource{Resource: "taskruns"}, taskRun)
+		return podexec.Container{}, apierrors.NewNotFound(schema.GroupResource{Resource: "taskruns"}, taskRun)
 	}
-	return tektonrun.Container{TaskRun: taskRun, Step: "unit", Type: "task", Running: true}, nil
+	return podexec.Container{TaskRun: taskRun, Step: "unit", Type: "task", Running: true}, nil
 }
 
-func (f *fakeSteps) StartIntercept(_ context.Context, ctr tektonrun.Container, o tektonrun.InterceptOptions) (Session, error) {
+func (f *fakeSteps) StartIntercept(_ context.Context, ctr podexec.Container, o podexec.InterceptOptions) (Session, error) {
 	f.mu.Lock()
 	f.started = append(f.started, o)
 	f.mu.Unlock()
@@ -63,7 +63,7 @@ func (f *fakeSteps) StartIntercept(_ context.Context, ctr tektonrun.Container, o
 	case "exit":
 		var n int
 		fmt.Sscan(o.Command[1], &n)
-		s.err = &tektonrun.ExitError{Status: n}
+		s.err = &podexec.ExitError{Status: n}
 		close(s.done)
 	case "cat":
 		go func() {
@@ -73,11 +73,11 @@ func (f *fakeSteps) StartIntercept(_ context.Context, ctr tektonrun.Container, o
 	case "wait":
 		go func() {
 			<-s.stop
-			s.err = &tektonrun.ExitError{Status: 129}
+			s.err = &podexec.ExitError{Status: 129}
 			close(s.done)
 		}()
 	default:
-		return nil, &tektonrun.ExecutableNotFoundError{Command: o.Command[0], Message: "executable file not found in $PATH: " + o.Command[0]}
+		return nil, &podexec.ExecutableNotFoundError{Command: o.Command[0], Message: "executable file not found in $PATH: " + o.Command[0]}
 	}
 	return s, nil
 }

@@ -14,6 +14,10 @@ import (
 	"github.com/concourse/concourse/atc/atccmd"
 	"github.com/concourse/concourse/atc/engine"
 	flags "github.com/jessevdk/go-flags"
+	// The web node's image holds no CA bundle: without these roots (Mozilla's), no TLS
+	// certificate of an identity provider, a credential manager or a registry could be
+	// verified there. A system's roots win where it has any.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/concourse-tekton/concourse-tekton/atc/internal/webcmd"
 	"github.com/concourse-tekton/concourse-tekton/atc/tektonengine"

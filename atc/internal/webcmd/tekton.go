@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/gc"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
 	"github.com/concourse-tekton/concourse-tekton/translate"
+	"github.com/concourse-tekton/concourse-tekton/translate/flagopts"
 )
 
 // TektonFlags say where the web node's builds run: a namespace of a Kubernetes cluster
@@ -32,13 +34,15 @@ type TektonFlags struct {
 	Namespace  string `long:"namespace" description:"Run builds on Kubernetes, in this namespace (default: the context's, else the pod's, else default)."`
 	InCluster  bool   `long:"in-cluster" description:"Run builds on Kubernetes, with the pod's service account, whatever kubeconfig there is."`
 
-	RunnerImage       string            `long:"runner-image" value-name:"IMAGE" description:"The step runner's image (default: this version's, ghcr.io/concourse-tekton/runner)."`
-	RunnerImageVolume string            `long:"runner-image-volume" default:"auto" optional:"yes" optional-value:"true" choice:"auto" choice:"true" choice:"false" description:"Mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own: a container fewer a pod. auto: when the cluster is known to mount images (its API server and every node Kubernetes 1.35+, with containerd 2.1+ or CRI-O 1.31+), asked at most once a minute; true (the flag alone): always; false: never."`
-	ResourceImages    map[string]string `long:"resource-image" value-name:"TYPE=IMAGE" key-value-delimiter:"=" description:"The image of a base resource type, laid over the defaults (concourse/<type>-resource). Can be given multiple times."`
-	ServiceAccount    string            `long:"service-account" description:"The service account the builds' pods run as (default: the namespace's default)."`
-	StorageClass      string            `long:"storage-class" description:"The storage class of build volumes (default: the cluster's)."`
-	BuildVolumeSize   string            `long:"build-volume-size" default:"1Gi" description:"The size of each build's volume."`
-	UserNamespaces    bool              `long:"user-namespaces" description:"Run every step that is not privileged in a user namespace of its own (hostUsers: false)."`
+	RunnerImage       string   `long:"runner-image" value-name:"IMAGE" description:"The step runner's image (default: this version's, ghcr.io/concourse-tekton/runner)."`
+	RunnerImageVolume string   `long:"runner-image-volume" default:"auto" optional:"yes" optional-value:"true" choice:"auto" choice:"true" choice:"false" description:"Mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own: a container fewer a pod. auto: when the cluster is known to mount images (its API server and every node Kubernetes 1.35+, with containerd 2.1+ or CRI-O 1.31+), asked at most once a minute; true (the flag alone): always; false: never."`
+	DefaultTaskImage  string   `long:"default-task-image" value-name:"IMAGE" description:"The image of a task that names none (its config no image_resource or rootfs_uri, its step no image), as Concourse runs such a task in its worker's default root file system (default: none, and such a task errors)."`
+	ResourceImages    []string `long:"resource-image" value-name:"TYPE=IMAGE" description:"The image of a base resource type, laid over the defaults (concourse/<type>-resource). Can be given multiple times."`
+	NodeSelectors     []string `long:"node-selector" value-name:"TAG=LABEL=VALUE" description:"Run the steps with a worker tag on the nodes with a label, on every target: a step tagged TAG runs on nodes labelled LABEL=VALUE. Can be given multiple times."`
+	ServiceAccount    string   `long:"service-account" description:"The service account the builds' pods run as (default: the namespace's default)."`
+	StorageClass      string   `long:"storage-class" description:"The storage class of build volumes (default: the cluster's)."`
+	BuildVolumeSize   string   `long:"build-volume-size" default:"1Gi" description:"The size of each build's volume."`
+	UserNamespaces    bool     `long:"user-namespaces" description:"Run every step that is not privileged in a user namespace of its own (hostUsers: false)."`
 
 	ImageRegistry       string `long:"image-registry" value-name:"HOST[:PORT][/PATH]" description:"The registry that tasks running an artifact as their image (a task's output, a get of a type other than registry-image) pull it from: the cluster's nodes must pull from it and the builds' pods reach it."`
 	ImageRegistrySecret string `long:"image-registry-secret" value-name:"NAME" description:"The Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: concourse-image-registry, if it exists)."`
@@ -47,8 +51,8 @@ type TektonFlags struct {
 	Tags               []string      `long:"tag" description:"A tag of the namespace's worker: steps with tags run on a worker with all of them, steps without on a worker without tags. Can be given multiple times."`
 	Targets            string        `long:"targets" value-name:"FILE" description:"A YAML list of further targets, each a worker of its own (worker, kubeconfig, context, namespace, in_cluster, tags, service_account, storage_class, build_volume_size, image_registry, image_registry_secret): each build runs on the running target whose tags match its steps' that runs the fewest builds."`
 	HeartbeatInterval  time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
-	GardenBindIP       string        `long:"garden-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the Garden API (on a free port), through which this web node's fly intercept and fly hijack reach the builds' step containers: with several web nodes, one they all reach."`
-	BaggageclaimBindIP string        `long:"baggageclaim-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the baggageclaim API (on a free port), through which this web node keeps fly execute's inputs and outputs: with several web nodes, one they all reach."`
+	GardenBindIP       string        `long:"garden-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the Garden API (on a free port), through which this web node's fly intercept and fly hijack reach the builds' step containers. It authenticates no one: on a loopback address only this web node's own user may connect; on another, only the network protects it, as a Concourse worker's Garden."`
+	BaggageclaimBindIP string        `long:"baggageclaim-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the baggageclaim API (on a free port), through which this web node keeps fly execute's inputs and outputs. It authenticates no one: on another address than a loopback one, only the network protects it."`
 	VolumesDir         string        `long:"volumes-dir" value-name:"DIR" description:"Where the workers keep their volumes (fly execute's inputs and outputs), a directory each: one of this web node's own (default: concourse-tekton-web/volumes in the user's cache directory)."`
 	GCInterval         time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
 
@@ -63,46 +67,35 @@ func (f *TektonFlags) Enabled() bool {
 	return f.Kubeconfig != "" || f.Context != "" || f.Namespace != "" || f.InCluster || f.Targets != ""
 }
 
-// Options are the compile options every build starts from; the ATC's URL is given later.
-func (f *TektonFlags) Options() (translate.Options, error) {
-	for typ, img := range f.ResourceImages {
-		if typ == "" || img == "" || strings.ContainsAny(typ, "=,") {
-			return translate.Options{}, fmt.Errorf("invalid --tekton-resource-image %s=%s: use TYPE=IMAGE", typ, img)
-		}
-	}
-	return translate.Options{
-		RunnerImage:     f.RunnerImage,
-		ResourceImages:  f.ResourceImages,
-		ServiceAccount:  f.ServiceAccount,
-		StorageClass:    f.StorageClass,
-		BuildVolumeSize: f.BuildVolumeSize,
-		UserNamespaces:  f.UserNamespaces,
-
-		RunnerImageVolume: f.RunnerImageVolume == "true",
-
-		ImageRegistry:       strings.TrimSuffix(f.ImageRegistry, "/"),
+// settings are the flags the CLI has too.
+func (f *TektonFlags) settings() flagopts.Flags {
+	return flagopts.Flags{
+		RunnerImage:         f.RunnerImage,
+		RunnerVolume:        flagopts.RunnerVolume(f.RunnerImageVolume),
+		DefaultTaskImage:    f.DefaultTaskImage,
+		ResourceImages:      f.ResourceImages,
+		NodeSelectors:       f.NodeSelectors,
+		ServiceAccount:      f.ServiceAccount,
+		StorageClass:        f.StorageClass,
+		BuildVolumeSize:     f.BuildVolumeSize,
+		UserNamespaces:      f.UserNamespaces,
+		ImageRegistry:       f.ImageRegistry,
 		ImageRegistrySecret: f.ImageRegistrySecret,
-
-		RevealSecrets: f.revealSecrets,
-	}, nil
+	}
 }
 
-// mountRunnerWhereSupported tells whether builds mount the runner's image as a volume
-// where the cluster does (--tekton-runner-image-volume=auto, the default).
-func (f *TektonFlags) mountRunnerWhereSupported() bool {
-	return f.RunnerImageVolume == "auto" || f.RunnerImageVolume == ""
+// Options are the compile options every build starts from; the ATC's URL is given later.
+func (f *TektonFlags) Options() (translate.Options, error) {
+	opts, err := f.settings().Options(flagopts.Prefixed("--tekton-"))
+	opts.RevealSecrets = f.revealSecrets
+	return opts, err
 }
 
 // resourceImages are the images of every base resource type: the defaults, with the
-// flags' over them.
-func (f *TektonFlags) resourceImages() map[string]string {
-	images := map[string]string{}
-	for typ, img := range translate.DefaultResourceImages {
-		images[typ] = img
-	}
-	for typ, img := range f.ResourceImages {
-		images[typ] = img
-	}
+// given ones (translate.Options.ResourceImages) over them.
+func resourceImages(given map[string]string) map[string]string {
+	images := maps.Clone(translate.DefaultResourceImages)
+	maps.Copy(images, given)
 	return images
 }
 
@@ -232,10 +225,10 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		opts := t.options
 		opts.ExternalURL = atc.ExternalURL
 		t.backend = tektonrun.NewBackend(t.target, opts)
-		if f.mountRunnerWhereSupported() {
+		if f.settings().MountRunnerWhereSupported() {
 			t.backend.MountRunnerWhereSupported()
 		}
-		worker := tektonworker.Worker(t.worker, f.resourceImages())
+		worker := tektonworker.Worker(t.worker, resourceImages(opts.ResourceImages))
 		worker.Tags = t.tags
 		reporter := &tektonworker.Reporter{
 			Worker:   t.worker,
@@ -288,6 +281,11 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 // ports of --tekton-garden-bind-ip and --tekton-baggageclaim-bind-ip, and its volumes, in
 // a directory of --tekton-volumes-dir named after its worker.
 func (t *tekton) listen(logger lager.Logger, gardenIP, baggageclaimIP, volumesDir string) error {
+	for flag, ip := range map[string]string{"--tekton-garden-bind-ip": gardenIP, "--tekton-baggageclaim-bind-ip": baggageclaimIP} {
+		if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() {
+			logger.Info("unauthenticated-server", lager.Data{"flag": flag, "ip": ip, "warning": "the server authenticates no one: whoever the network lets reach it can run commands in the builds' pods or read and write fly execute's volumes"})
+		}
+	}
 	for _, target := range t.targets {
 		l, err := net.Listen("tcp", net.JoinHostPort(gardenIP, "0"))
 		if err != nil {

@@ -22,7 +22,9 @@ func TestTektonFlags(t *testing.T) {
 	want := TektonFlags{
 		Namespace:          "ci",
 		RunnerImage:        "ghcr.io/concourse-tekton/runner:dev",
-		ResourceImages:     map[string]string{"mock": "e2e.invalid/mock-resource:v1", "git": "e2e.invalid/git-resource:v1"},
+		DefaultTaskImage:   "busybox:1.37",
+		ResourceImages:     []string{"mock=e2e.invalid/mock-resource:v1", "git=e2e.invalid/git-resource:v1"},
+		NodeSelectors:      []string{"gpu=accelerator=nvidia", "arm=kubernetes.io/arch=arm64"},
 		BuildVolumeSize:    "1Gi",
 		RunnerImageVolume:  "auto",
 		HeartbeatInterval:  30 * time.Second,
@@ -32,7 +34,8 @@ func TestTektonFlags(t *testing.T) {
 	}
 	t.Run("flags", func(t *testing.T) {
 		cmd, _, err := parse(t, "web", "--tekton-namespace", "ci", "--tekton-runner-image", "ghcr.io/concourse-tekton/runner:dev",
-			"--tekton-resource-image", "mock=e2e.invalid/mock-resource:v1", "--tekton-resource-image", "git=e2e.invalid/git-resource:v1")
+			"--tekton-default-task-image", "busybox:1.37", "--tekton-resource-image", "mock=e2e.invalid/mock-resource:v1", "--tekton-resource-image", "git=e2e.invalid/git-resource:v1",
+			"--tekton-node-selector", "gpu=accelerator=nvidia", "--tekton-node-selector", "arm=kubernetes.io/arch=arm64")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +46,9 @@ func TestTektonFlags(t *testing.T) {
 	t.Run("environment", func(t *testing.T) {
 		t.Setenv("CONCOURSE_TEKTON_NAMESPACE", "ci")
 		t.Setenv("CONCOURSE_TEKTON_RUNNER_IMAGE", "ghcr.io/concourse-tekton/runner:dev")
+		t.Setenv("CONCOURSE_TEKTON_DEFAULT_TASK_IMAGE", "busybox:1.37")
 		t.Setenv("CONCOURSE_TEKTON_RESOURCE_IMAGE", "mock=e2e.invalid/mock-resource:v1,git=e2e.invalid/git-resource:v1")
+		t.Setenv("CONCOURSE_TEKTON_NODE_SELECTOR", "gpu=accelerator=nvidia,arm=kubernetes.io/arch=arm64")
 		cmd, _, err := parse(t, "web")
 		if err != nil {
 			t.Fatal(err)
@@ -81,8 +86,8 @@ func TestTektonRunnerImageVolume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.mountRunnerWhereSupported() != tt.auto || opts.RunnerImageVolume != tt.mount {
-			t.Errorf("%v %s: where supported %t, always %t; want %t, %t", tt.args, tt.env, f.mountRunnerWhereSupported(), opts.RunnerImageVolume, tt.auto, tt.mount)
+		if auto := f.settings().MountRunnerWhereSupported(); auto != tt.auto || opts.RunnerImageVolume != tt.mount {
+			t.Errorf("%v %s: where supported %t, always %t; want %t, %t", tt.args, tt.env, auto, opts.RunnerImageVolume, tt.auto, tt.mount)
 		}
 	}
 	if _, _, err := parse(t, "web", "--tekton-runner-image-volume=sometimes"); err == nil || !strings.Contains(err.Error(), "sometimes") {
@@ -115,12 +120,16 @@ func TestTektonEnabled(t *testing.T) {
 }
 
 func TestTektonOptions(t *testing.T) {
-	f := TektonFlags{RunnerImage: "r", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true, RunnerImageVolume: "true"}
+	f := TektonFlags{RunnerImage: "r", DefaultTaskImage: "d", ResourceImages: []string{"mock=m"}, NodeSelectors: []string{"gpu=accelerator=nvidia", "gpu=zone=b"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true, RunnerImageVolume: "true", ImageRegistry: "10.0.0.1:5000/"}
 	got, err := f.Options()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := translate.Options{RunnerImage: "r", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true, RunnerImageVolume: true}
+	want := translate.Options{
+		RunnerImage: "r", DefaultTaskImage: "d", ResourceImages: map[string]string{"mock": "m"}, ServiceAccount: "builder", StorageClass: "fast", BuildVolumeSize: "2Gi", UserNamespaces: true, RunnerImageVolume: true,
+		NodeSelectors: map[string]map[string]string{"gpu": {"accelerator": "nvidia", "zone": "b"}},
+		ImageRegistry: "10.0.0.1:5000",
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -129,8 +138,23 @@ func TestTektonOptions(t *testing.T) {
 	if got, err := f.Options(); err != nil || !got.RevealSecrets {
 		t.Errorf("with --disable-redact-secrets: RevealSecrets %t, %v; want true", got.RevealSecrets, err)
 	}
-	if _, err := (&TektonFlags{ResourceImages: map[string]string{"mock": ""}}).Options(); err == nil {
-		t.Error("--tekton-resource-image mock= accepted")
+}
+
+// TestTektonOptionsErrors: each mistake is said with its --tekton-* flag, all of them
+// at once, before any cluster is asked.
+func TestTektonOptionsErrors(t *testing.T) {
+	cmd, _, err := parse(t, "web", "--tekton-namespace", "ci", "--tekton-resource-image", "mock=", "--tekton-node-selector", "gpu=accelerator",
+		"--tekton-image-registry", "https://r", "--tekton-build-volume-size", "lots")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cmd.Web.Tekton.openTekton()
+	want := `invalid --tekton-resource-image "mock=": use TYPE=IMAGE
+invalid --tekton-node-selector "gpu=accelerator": use TAG=LABEL=VALUE
+invalid --tekton-build-volume-size "lots": give a size such as 1Gi or 500Mi
+invalid --tekton-image-registry "https://r": give HOST[:PORT][/PATH], without a scheme`
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v\nwant %s", err, want)
 	}
 }
 
@@ -162,7 +186,7 @@ func TestStepperFactory(t *testing.T) {
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Tekton = TektonFlags{Kubeconfig: path, ResourceImages: map[string]string{"mock": "e2e.invalid/mock-resource:v1"}, HeartbeatInterval: time.Second, GCInterval: time.Minute}
+	cmd.Tekton = TektonFlags{Kubeconfig: path, ResourceImages: []string{"mock=e2e.invalid/mock-resource:v1"}, HeartbeatInterval: time.Second, GCInterval: time.Minute}
 	tk, err := cmd.Tekton.openTekton()
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +258,8 @@ func TestStepperFactory(t *testing.T) {
 }
 
 // TestTargets: --tekton-tag and a --tekton-targets file make several workers, each with
-// its tags, registrar, sweeper and compile options (the flags' unless the file says).
+// its tags, registrar, sweeper and compile options (the flags' unless the file says;
+// --tekton-node-selector's on every one).
 func TestTargets(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "kubeconfig")
@@ -256,7 +281,7 @@ func TestTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd, _, err := parse(t, "web", "--tekton-kubeconfig", path, "--tekton-tag", "main", "--tekton-targets", file,
-		"--tekton-storage-class", "standard", "--tekton-image-registry", "10.0.0.1:5000")
+		"--tekton-storage-class", "standard", "--tekton-image-registry", "10.0.0.1:5000", "--tekton-node-selector", "gpu=accelerator=nvidia")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,17 +298,19 @@ func TestTargets(t *testing.T) {
 	type worker struct {
 		Name, Namespace, StorageClass, Registry string
 		Tags, RegisteredTags                    []string
+		NodeSelectors                           map[string]map[string]string
 		Swept                                   bool
 	}
 	var got []worker
 	for i, w := range f.Runs.(*tektonengine.Pool).Workers {
 		tt := tk.targets[i]
-		got = append(got, worker{w.Name, w.Target.Namespace, tt.options.StorageClass, tt.options.ImageRegistry, w.Tags, tt.registrar.Worker.Tags, tt.sweeper != nil && tt.sweeper.Target == w.Target})
+		got = append(got, worker{w.Name, w.Target.Namespace, tt.options.StorageClass, tt.options.ImageRegistry, w.Tags, tt.registrar.Worker.Tags, tt.options.NodeSelectors, tt.sweeper != nil && tt.sweeper.Target == w.Target})
 	}
+	gpu := map[string]map[string]string{"gpu": {"accelerator": "nvidia"}}
 	want := []worker{
-		{"tekton-from-context", "from-context", "standard", "10.0.0.1:5000", []string{"main"}, []string{"main"}, true},
-		{"tekton-gpu", "gpu", "fast", "10.0.0.1:5000", []string{"gpu", "big"}, []string{"gpu", "big"}, true},
-		{"arm", "arm", "standard", "registry.arm:5000/ci", []string{"arm"}, []string{"arm"}, true},
+		{"tekton-from-context", "from-context", "standard", "10.0.0.1:5000", []string{"main"}, []string{"main"}, gpu, true},
+		{"tekton-gpu", "gpu", "fast", "10.0.0.1:5000", []string{"gpu", "big"}, []string{"gpu", "big"}, gpu, true},
+		{"arm", "arm", "standard", "registry.arm:5000/ci", []string{"arm"}, []string{"arm"}, gpu, true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("workers (-want +got):\n%s", diff)

@@ -246,25 +246,29 @@ func Summarize(reports []Report, files []string) []File {
 	return out
 }
 
-// Markdown renders the table; a file with failures (or not run) gets its reason, else the
-// first failure's spec and message.
+// Markdown renders the results: a table of the files run (the specs that passed of those
+// each has, and the time it took), a paragraph naming the files not run, and a list of why
+// each file that did not pass whole did not: its reason, else its first failure. Lines
+// are wrapped, so that no line of the README grows with a reason.
 func Markdown(files []File, reasons map[string]string) string {
 	var b strings.Builder
-	b.WriteString("| file | passed | time | why not |\n|---|---|---|---|\n")
-	var passed, total, ran int
+	b.WriteString("| file | passed | time |\n|---|---|---|\n")
+	var passed, total, ran, notRunSpecs int
 	var took time.Duration
+	var notRun, whyNot []string
 	for _, f := range files {
 		reason := reasons[f.Name]
 		switch {
 		case !f.Ran:
-			if reason == "" {
-				reason = "not run"
-			}
-			specs := ""
+			name := f.Name
 			if f.Declared > 0 {
-				specs = fmt.Sprintf(" (%d)", f.Declared)
+				name = fmt.Sprintf("%s (%d)", f.Name, f.Declared)
+				notRunSpecs += f.Declared
 			}
-			fmt.Fprintf(&b, "| %s | not run%s | | %s |\n", f.Name, specs, escape(reason))
+			notRun = append(notRun, name)
+			if reason != "" {
+				whyNot = append(whyNot, fmt.Sprintf("%s (not run): %s", f.Name, reason))
+			}
 			continue
 		case f.Failed == 0 && f.SuiteFailure == "" && f.Declared > f.Total:
 			if reason == "" {
@@ -287,10 +291,71 @@ func Markdown(files []File, reasons map[string]string) string {
 		passed += f.Passed
 		total += n
 		took += f.RunTime
-		fmt.Fprintf(&b, "| %s | %d/%d | %s | %s |\n", f.Name, f.Passed, n, f.RunTime.Round(time.Second), escape(reason))
+		fmt.Fprintf(&b, "| %s | %d/%d | %s |\n", f.Name, f.Passed, n, f.RunTime.Round(time.Second))
+		if reason != "" {
+			whyNot = append(whyNot, fmt.Sprintf("%s (%d/%d): %s", f.Name, f.Passed, n, reason))
+		}
 	}
-	fmt.Fprintf(&b, "| **%d files run** | **%d/%d** | %s | |\n", ran, passed, total, took.Round(time.Second))
+	fmt.Fprintf(&b, "| **%d files run** | **%d/%d** | %s |\n", ran, passed, total, took.Round(time.Second))
+	if len(notRun) > 0 {
+		head := fmt.Sprintf("Not run (%d files", len(notRun))
+		if notRunSpecs > 0 {
+			head += fmt.Sprintf(", %d specs", notRunSpecs)
+		}
+		words := append(strings.Fields(head+"):"), notRun...)
+		for i := len(words) - len(notRun); i < len(words)-1; i++ {
+			words[i] += ","
+		}
+		words[len(words)-1] += "."
+		b.WriteString("\n" + wrapWords(words, "", "") + "\n")
+	}
+	if len(whyNot) > 0 {
+		b.WriteString("\nWhy not:\n\n")
+		for _, w := range whyNot {
+			b.WriteString(wrapWords(strings.Fields(w), "- ", "  ") + "\n")
+		}
+	}
 	return b.String()
+}
+
+// width is where wrap breaks lines: the README's own width.
+const width = 92
+
+// wrapWords fills words into lines of at most width characters (a longer word stays
+// whole), the first prefixed with first, the others with rest. A word that Markdown would
+// read as the start of a list or a heading at the start of a line stays on the line before
+// it. A word may hold a space: "caching_test.go (1)" is never broken.
+func wrapWords(words []string, first, rest string) string {
+	var b strings.Builder
+	line := first
+	empty := true
+	for _, w := range words {
+		if !empty && len(line)+1+len(w) > width && !opensBlock(w) {
+			b.WriteString(line + "\n")
+			line, empty = rest, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += w
+		empty = false
+	}
+	b.WriteString(line)
+	return b.String()
+}
+
+// opensBlock says whether a line that starts with w would start a list, a heading, a
+// quote or a table row in Markdown, rather than continue a paragraph.
+func opensBlock(w string) bool {
+	switch w {
+	case "-", "+", "*":
+		return true
+	}
+	if strings.ContainsAny(w[:1], "#>|") {
+		return true
+	}
+	rest := strings.TrimLeft(w, "0123456789")
+	return len(rest) < len(w) && (rest == "." || rest == ")")
 }
 
 // Replace puts table between the markers of readme.
@@ -310,9 +375,4 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return s
-}
-
-// escape keeps a cell's text in its cell.
-func escape(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
 }

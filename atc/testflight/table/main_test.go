@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -29,18 +30,32 @@ func TestMarkdown(t *testing.T) {
 		want    string
 	}{{
 		name: "undiagnosed",
-		want: "| file | passed | time | why not |\n|---|---|---|---|\n" +
-			"| fail_test.go | 1/3 | 15s | undiagnosed: \"A job aborts\" failed: Expected |\n" +
-			"| **1 files run** | **1/3** | 15s | |\n",
+		want: "| file | passed | time |\n|---|---|---|\n" +
+			"| fail_test.go | 1/3 | 15s |\n" +
+			"| **1 files run** | **1/3** | 15s |\n" +
+			"\nWhy not:\n\n" +
+			"- fail_test.go (1/3): undiagnosed: \"A job aborts\" failed: Expected\n",
 	}, {
 		name:    "with a reason, and files not run",
 		reasons: map[string]string{"fail_test.go": "abort | not there", "zz_test.go": "needs intercept"},
 		files:   []string{"zz_test.go", "fail_test.go", "do_test.go"},
-		want: "| file | passed | time | why not |\n|---|---|---|---|\n" +
-			"| fail_test.go | 1/3 | 15s | abort \\| not there |\n" +
-			"| do_test.go | not run | | not run |\n" +
-			"| zz_test.go | not run | | needs intercept |\n" +
-			"| **1 files run** | **1/3** | 15s | |\n",
+		want: "| file | passed | time |\n|---|---|---|\n" +
+			"| fail_test.go | 1/3 | 15s |\n" +
+			"| **1 files run** | **1/3** | 15s |\n" +
+			"\nNot run (2 files): do_test.go, zz_test.go.\n" +
+			"\nWhy not:\n\n" +
+			"- fail_test.go (1/3): abort | not there\n" +
+			"- zz_test.go (not run): needs intercept\n",
+	}, {
+		name: "a long reason, wrapped",
+		reasons: map[string]string{"fail_test.go": "the abort is not there yet: the spec waits for the build's " +
+			"on_abort hook, which runs - once the pod has started - as Concourse runs it, and\nnot before"},
+		want: "| file | passed | time |\n|---|---|---|\n" +
+			"| fail_test.go | 1/3 | 15s |\n" +
+			"| **1 files run** | **1/3** | 15s |\n" +
+			"\nWhy not:\n\n" +
+			"- fail_test.go (1/3): the abort is not there yet: the spec waits for the build's on_abort\n" +
+			"  hook, which runs - once the pod has started - as Concourse runs it, and not before\n",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,11 +148,36 @@ func TestDeclared(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := Markdown(Summarize(append(dry, run...), nil), nil)
-	want := "| file | passed | time | why not |\n|---|---|---|---|\n" +
-		"| fail_test.go | 1/4 | 15s | undiagnosed: \"A job aborts\" failed: Expected |\n" +
-		"| do_test.go | not run (1) | | not run |\n" +
-		"| **1 files run** | **1/4** | 15s | |\n"
+	want := "| file | passed | time |\n|---|---|---|\n" +
+		"| fail_test.go | 1/4 | 15s |\n" +
+		"| **1 files run** | **1/4** | 15s |\n" +
+		"\nNot run (1 files, 1 specs): do_test.go (1).\n" +
+		"\nWhy not:\n\n" +
+		"- fail_test.go (1/4): undiagnosed: \"A job aborts\" failed: Expected\n"
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Markdown (-want +got):\n%s", diff)
+	}
+}
+
+// A word that would open a list or a heading at the start of a line is not put there.
+func TestWrap(t *testing.T) {
+	long := strings.Repeat("x", 89)
+	tests := []struct{ name, in, want string }{
+		{"short", "a b c", "- a b c"},
+		{"broken", long + " yy", "- " + long + "\n  yy"},
+		{"a dash kept on its line", long + " - yy", "- " + long + " -\n  yy"},
+		{"a number kept on its line", long + " 2. yy", "- " + long + " 2.\n  yy"},
+		{"a heading kept on its line", long + " #x yy", "- " + long + " #x\n  yy"},
+		{"a long word whole", strings.Repeat("z", 100), "- " + strings.Repeat("z", 100)},
+	}
+	if got, want := wrapWords([]string{long, "a (1)"}, "- ", "  "), "- "+long+"\n  a (1)"; got != want {
+		t.Errorf("a word with a space: got %q, want %q", got, want)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, wrapWords(strings.Fields(tt.in), "- ", "  ")); diff != "" {
+				t.Errorf("wrapWords (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
