@@ -17,34 +17,58 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 VERSION  ?= dev
-RUNNER_IMAGE ?= ghcr.io/concourse-tekton/runner:$(VERSION)
-CLI_IMAGE ?= ghcr.io/concourse-tekton/concourse-tekton:$(VERSION)
-LDFLAGS  := -s -w -X github.com/concourse-tekton/concourse-tekton/cmd/internal/cli/pipelinecmd.Version=$(VERSION)
+# The project's images: REGISTRY/runner, REGISTRY/concourse-tekton and REGISTRY/web, tagged VERSION.
+REGISTRY ?= ghcr.io/concourse-tekton
+RUNNER_IMAGE ?= $(REGISTRY)/runner:$(VERSION)
+CLI_IMAGE ?= $(REGISTRY)/concourse-tekton:$(VERSION)
+WEB_IMAGE ?= $(REGISTRY)/web:$(VERSION)
+# The platforms whose fly the web node's image offers for download (fly sync, the UI's links).
+FLY_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+IMAGE_LABELS = -label org.opencontainers.image.version=$(VERSION) \
+	-label org.opencontainers.image.source=https://github.com/concourse-tekton/concourse-tekton \
+	$(if $(REVISION),-label org.opencontainers.image.revision=$(REVISION))
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -s -w -X github.com/concourse-tekton/concourse-tekton/cmd/internal/cli.version=$(VERSION)
 
 .PHONY: build
 build: ## Build the binaries into ./bin.
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
+.PHONY: install
+install: ## Install the concourse-tekton command into GOBIN (go install, with the version).
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/concourse-tekton
+
 .PHONY: runner-image
 runner-image: build ## Build the step runner's image as bin/images/runner.tar (RUNNER_IMAGE=ref; PUSH=1 pushes it).
 	@mkdir -p $(BIN)/images
-	$(BIN)/runner-image -binary $(BIN)/concourse-runner -ref $(RUNNER_IMAGE) -o $(BIN)/images/runner.tar $(if $(PUSH),-push)
+	$(BIN)/runner-image -binary $(BIN)/concourse-runner -ref $(RUNNER_IMAGE) $(IMAGE_LABELS) -o $(BIN)/images/runner.tar $(if $(PUSH),-push)
 
 .PHONY: cli-image
 cli-image: build ## Build the concourse-tekton command's image (gc's CronJob) as bin/images/cli.tar (CLI_IMAGE=ref; PUSH=1 pushes it).
 	@mkdir -p $(BIN)/images
-	$(BIN)/runner-image -cli $(BIN)/concourse-tekton-kube -ref $(CLI_IMAGE) -o $(BIN)/images/cli.tar $(if $(PUSH),-push)
+	$(BIN)/runner-image -cli $(BIN)/concourse-tekton -ref $(CLI_IMAGE) $(IMAGE_LABELS) -o $(BIN)/images/cli.tar $(if $(PUSH),-push)
+
+.PHONY: web-image
+web-image: build ## Build the web node's image (Concourse's web node, its UI, the build engine, fly for FLY_PLATFORMS) as bin/images/web.tar (WEB_IMAGE=ref; PUSH=1 pushes it).
+	@mkdir -p $(BIN)/images
+	web=$$(CONCOURSE_TEKTON_FLY_PLATFORMS="$(FLY_PLATFORMS)" GO=$(GO) atc/build.sh) && \
+		$(BIN)/runner-image -web $$web/concourse-tekton-web -fly-dir $$web/fly-assets -ref $(WEB_IMAGE) $(IMAGE_LABELS) \
+			-o $(BIN)/images/web.tar $(if $(PUSH),-push)
+
+.PHONY: images
+images: runner-image cli-image web-image ## Build the project's three images into bin/images/ (REGISTRY=host/path names them, VERSION tags them; PUSH=1 pushes them there).
 
 .PHONY: test
-test: ## Run the hermetic tests (unit, golden, corpus) and print the corpus tables.
+test: ## Run the hermetic tests (unit, golden, corpus, the Helm chart with the real helm) and print the corpus tables.
 	$(GO) vet $(PKGS)
 	@mkdir -p $(BIN) && rm -f $(BIN)/corpus-report.txt
-	CONCOURSE_TEKTON_CORPUS_REPORT=$(abspath $(BIN))/corpus-report.txt $(GO) test -count=1 $(PKGS)
+	HELM=$$(deploy/helm/helm.sh) && export HELM && \
+		CONCOURSE_TEKTON_CORPUS_REPORT=$(abspath $(BIN))/corpus-report.txt $(GO) test -count=1 $(PKGS)
 	@sort $(BIN)/corpus-report.txt 2>/dev/null || true
 
 .PHONY: test-race
 test-race: ## The hermetic tests under the race detector (-short: no corpus sweeps), this module's and the atc module's.
-	$(GO) test -race -short -count=1 $(PKGS)
+	HELM=$$(deploy/helm/helm.sh) $(GO) test -race -short -count=1 $(PKGS)
 	$(MAKE) -C atc test-race
 
 .PHONY: bench
@@ -77,12 +101,16 @@ fmt: ## Format the Go sources.
 .PHONY: update-golden
 update-golden: ## Rewrite the golden files (and examples/booklit/tekton) from the current output.
 	$(GO) test ./concourse/planner/ ./translate/ ./cmd/internal/cli/ -update
+	HELM=$$(deploy/helm/helm.sh) $(GO) test ./deploy/helm/ -update
 
 E2E_CLUSTER ?= e2e/cluster/cluster.sh
 
 .PHONY: e2e
-e2e: runner-image cli-image ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
+e2e: runner-image cli-image web-image ## End-to-end tests on a real local cluster (root): up if needed, test, down, check the host is clean. E2E_KUBECONFIG=path uses another cluster.
 	GO=$(GO) $(E2E_CLUSTER) test
+
+# The web node's image the e2e suite installs with the chart needs fly for this machine alone.
+e2e: FLY_PLATFORMS = linux/amd64
 
 .PHONY: bench-e2e
 bench-e2e: ## Benchmarks on the running e2e cluster (make e2e-up first): a build against a hand-written Tekton PipelineRun of the same steps; execute's transfers against tar | kubectl exec.
@@ -133,6 +161,14 @@ atc-e2e: ## End to end under the ATC: the real fly against the web node whose bu
 .PHONY: testflight
 testflight: ## Concourse's own acceptance suite (testflight), every file, against the ATC on the e2e cluster (make e2e-up first; TESTFLIGHT_FOCUS="fail do ..." for some files).
 	$(MAKE) -C atc testflight
+
+.PHONY: faults
+faults: ## The fault matrix through the web node on the e2e cluster (make e2e-up first; root): the API server, kubelet, containerd, Postgres and web node restarted or killed mid-build, a step's pod deleted or evicted (docs/faults.md).
+	E2E_KUBECONFIG=$${E2E_KUBECONFIG:-$$($(E2E_CLUSTER) kubeconfig)} E2E_IMAGE_REGISTRY=$${E2E_IMAGE_REGISTRY:-$$($(E2E_CLUSTER) registry)} $(MAKE) -C atc faults
+
+.PHONY: soak
+soak: ## The soak through the web node on the e2e cluster (make e2e-up first; root): 500 builds over an hour, faults of the matrix injected at random (SOAK_BUILDS, SOAK_DURATION, SOAK_FAULT_EVERY; docs/faults.md).
+	E2E_KUBECONFIG=$${E2E_KUBECONFIG:-$$($(E2E_CLUSTER) kubeconfig)} E2E_IMAGE_REGISTRY=$${E2E_IMAGE_REGISTRY:-$$($(E2E_CLUSTER) registry)} $(MAKE) -C atc soak
 
 .PHONY: testflight-ci
 testflight-ci: ## The CI subset of testflight (a few minutes; make e2e-up first).

@@ -27,10 +27,9 @@ var (
 	cliErr  error
 )
 
-// cliBinary builds cmd/concourse-tekton and cmd/concourse-tekton-kube (once), side by
-// side as a user installs them, and returns the command's path. They are built under the
+// cliBinary builds cmd/concourse-tekton (once) and returns its path. It is built under the
 // repository's bin/e2e and moved into place, so that a test binary running at the same
-// time keeps the binaries it started with and nothing is left in /tmp.
+// time keeps the binary it started with and nothing is left in /tmp.
 func cliBinary(t testing.TB) string {
 	t.Helper()
 	cliOnce.Do(func() {
@@ -49,20 +48,14 @@ func cliBinary(t testing.TB) string {
 			return
 		}
 		defer os.RemoveAll(tmp)
-		cmd := exec.Command("go", "build", "-o", tmp+"/", "./cmd/concourse-tekton", "./cmd/concourse-tekton-kube")
+		cmd := exec.Command("go", "build", "-o", tmp+"/", "./cmd/concourse-tekton")
 		cmd.Dir = ".."
 		if out, err := cmd.CombinedOutput(); err != nil {
 			cliErr = fmt.Errorf("building the CLI: %v\n%s", err, out)
 			return
 		}
-		// The part the command hands over to first, so that a new command never finds an
-		// old one beside it.
-		for _, name := range []string{"concourse-tekton-kube", "concourse-tekton"} {
-			if cliErr = os.Rename(filepath.Join(tmp, name), filepath.Join(dir, name)); cliErr != nil {
-				return
-			}
-		}
 		cliPath = filepath.Join(dir, "concourse-tekton")
+		cliErr = os.Rename(filepath.Join(tmp, "concourse-tekton"), cliPath)
 	})
 	if cliErr != nil {
 		t.Fatal(cliErr)

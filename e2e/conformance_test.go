@@ -400,8 +400,13 @@ var conformanceScenarios = []scenario{
 			"hidden=((redacted))"},
 	},
 	{
-		name: "file-task", file: "file_task.yml", job: "file-task", wantExit: 0,
-		want: []string{"file task says hello to conformance"},
+		name: "file-task", file: "file_task.yml", job: "file-task", wantExit: 0, ordered: true,
+		want: []string{"[WARNING] EXTRA was defined in pipeline but missing from task file", "file task says hello to conformance"},
+	},
+	{
+		name: "inline-params", file: "file_task.yml", job: "inline-params", wantExit: 0, ordered: true,
+		want:    []string{"[WARNING] EXTRA was defined in pipeline but missing from task file", "inline task says step"},
+		notWant: []string{"[WARNING] KNOWN was defined in pipeline but missing from task file"},
 	},
 }
 

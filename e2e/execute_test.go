@@ -17,7 +17,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
 
 // executeTask is the task the execute tests run: it lists its inputs, checks the big
@@ -100,7 +100,7 @@ func bigFile(t testing.TB, path string, size int64) string {
 func noTransferPods(t *testing.T, ns string) {
 	t.Helper()
 	poll(t, "the transfer pods to go", time.Minute, func(ctx context.Context) (bool, error) {
-		pods, err := testCluster.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: tektonrun.LabelTransfer + "=true"})
+		pods, err := testCluster.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelTransfer + "=true"})
 		return err == nil && len(pods.Items) == 0, err
 	})
 }

@@ -6,10 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
-	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,7 +22,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/concourse-tekton/concourse-tekton/gc"
 	buildvol "github.com/concourse-tekton/concourse-tekton/pvc"
@@ -373,14 +371,14 @@ func TestGCCronJob(t *testing.T) {
 			pod := &o.Spec.JobTemplate.Spec.Template.Spec
 			pod.Containers[0].Image = cliImage
 			if kubeconfigPath() == harnessKubeconfig() {
-				// The harness's pods reach only the host's address on their bridge, and
-				// its apiserver listens on loopback: the test forwards the one to the
-				// other, and the pod finds the apiserver there under its own name.
-				addr := forwardAPIServer(t)
-				host, port, _ := net.SplitHostPort(addr)
-				pod.HostAliases = []corev1.HostAlias{{IP: host, Hostnames: []string{"kubernetes.default.svc"}}}
+				// The harness's pods reach only the host's address on their bridge, where
+				// the cluster forwards the apiserver (which listens on loopback).
+				host, port, err := net.SplitHostPort(podAPIServer(t))
+				if err != nil {
+					t.Fatal(err)
+				}
 				pod.Containers[0].Env = append(pod.Containers[0].Env,
-					corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: "kubernetes.default.svc"},
+					corev1.EnvVar{Name: "KUBERNETES_SERVICE_HOST", Value: host},
 					corev1.EnvVar{Name: "KUBERNETES_SERVICE_PORT", Value: port})
 			}
 			cronJob, err = kube.BatchV1().CronJobs(ns).Create(ctx, o, metav1.CreateOptions{})
@@ -428,44 +426,15 @@ func TestGCCronJob(t *testing.T) {
 	}
 }
 
-// podBridgeIP is the host's address on the harness's pod bridge: the one host address its
-// pods reach.
-var podBridgeIP = envOr("E2E_POD_BRIDGE_IP", "10.88.0.1")
-
-// forwardAPIServer forwards connections to podBridgeIP:port (the address it returns) to the
-// apiserver of the harness's kubeconfig, until the test ends.
-func forwardAPIServer(t *testing.T) string {
+// podAPIServer is where the harness's pods reach the API server (cluster.sh pod-apiserver).
+func podAPIServer(t *testing.T) string {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath())
-	if err != nil {
-		t.Fatal(err)
+	if addr := os.Getenv("E2E_POD_APISERVER"); addr != "" {
+		return addr
 	}
-	u, err := url.Parse(cfg.Host)
+	out, err := exec.Command(filepath.Join("cluster", "cluster.sh"), "pod-apiserver").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("cluster.sh pod-apiserver: %v", err)
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(podBridgeIP, "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			in, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer in.Close()
-				out, err := net.Dial("tcp", u.Host)
-				if err != nil {
-					return
-				}
-				defer out.Close()
-				go func() { _, _ = io.Copy(out, in) }()
-				_, _ = io.Copy(in, out)
-			}()
-		}
-	}()
-	return l.Addr().String()
+	return strings.TrimSpace(string(out))
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/creack/pty"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -80,7 +82,7 @@ func TestIntercept(t *testing.T) {
 	client := tektonrun.NewClient(target)
 	defer client.Close()
 	poll(t, "the linger step to run", 5*time.Minute, func(ctx context.Context) (bool, error) {
-		ctrs, err := client.Containers(ctx, tektonrun.ContainerFilter{Run: run, Step: "linger"})
+		ctrs, err := client.Containers(ctx, podexec.ContainerFilter{Run: run, Step: "linger"})
 		return err == nil && len(ctrs) == 1 && ctrs[0].Running, err
 	})
 
@@ -169,7 +171,7 @@ func TestIntercept(t *testing.T) {
 		t.Errorf("no word of the pod made again:\n%s", stderr)
 	}
 	poll(t, "the pod made again to go", time.Minute, func(ctx context.Context) (bool, error) {
-		pods, err := testCluster.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: tektonrun.LabelIntercept + "=true"})
+		pods, err := testCluster.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: runspec.LabelIntercept + "=true"})
 		return err == nil && len(pods.Items) == 0, err
 	})
 

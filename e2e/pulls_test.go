@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/e2e/images"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -77,7 +78,7 @@ func TestPrivateRegistryImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pull, err := testCluster.kube.CoreV1().Secrets(ns).Get(ctx, run.Name+translate.ImagePullSecretSuffix, metav1.GetOptions{})
+	pull, err := testCluster.kube.CoreV1().Secrets(ns).Get(ctx, run.Name+runspec.ImagePullSecretSuffix, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the build's Secret of image pull credentials: %v", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -103,10 +104,10 @@ func TestOrchestrator(t *testing.T) {
 	}
 	// Half the events in one follower, the rest in another from the first's cursor: the
 	// two together are the whole build, once.
-	var cursor tektonrun.Cursor
+	var cursor buildevents.Cursor
 	var seen []string
 	half, stop := context.WithCancel(ctx)
-	_, err = first.Events(half, tektonrun.Cursor{}, func(e tektonrun.Event) error {
+	_, err = first.Events(half, buildevents.Cursor{}, func(e buildevents.Event) error {
 		seen = append(seen, e.Key.String())
 		if err := cursor.Advance(e.Key); err != nil {
 			return err
@@ -119,11 +120,11 @@ func TestOrchestrator(t *testing.T) {
 	if err == nil {
 		t.Fatalf("the first follower saw the whole build: %v", seen)
 	}
-	resumed, err := tektonrun.ParseCursor(cursor.String())
+	resumed, err := buildevents.ParseCursor(cursor.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, err := b.Attach(first.Name).Events(ctx, resumed, func(e tektonrun.Event) error {
+	status, err := b.Attach(first.Name).Events(ctx, resumed, func(e buildevents.Event) error {
 		seen = append(seen, e.Key.String())
 		return nil
 	})
@@ -131,7 +132,7 @@ func TestOrchestrator(t *testing.T) {
 		t.Fatalf("resumed: %s, %v", status, err)
 	}
 	var whole []string
-	if _, err := b.Attach(first.Name).Events(ctx, tektonrun.Cursor{}, func(e tektonrun.Event) error {
+	if _, err := b.Attach(first.Name).Events(ctx, buildevents.Cursor{}, func(e buildevents.Event) error {
 		whole = append(whole, e.Key.String())
 		return nil
 	}); err != nil {
@@ -368,7 +369,7 @@ func TestWaitingForWorker(t *testing.T) {
 		}
 		var got []string
 		follow, stop := context.WithCancel(ctx)
-		_, err = build.Events(follow, tektonrun.Cursor{}, func(e tektonrun.Event) error {
+		_, err = build.Events(follow, buildevents.Cursor{}, func(e buildevents.Event) error {
 			if e.Key.Step != "" {
 				got = append(got, string(e.Event.EventType()))
 			}
@@ -389,7 +390,7 @@ func TestWaitingForWorker(t *testing.T) {
 		}
 		var stuckEvents []string
 		var hook strings.Builder
-		status, err := b.Attach(build.Name).Events(ctx, tektonrun.Cursor{}, func(e tektonrun.Event) error {
+		status, err := b.Attach(build.Name).Events(ctx, buildevents.Cursor{}, func(e buildevents.Event) error {
 			switch ev := e.Event.(type) {
 			case event.Error:
 				if ev.Origin.ID == "s" {

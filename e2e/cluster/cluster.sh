@@ -7,11 +7,15 @@
 #   cluster.sh check-clean  fail unless the host is as it was before up
 #   cluster.sh kubeconfig   print the kubeconfig path the tests use
 #   cluster.sh registry     print the address of the cluster's image registry
+#   cluster.sh pod-apiserver  print the address pods reach the API server at (no Service
+#                           proxy here: KUBERNETES_SERVICE_HOST/PORT of an in-cluster client)
 #   cluster.sh kubectl ARGS kubectl, as the cluster's admin
 #   cluster.sh ctr ARGS     the node's ctr on its containerd, in the kubelet's namespace
 #   cluster.sh build        only build (binaries and images)
 #   cluster.sh load         import bin/images/*.tar into the running cluster
 #   cluster.sh restart-apiserver   stop and start the running cluster's kube-apiserver
+#   cluster.sh restart-kubelet     the same of its kubelet (the pods run on)
+#   cluster.sh restart-containerd  the same of its containerd (the containers run on)
 #   cluster.sh kwok         build kwok (cached) and print KWOK_BIN=... KWOK_STAGES=... for
 #                           make bench-scale
 #   cluster.sh test         make e2e: up if needed, go test -tags e2e and the atc module's
@@ -28,7 +32,7 @@ for f in lib build pki up down check; do
 	source "$here/$f.sh"
 done
 
-DAEMONS="etcd kube-apiserver kube-controller-manager kube-scheduler registry private-registry containerd kubelet tekton-webhook tekton-controller labcsi csi-provisioner local-path-provisioner"
+DAEMONS="etcd kube-apiserver apiserver-bridge kube-controller-manager kube-scheduler registry private-registry containerd kubelet tekton-webhook tekton-controller labcsi csi-provisioner local-path-provisioner"
 
 cluster_healthy() {
 	local n
@@ -204,14 +208,17 @@ status) cluster_healthy ;;
 check-clean) check_clean ;;
 kubeconfig) echo "$E2E_KUBECONFIG_PATH" ;;
 registry) echo "$REGISTRY_ADDR" ;;
+pod-apiserver) echo "$APISERVER_BRIDGE_ADDR" ;;
 kubectl) shift && KUBECTL "$@" ;;
 ctr) shift && CTR "$@" ;;
 build) cluster_build ;;
 load) load_images ;;
 restart-apiserver) need_root && cluster_healthy && restart_apiserver ;;
+restart-kubelet) need_root && cluster_healthy && restart_kubelet ;;
+restart-containerd) need_root && cluster_healthy && restart_containerd ;;
 kwok) build_kwok >&2 && echo "KWOK_BIN=$BIN_KWOK/kwok KWOK_STAGES=$BIN_KWOK/stage" ;;
 *)
-	sed -n '2,17p' "$0" >&2
+	sed -n '2,24p' "$0" >&2
 	exit 2
 	;;
 esac

@@ -44,6 +44,9 @@ POD_CIDR=10.88.0.0/16
 # from and for pods to push to. CNI's IPAM keeps it as the range's gateway.
 POD_BRIDGE_IP=10.88.0.1
 REGISTRY_ADDR=$POD_BRIDGE_IP:5000
+# The API server for pods (apiserver-bridge forwards it to loopback): there is no service
+# proxy, so the kubernetes Service's address leads nowhere.
+APISERVER_BRIDGE_ADDR=$POD_BRIDGE_IP:6443
 # A second registry, which wants a username and password (htpasswd) for every request:
 # the images of the tests' private-registry builds. The credentials are the tests'
 # fixture, known to them (E2E_PRIVATE_REGISTRY_AUTH), and guard nothing else.

@@ -51,7 +51,8 @@ build_tools() {
 	mkdir -p "$out"
 	log "building the harness's own tools"
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/" \
-		./e2e/cmd/pause ./e2e/cmd/labcsi ./e2e/cmd/mock-resource ./e2e/cmd/git-resource ./e2e/cmd/e2eimages) ||
+		./e2e/cmd/pause ./e2e/cmd/labcsi ./e2e/cmd/mock-resource ./e2e/cmd/git-resource ./e2e/cmd/e2eimages \
+		./e2e/cmd/apiserver-bridge) ||
 		die "building the tools failed"
 }
 
@@ -244,6 +245,14 @@ start_apiserver() {
 	wait_for "the apiserver" 90 KUBECTL get --raw /readyz
 }
 
+# start_apiserver_bridge lets pods reach the API server at $APISERVER_BRIDGE_ADDR on the
+# pod bridge, as they would through the kubernetes Service where a service proxy runs.
+start_apiserver_bridge() {
+	start apiserver-bridge -- "$E2E_CACHE/bin/tools/apiserver-bridge" -listen "$APISERVER_BRIDGE_ADDR" -to 127.0.0.1:6443
+	wait_for "the apiserver on the pod bridge" 30 curl -fsS --noproxy '*' --cacert "$E2E_STATE/pki/ca.crt" \
+		"https://$APISERVER_BRIDGE_ADDR/readyz"
+}
+
 # restart_apiserver stops the kube-apiserver and starts it again: every watch and log
 # stream through it breaks, as in an upgrade or a crash.
 restart_apiserver() {
@@ -257,6 +266,7 @@ start_control_plane() {
 	start etcd -- "$BIN_K8S/etcd" -data-dir "$E2E_STATE/run/etcd" -listen 127.0.0.1:2379 -peer 127.0.0.1:2380
 	wait_for etcd 30 curl -fsS http://127.0.0.1:2379/health
 	start_apiserver
+	start_apiserver_bridge
 	start kube-controller-manager -- "$BIN_K8S/kube-controller-manager" --kubeconfig="$pki/kcm.kubeconfig" \
 		--authentication-kubeconfig="$pki/kcm.kubeconfig" --authorization-kubeconfig="$pki/kcm.kubeconfig" \
 		--bind-address=127.0.0.1 --leader-elect=false --service-account-private-key-file="$pki/sa.key" \
@@ -278,12 +288,24 @@ import_image() {
 	out=$(CTR images import --no-unpack=false "$1" 2>&1) || die "importing $1: $out"
 }
 
-start_node() {
-	log "starting containerd and importing images"
+start_containerd() {
 	# Its runc shim is found on PATH, before any other containerd's.
 	start containerd "${CONTAINERD_PROXY_ENV[@]}" PATH="$BIN_CONTAINERD:$PATH" -- "$BIN_CONTAINERD/containerd" \
 		--config "$E2E_STATE/conf/containerd.toml"
 	wait_for containerd 30 CTR version
+}
+
+start_kubelet() {
+	start kubelet -- "$BIN_K8S/kubelet" --config="$E2E_STATE/conf/kubelet.yaml" \
+		--kubeconfig="$E2E_STATE/pki/kubelet.kubeconfig" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" \
+		--root-dir="$E2E_STATE/run/kubelet" --cert-dir="$E2E_STATE/run/kubelet/pki" \
+		--volume-plugin-dir="$E2E_STATE/run/kubelet-volume-plugins"
+	wait_for "the node" 120 KUBECTL wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s
+}
+
+start_node() {
+	log "starting containerd and importing images"
+	start_containerd
 	local tar
 	for tar in "$E2E_CACHE"/images/*.tar "$REPO_ROOT"/bin/images/*.tar; do
 		[ -f "$tar" ] || continue
@@ -291,10 +313,20 @@ start_node() {
 	done
 	save_sysctls
 	log "starting the kubelet"
-	start kubelet -- "$BIN_K8S/kubelet" --config="$E2E_STATE/conf/kubelet.yaml" \
-		--kubeconfig="$E2E_STATE/pki/kubelet.kubeconfig" --hostname-override="$NODE_NAME" --node-ip="$NODE_IP" \
-		--root-dir="$E2E_STATE/run/kubelet" --cert-dir="$E2E_STATE/run/kubelet/pki" \
-		--volume-plugin-dir="$E2E_STATE/run/kubelet-volume-plugins"
+	start_kubelet
+}
+
+# restart_kubelet stops the kubelet and starts it again; the pods' containers run on.
+restart_kubelet() {
+	stop kubelet
+	start_kubelet
+}
+
+# restart_containerd stops containerd and starts it again; the containers run on in
+# their shims, and the kubelet reconnects.
+restart_containerd() {
+	stop containerd
+	start_containerd
 	wait_for "the node" 120 KUBECTL wait --for=condition=Ready "node/$NODE_NAME" --timeout=2s
 }
 

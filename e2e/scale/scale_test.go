@@ -43,6 +43,7 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/gc"
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/buildevents"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -414,7 +415,7 @@ func BenchmarkScale(b *testing.B) {
 			}
 			followCtx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 			defer cancel()
-			status, err := build.Events(followCtx, tektonrun.Cursor{}, func(e tektonrun.Event) error {
+			status, err := build.Events(followCtx, buildevents.Cursor{}, func(e buildevents.Event) error {
 				if _, ok := e.Event.(event.FinishTask); ok {
 					at := time.Now()
 					mu.Lock()
