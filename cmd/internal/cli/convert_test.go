@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -9,6 +11,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/concourse-tekton/concourse-tekton/concourse"
+	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
+	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
 var update = flag.Bool("update", false, "rewrite the checked-in example output")
@@ -243,5 +249,65 @@ func TestConvertRefusesWhatTheAPIServerCannotStore(t *testing.T) {
 	want := file + ":5:3: jobs[huge]: its Pipeline app-huge is "
 	if !strings.Contains(stderr, want) || !strings.Contains(stderr, "over the 1.5 MiB the API server stores of an object") {
 		t.Errorf("stderr = %q\nwant it to hold %q... over the 1.5 MiB", stderr, want)
+	}
+}
+
+// TestConvertRefusesTooManyStepsUntranslated: a job of more steps than a Pipeline the API
+// server stores can hold is refused from its plan, at its place, before it is translated.
+func TestConvertRefusesTooManyStepsUntranslated(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("resources: [{name: r, type: git, source: {uri: u}}]\njobs:\n- name: small\n  plan: [{get: r}]\n- name: huge\n  plan:\n")
+	for i := range 100_000 {
+		fmt.Fprintf(&b, "  - {get: g%d, resource: r}\n", i)
+	}
+	file := writeFile(t, "app.yml", b.String())
+	code, stdout, stderr := run(t, "", "convert", file)
+	want := "error: " + file + ":5:3: jobs[huge]: its 100000 steps make a Pipeline over the 1.5 MiB the API server stores of an object (etcd's request limit), at 256 bytes or more each: split the job\n"
+	if code != 1 || stdout != "" || stderr != want {
+		t.Errorf("code %d, stdout %d bytes, stderr %q (%d bytes); want 1, nothing and %q", code, len(stdout), stderr[:min(len(stderr), 400)], len(stderr), want)
+	}
+}
+
+// TestPlanStepsUnderstatesNoPipeline: minStepJSON is below every step's share of its
+// Pipeline, so that planSteps' refusal never refuses a job the API server would store.
+func TestPlanStepsUnderstatesNoPipeline(t *testing.T) {
+	steps := map[string]string{
+		"get":          "{get: g%d, resource: r}",
+		"put":          "{put: p%d, resource: r, no_get: true}",
+		"task":         "{task: t%d, file: a/b.yml}",
+		"load_var":     "{load_var: v%d, file: a/b}",
+		"set_pipeline": "{set_pipeline: s%d, file: a/b.yml}",
+		"attempts":     "{get: g%d, resource: r, attempts: 3}",
+	}
+	for kind, step := range steps {
+		size := func(n int) (int, int) {
+			var b strings.Builder
+			b.WriteString("resources: [{name: r, type: git, source: {uri: u}}]\njobs:\n- name: j\n  plan:\n  - get: r\n")
+			for i := range n {
+				fmt.Fprintf(&b, "  - "+step+"\n", i)
+			}
+			p, diags := concourse.ParsePipeline("p.yml", []byte(b.String()), nil)
+			if err := diags.Err(); err != nil {
+				t.Fatal(err)
+			}
+			build, err := planner.PlanBuild(p, "j", planner.Options{ManuallyTriggered: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := translate.Translate(build.Plan, translate.Options{Pipeline: "p", Job: "j"})
+			if err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			data, err := json.Marshal(r.Pipeline)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(data), planSteps(&build.Plan)
+		}
+		small, smallSteps := size(1)
+		large, largeSteps := size(9)
+		if per := (large - small) / (largeSteps - smallSteps); per < minStepJSON {
+			t.Errorf("%s: %d bytes of its Pipeline a step, under minStepJSON (%d)", kind, per, minStepJSON)
+		}
 	}
 }
