@@ -77,7 +77,7 @@ func (c *memCluster) instrument(f *k8stesting.Fake, tracker k8stesting.ObjectTra
 		if err != nil {
 			return true, nil, err
 		}
-		mw := &memWatch{Interface: w}
+		mw := &memWatch{Interface: w, resource: a.GetResource().Resource}
 		c.mu.Lock()
 		c.requests["watch "+a.GetResource().Resource]++
 		c.open = append(c.open, mw)
@@ -157,7 +157,8 @@ func (c *memCluster) remove(obj runtime.Object) error {
 // wait for a slow watcher, but it buffers far more for it.
 type memWatch struct {
 	watch.Interface
-	stopped atomic.Bool
+	resource string
+	stopped  atomic.Bool
 }
 
 func (w *memWatch) Stop() {

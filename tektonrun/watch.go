@@ -18,6 +18,7 @@ import (
 	kubeinformers "k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // Labels Tekton puts on the TaskRuns and pods of a PipelineRun.
@@ -89,6 +90,11 @@ func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
 			return nil, err
 		}
 	}
+	for _, inf := range []cache.SharedIndexInformer{runs.Informer(), taskRuns.Informer(), pods.Informer()} {
+		if err := inf.SetWatchErrorHandlerWithContext(watchError); err != nil {
+			return nil, err
+		}
+	}
 	tf.Start(ctx.Done())
 	kf.Start(ctx.Done())
 	for typ, ok := range tf.WaitForCacheSync(ctx.Done()) {
@@ -102,6 +108,19 @@ func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
 		}
 	}
 	return w, nil
+}
+
+// watchError says in the log (klog's, client-go's own) when a watch resumed from a
+// resource version that etcd has compacted away, or that a restarted API server's watch
+// cache no longer holds (410 Gone): the informer lists again, and what changed meanwhile
+// reaches the followers as the differences the list shows, deletions included. Other
+// errors are logged as client-go logs them; it logs this one only at verbosity 4.
+func watchError(ctx context.Context, r *cache.Reflector, err error) {
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		klog.FromContext(ctx).Info("a watch's resource version is gone (410): listing again", "reflector", r.Name(), "type", r.TypeDescription(), "err", err.Error())
+		return
+	}
+	cache.DefaultWatchErrorHandler(ctx, r, err)
 }
 
 // changed wakes the followers of the build an object belongs to.
