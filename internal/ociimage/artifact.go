@@ -14,7 +14,6 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -23,6 +22,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/concourse-tekton/concourse-tekton/internal/tarstream"
 )
 
 // The layouts an artifact may hold an image in, as Concourse's image steps write them.
@@ -242,25 +243,11 @@ func TarDir(dir string, w io.Writer) error {
 			return nil
 		}
 		full := filepath.Join(dir, rel)
-		var target string
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			var err error
-			if target, err = os.Readlink(full); err != nil {
-				return err
-			}
-		}
-		hdr, err := tar.FileInfoHeader(fi, target)
+		// Owners as on disk: the ids are what a runtime reads.
+		hdr, err := tarstream.Header(full, filepath.ToSlash(rel), fi)
 		if err != nil {
-			return fmt.Errorf("%s: %w", rel, err)
+			return err
 		}
-		// No names (the ids are what a runtime reads) and no access or change times (reading
-		// the tree changes them): the same tree makes the same layer.
-		hdr.Name, hdr.Uname, hdr.Gname = filepath.ToSlash(rel), "", ""
-		hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
-		if fi.IsDir() {
-			hdr.Name += "/"
-		}
-		hdr.Format = tar.FormatPAX
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && fi.Mode().IsRegular() && st.Nlink > 1 {
 			key := [2]uint64{uint64(st.Dev), st.Ino}
 			if first, seen := links[key]; seen {
@@ -269,21 +256,7 @@ func TarDir(dir string, w io.Writer) error {
 				links[key] = hdr.Name
 			}
 		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("%s: %w", rel, err)
-		}
-		if hdr.Typeflag != tar.TypeReg {
-			return nil
-		}
-		f, err := os.Open(full)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if _, err := io.Copy(tw, f); err != nil {
-			return fmt.Errorf("%s: %w", rel, err)
-		}
-		return nil
+		return tarstream.WriteEntry(tw, hdr, full)
 	})
 	if err != nil {
 		return err

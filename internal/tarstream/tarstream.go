@@ -87,34 +87,53 @@ func addEntry(tw *tar.Writer, root, name string) error {
 	if err != nil {
 		return err
 	}
-	link := ""
-	if info.Mode()&fs.ModeSymlink != 0 {
-		if link, err = os.Readlink(full); err != nil {
-			return err
-		}
-	}
-	hdr, err := tar.FileInfoHeader(info, link)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	hdr.Name = name
-	if info.IsDir() {
-		hdr.Name += "/"
-	}
-	hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 0, 0, "", ""
-	hdr.Mode &= permMask
-	hdr.ModTime = info.ModTime().Truncate(time.Second)
-	hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
-	hdr.Format = tar.FormatPAX
 	switch {
 	case info.Mode().IsRegular(), info.IsDir(), info.Mode()&fs.ModeSymlink != 0:
 	default:
 		return nil // devices, sockets and pipes do not travel
 	}
-	if err := tw.WriteHeader(hdr); err != nil {
+	hdr, err := Header(full, name, info)
+	if err != nil {
 		return err
 	}
-	if !info.Mode().IsRegular() {
+	hdr.Uid, hdr.Gid = 0, 0
+	hdr.Mode &= permMask
+	hdr.ModTime = info.ModTime().Truncate(time.Second)
+	return WriteEntry(tw, hdr, full)
+}
+
+// Header is the PAX header of the file at full, of info, named name (with a slash after a
+// directory's name): no user or group names, no access or change times, which reading
+// the tree changes.
+func Header(full, name string, info fs.FileInfo) (*tar.Header, error) {
+	link := ""
+	if info.Mode()&fs.ModeSymlink != 0 {
+		var err error
+		if link, err = os.Readlink(full); err != nil {
+			return nil, err
+		}
+	}
+	hdr, err := tar.FileInfoHeader(info, link)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	hdr.Name = name
+	if info.IsDir() {
+		hdr.Name += "/"
+	}
+	hdr.Uname, hdr.Gname = "", ""
+	hdr.AccessTime, hdr.ChangeTime = time.Time{}, time.Time{}
+	hdr.Format = tar.FormatPAX
+	return hdr, nil
+}
+
+// WriteEntry writes hdr, then, when it is a regular file's, the content of the file at
+// full.
+func WriteEntry(tw *tar.Writer, hdr *tar.Header, full string) error {
+	if err := tw.WriteHeader(hdr); err != nil {
+		return fmt.Errorf("%s: %w", hdr.Name, err)
+	}
+	if hdr.Typeflag != tar.TypeReg {
 		return nil
 	}
 	f, err := os.Open(full)
@@ -123,7 +142,7 @@ func addEntry(tw *tar.Writer, root, name string) error {
 	}
 	defer f.Close()
 	if _, err := io.Copy(tw, f); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", hdr.Name, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -124,6 +125,36 @@ func TestWriteCarriesNoOwner(t *testing.T) {
 	}
 	if hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" {
 		t.Errorf("header carries an owner: %d:%d %q:%q", hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname)
+	}
+}
+
+// TestWriteLeavesOutSpecialFiles: a socket or a pipe in the tree (a task's leftover
+// agent socket) is left out of the stream, the rest written.
+func TestWriteLeavesOutSpecialFiles(t *testing.T) {
+	src := t.TempDir()
+	write(t, src, map[string]string{"f": "x"})
+	if err := syscall.Mkfifo(filepath.Join(src, "pipe"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", filepath.Join(src, "agent.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var buf bytes.Buffer
+	if err := Write(&buf, src, nil); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for r := tar.NewReader(&buf); ; {
+		hdr, err := r.Next()
+		if err != nil {
+			break
+		}
+		names = append(names, hdr.Name)
+	}
+	if diff := cmp.Diff([]string{"f"}, names); diff != "" {
+		t.Errorf("entries (-want +got):\n%s", diff)
 	}
 }
 
