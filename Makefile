@@ -166,6 +166,10 @@ testflight: ## Concourse's own acceptance suite (testflight), every file, agains
 faults: ## The fault matrix through the web node on the e2e cluster (make e2e-up first; root): the API server, kubelet, containerd, Postgres and web node restarted or killed mid-build, a step's pod deleted or evicted (docs/faults.md).
 	E2E_KUBECONFIG=$${E2E_KUBECONFIG:-$$($(E2E_CLUSTER) kubeconfig)} E2E_IMAGE_REGISTRY=$${E2E_IMAGE_REGISTRY:-$$($(E2E_CLUSTER) registry)} $(MAKE) -C atc faults
 
+.PHONY: bench-checks
+bench-checks: ## What periodic checks cost through the web node on the e2e cluster (make e2e-up first; root): pods and TaskRuns a minute, check lag, the API server's and kubelet's CPU, for CHECKS_RESOURCES resources (docs/benchmarks.md).
+	E2E_KUBECONFIG=$${E2E_KUBECONFIG:-$$($(E2E_CLUSTER) kubeconfig)} E2E_IMAGE_REGISTRY=$${E2E_IMAGE_REGISTRY:-$$($(E2E_CLUSTER) registry)} $(MAKE) -C atc bench-checks
+
 .PHONY: soak
 soak: ## The soak through the web node on the e2e cluster (make e2e-up first; root): 500 builds over an hour, faults of the matrix injected at random (SOAK_BUILDS, SOAK_DURATION, SOAK_FAULT_EVERY; docs/faults.md).
 	E2E_KUBECONFIG=$${E2E_KUBECONFIG:-$$($(E2E_CLUSTER) kubeconfig)} E2E_IMAGE_REGISTRY=$${E2E_IMAGE_REGISTRY:-$$($(E2E_CLUSTER) registry)} $(MAKE) -C atc soak

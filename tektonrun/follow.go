@@ -10,6 +10,7 @@ import (
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/klog/v2"
 	"knative.dev/pkg/apis"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse/event"
@@ -33,6 +34,8 @@ type Client struct {
 	watch    *watcher
 	watchErr error
 	stop     context.CancelFunc
+	// watchLog is where the watches say what they meet (klog's logger when unset).
+	watchLog *klog.Logger
 }
 
 // NewClient returns a client of the target. Close it to stop its watches.
@@ -54,7 +57,11 @@ func (c *Client) Close() {
 
 func (c *Client) watcher() (*watcher, error) {
 	c.once.Do(func() {
-		ctx, stop := context.WithCancel(context.Background())
+		logger := klog.Background()
+		if c.watchLog != nil {
+			logger = *c.watchLog
+		}
+		ctx, stop := context.WithCancel(klog.NewContext(context.Background(), logger))
 		c.stop = stop
 		c.watch, c.watchErr = newWatcher(ctx, c.target)
 	})

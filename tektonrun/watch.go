@@ -10,12 +10,12 @@ import (
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	tektoninformers "github.com/tektoncd/pipeline/pkg/client/informers/externalversions"
 	tektonlisters "github.com/tektoncd/pipeline/pkg/client/listers/pipeline/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -60,28 +60,36 @@ type goneBuild struct {
 
 func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
 	w := &watcher{subs: map[string]map[chan struct{}]bool{}, gone: map[string]*goneBuild{}}
-	tweak := func(o *metav1.ListOptions) { o.LabelSelector = buildSelector }
-	tf := tektoninformers.NewSharedInformerFactoryWithOptions(t.Tekton, 0, tektoninformers.WithNamespace(t.Namespace), tektoninformers.WithTweakListOptions(tweak))
-	kf := kubeinformers.NewSharedInformerFactoryWithOptions(t.Kube, 0, kubeinformers.WithNamespace(t.Namespace), kubeinformers.WithTweakListOptions(tweak))
-	runs := tf.Tekton().V1().PipelineRuns()
-	taskRuns := tf.Tekton().V1().TaskRuns()
-	pods := kf.Core().V1().Pods()
+	ns := t.Namespace
 	// A build's TaskRuns and pods by an index on its name: looking a build up must not
-	// cost a scan of every build the caches hold.
-	byRun := cache.Indexers{indexPipelineRun: func(obj any) ([]string, error) {
+	// cost a scan of every build the caches hold. (Each informer its own map: an
+	// informer's indexer keeps the map it is given and adds to it.)
+	byPipelineRun := func(obj any) ([]string, error) {
 		if o, ok := obj.(metav1.Object); ok && o.GetLabels()[labelPipelineRun] != "" {
 			return []string{o.GetNamespace() + "/" + o.GetLabels()[labelPipelineRun]}, nil
 		}
 		return nil, nil
-	}}
-	for _, inf := range []cache.SharedIndexInformer{taskRuns.Informer(), pods.Informer()} {
-		if err := inf.AddIndexers(byRun); err != nil {
-			return nil, err
-		}
 	}
-	w.runs, w.pods = runs.Lister(), pods.Lister()
-	w.taskRuns, w.podIndex = taskRuns.Informer().GetIndexer(), pods.Informer().GetIndexer()
-	for _, inf := range []cache.SharedIndexInformer{runs.Informer(), taskRuns.Informer(), pods.Informer()} {
+	indexers := func(byRun bool) cache.Indexers {
+		ix := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+		if byRun {
+			ix[indexPipelineRun] = byPipelineRun
+		}
+		return ix
+	}
+	runs := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(
+		buildsListWatch("PipelineRuns", t.Tekton.TektonV1().PipelineRuns(ns).List, t.Tekton.TektonV1().PipelineRuns(ns).Watch), t.Tekton),
+		&v1.PipelineRun{}, 0, indexers(false))
+	taskRuns := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(
+		buildsListWatch("TaskRuns", t.Tekton.TektonV1().TaskRuns(ns).List, t.Tekton.TektonV1().TaskRuns(ns).Watch), t.Tekton),
+		&v1.TaskRun{}, 0, indexers(true))
+	pods := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(
+		buildsListWatch("pods", t.Kube.CoreV1().Pods(ns).List, t.Kube.CoreV1().Pods(ns).Watch), t.Kube),
+		&corev1.Pod{}, 0, indexers(true))
+	w.runs, w.pods = tektonlisters.NewPipelineRunLister(runs.GetIndexer()), corelisters.NewPodLister(pods.GetIndexer())
+	w.taskRuns, w.podIndex = taskRuns.GetIndexer(), pods.GetIndexer()
+	informers := []cache.SharedIndexInformer{runs, taskRuns, pods}
+	for _, inf := range informers {
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    w.added,
 			UpdateFunc: func(_, obj any) { w.changed(obj) },
@@ -90,37 +98,89 @@ func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
 			return nil, err
 		}
 	}
-	for _, inf := range []cache.SharedIndexInformer{runs.Informer(), taskRuns.Informer(), pods.Informer()} {
-		if err := inf.SetWatchErrorHandlerWithContext(watchError); err != nil {
-			return nil, err
-		}
+	for _, inf := range informers {
+		go inf.RunWithContext(ctx)
 	}
-	tf.Start(ctx.Done())
-	kf.Start(ctx.Done())
-	for typ, ok := range tf.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("watching %v in %s: the cache did not sync", typ, t.Name)
-		}
-	}
-	for typ, ok := range kf.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("watching %v in %s: the cache did not sync", typ, t.Name)
+	for i, inf := range informers {
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			return nil, fmt.Errorf("watching %s in %s: the cache did not sync", []string{"PipelineRuns", "TaskRuns", "pods"}[i], t.Name)
 		}
 	}
 	return w, nil
 }
 
-// watchError says in the log (klog's, client-go's own) when a watch resumed from a
-// resource version that etcd has compacted away, or that a restarted API server's watch
-// cache no longer holds (410 Gone): the informer lists again, and what changed meanwhile
-// reaches the followers as the differences the list shows, deletions included. Other
-// errors are logged as client-go logs them; it logs this one only at verbosity 4.
-func watchError(ctx context.Context, r *cache.Reflector, err error) {
-	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
-		klog.FromContext(ctx).Info("a watch's resource version is gone (410): listing again", "reflector", r.Name(), "type", r.TypeDescription(), "err", err.Error())
-		return
+// buildsListWatch lists and watches the builds' objects (buildSelector) of one kind,
+// through its typed client's List and Watch, saying when a watch is gone (sayingGone).
+func buildsListWatch[L runtime.Object](kind string, list func(context.Context, metav1.ListOptions) (L, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
+	return sayingGone(kind, &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = buildSelector
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = buildSelector
+			return watchFn(ctx, o)
+		},
+	})
+}
+
+// sayingGone is lw, whose watches say in the log (klog's, client-go's own) when they are
+// refused because the resource version they resume from is gone (410: etcd compacted it
+// away, or a restarted API server's watch cache does not hold it). The informer then lists
+// again, and what changed meanwhile reaches the followers as the differences the list
+// shows, deletions included; client-go itself says so only at verbosity 4.
+func sayingGone(kind string, lw *cache.ListWatch) *cache.ListWatch {
+	watchFn := lw.WatchFuncWithContext
+	lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		logger := klog.FromContext(ctx)
+		w, err := watchFn(ctx, o)
+		if err != nil {
+			logGone(logger, kind, o.ResourceVersion, err)
+			return nil, err
+		}
+		g := &goneWatch{Interface: w, result: make(chan watch.Event), done: make(chan struct{})}
+		go g.relay(logger, kind, o.ResourceVersion)
+		return g, nil
 	}
-	cache.DefaultWatchErrorHandler(ctx, r, err)
+	return lw
+}
+
+// goneWatch relays a watch's events, saying a 410 among them in the log. Unlike
+// watch.Filter, it drops what it holds once stopped rather than wait for a reader that
+// has gone.
+type goneWatch struct {
+	watch.Interface
+	result chan watch.Event
+	done   chan struct{}
+	stop   sync.Once
+}
+
+func (g *goneWatch) ResultChan() <-chan watch.Event { return g.result }
+
+func (g *goneWatch) Stop() {
+	g.stop.Do(func() { close(g.done) })
+	g.Interface.Stop()
+}
+
+func (g *goneWatch) relay(logger klog.Logger, kind, resourceVersion string) {
+	defer close(g.result)
+	for e := range g.Interface.ResultChan() {
+		if e.Type == watch.Error {
+			logGone(logger, kind, resourceVersion, apierrors.FromObject(e.Object))
+		}
+		select {
+		case g.result <- e:
+		case <-g.done:
+			return
+		}
+	}
+}
+
+// logGone says err in the log when it is a 410.
+func logGone(logger klog.Logger, kind, resourceVersion string, err error) {
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		logger.Info("a watch's resource version is gone (410): listing again", "kind", kind, "resourceVersion", resourceVersion, "err", err.Error())
+	}
 }
 
 // changed wakes the followers of the build an object belongs to.

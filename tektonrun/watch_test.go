@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
-	"k8s.io/klog/v2"
 
 	"github.com/concourse-tekton/concourse-tekton/runspec"
 )
@@ -25,12 +24,11 @@ import (
 func TestWatchGone(t *testing.T) {
 	var mu sync.Mutex
 	var logged []string
-	klog.SetLogger(funcr.New(func(prefix, args string) {
+	logger := funcr.New(func(prefix, args string) {
 		mu.Lock()
 		defer mu.Unlock()
 		logged = append(logged, args)
-	}, funcr.Options{}))
-	defer klog.ClearLogger()
+	}, funcr.Options{})
 
 	c := newMemCluster("ci")
 	pod := func(name string) *corev1.Pod {
@@ -51,6 +49,8 @@ func TestWatchGone(t *testing.T) {
 		return true, nil, apierrors.NewResourceExpired("too old resource version: 5 (9)")
 	})
 	cl := c.client()
+	cl.watchLog = &logger
+	defer cl.Close()
 	if err := c.watching(cl); err != nil {
 		t.Fatal(err)
 	}

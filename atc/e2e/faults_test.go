@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -39,17 +40,23 @@ func faultPipeline() string {
 jobs:
 - name: run
   plan:
-  - task: count
-    config:
-      platform: linux
-      image_resource: %[1]s
-      run: {path: sh, args: [-c, 'i=0; while [ ! -e /tmp/stop ] && [ $i -lt 600 ]; do i=$((i+1)); echo count $i; sleep 1; done']}
+  - %s
   - task: after
     config:
       platform: linux
-      image_resource: %[1]s
+      image_resource: %s
       run: {path: echo, args: [after the fault]}
-`, busybox())
+`, countTask(), busybox())
+}
+
+// countTask is the step of a job's plan that prints "count N" every second until
+// /tmp/stop exists in its container (ten minutes at most).
+func countTask() string {
+	return fmt.Sprintf(`task: count
+    config:
+      platform: linux
+      image_resource: %s
+      run: {path: sh, args: [-c, 'i=0; while [ ! -e /tmp/stop ] && [ $i -lt 600 ]; do i=$((i+1)); echo count $i; sleep 1; done']}`, busybox())
 }
 
 // startFaultBuild sets pipeline, triggers its job and waits until the build has printed
@@ -57,6 +64,13 @@ jobs:
 func startFaultBuild(t *testing.T, pipeline string) *faultRun {
 	t.Helper()
 	setPipeline(t, pipeline, faultPipeline())
+	return triggerFaultBuild(t, pipeline)
+}
+
+// triggerFaultBuild triggers the job run of pipeline, whose first step is countTask, and
+// waits until its first build has printed three lines.
+func triggerFaultBuild(t *testing.T, pipeline string) *faultRun {
+	t.Helper()
 	flyOK(t, time.Minute, "trigger-job", "-j", pipeline+"/run")
 	r := &faultRun{t: t, pipeline: pipeline}
 	eventually(t, "the build's first lines", 3*time.Minute, func(context.Context) (bool, error) {
@@ -270,4 +284,112 @@ func TestFaultPodEvicted(t *testing.T) {
 		fatal(t, err)
 	}
 	podGone(t, r, "the step's pod was stopped before the step ended")
+}
+
+// TestFaultWatchCompacted: etcd compacts its history away and the API server restarts mid-build,
+// so that every watch resuming from the resource version it had seen is refused with 410
+// Gone ("too old resource version"). Concourse has no watches; its nearest is a web node
+// whose view of a worker's containers is stale: it asks again. Here: each of the web
+// node's informers lists again (its log says so), and the build goes on, every line once.
+func TestFaultWatchCompacted(t *testing.T) {
+	dumpOnFailure(t)
+	ctx := context.Background()
+	r := startFaultBuild(t, "fault-watch-compacted")
+	pods, err := web.kube.CoreV1().Pods(web.ns).List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		fatal(t, err)
+	}
+	seen := pods.ResourceVersion
+	// A write after the list: the revision compacted at is past what it saw.
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fault-watch-compacted"}}
+	if _, err := web.kube.CoreV1().ConfigMaps(web.ns).Create(ctx, marker, metav1.CreateOptions{}); err != nil {
+		fatal(t, err)
+	}
+	defer web.kube.CoreV1().ConfigMaps(web.ns).Delete(ctx, marker.Name, metav1.DeleteOptions{})
+	logged := len(web.logText())
+	clusterSh(t, "compact-etcd")
+	clusterSh(t, "restart-apiserver")
+
+	// The fault is real: a watch from what was seen before is refused.
+	w, err := web.kube.CoreV1().Pods(web.ns).Watch(ctx, metav1.ListOptions{ResourceVersion: seen})
+	if err == nil {
+		select {
+		case e := <-w.ResultChan():
+			err = apierrors.FromObject(e.Object)
+		case <-time.After(30 * time.Second):
+		}
+		w.Stop()
+	}
+	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		fatalf(t, "a watch of pods from resource version %s after the compaction: %v; want 410 Gone", seen, err)
+	}
+	r.survives()
+	if !strings.Contains(web.logText()[logged:], "a watch's resource version is gone (410): listing again") {
+		errorf(t, "the web node's log does not say that its watches were refused and listed again")
+	}
+}
+
+// TestFaultRegistryStopped: the cluster's image registry, the store of the team's shared
+// resource caches, is stopped mid-build. Concourse's nearest: a cache it cannot stream
+// from another worker, which it fetches again. Here: the get whose version another job
+// shared says the shared cache could not be read and fetches it, says it could not share
+// what it fetched, and the build succeeds.
+func TestFaultRegistryStopped(t *testing.T) {
+	dumpOnFailure(t)
+	const pipeline = "fault-registry"
+	setPipeline(t, pipeline, fmt.Sprintf(`
+resources:
+- name: thing
+  type: mock
+  check_every: never
+  source: {initial_version: registry-v1, create_files: {data.txt: registry data}}
+jobs:
+- name: first
+  plan:
+  - get: thing
+- name: run
+  plan:
+  - %s
+  - get: thing
+  - task: after
+    config:
+      platform: linux
+      image_resource: %s
+      inputs: [{name: thing}]
+      run: {path: sh, args: [-c, 'cat thing/data.txt; echo; echo after the fault']}
+`, countTask(), busybox()))
+	flyOK(t, 5*time.Minute, "check-resource", "-r", pipeline+"/thing")
+	out := flyOK(t, 5*time.Minute, "trigger-job", "-j", pipeline+"/first", "-w")
+	inOrder(t, out, "fetching version: registry-v1", "succeeded")
+	if strings.Contains(out, "was not shared") {
+		fatalf(t, "the first job's get did not share what it fetched:\n%s", out)
+	}
+
+	r := triggerFaultBuild(t, pipeline)
+	clusterSh(t, "stop-registry")
+	started := false
+	defer func() {
+		if !started {
+			clusterSh(t, "start-registry")
+		}
+	}()
+	r.stop()
+	out, code := r.watch()
+	if code != 0 {
+		errorf(t, "fly watch: exit %d, want 0 (succeeded)", code)
+	}
+	eachLineOnce(t, out, 3)
+	inOrder(t, out, "count 3", "the shared resource cache of thing could not be read", "fetching version: registry-v1",
+		"the resource cache of thing was not shared", "registry data", "after the fault", "succeeded")
+	clusterSh(t, "start-registry")
+	started = true
+}
+
+// logText is the web node's log so far.
+func (w *webNode) logText() string {
+	data, err := os.ReadFile(filepath.Join(w.state, "web.log"))
+	if err != nil {
+		return ""
+	}
+	return string(data)
 }

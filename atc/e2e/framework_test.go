@@ -605,3 +605,29 @@ func watchBuild(t *testing.T, pipeline, job, name string) string {
 	t.Logf("fly watch -j %s/%s -b %s: exit %d\n%s", pipeline, job, name, code, out)
 	return out
 }
+
+// envInt is the number in the environment variable name, def when it is unset.
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		fatalf(t, "%s=%q: want a number above 0", name, v)
+	}
+	return n
+}
+
+// envDuration is the duration in the environment variable name, def when it is unset.
+func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		fatalf(t, "%s=%q: want a duration", name, v)
+	}
+	return d
+}

@@ -395,27 +395,3 @@ func restartWebNode(t *testing.T, kill bool) {
 		fatalf(t, "web.sh up: %v\n%s", err, out)
 	}
 }
-
-func envInt(t *testing.T, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		fatalf(t, "%s=%q: want a number above 0", name, v)
-	}
-	return n
-}
-
-func envDuration(t *testing.T, name string, def time.Duration) time.Duration {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		fatalf(t, "%s=%q: want a duration", name, v)
-	}
-	return d
-}

@@ -16,6 +16,9 @@
 #   cluster.sh restart-apiserver   stop and start the running cluster's kube-apiserver
 #   cluster.sh restart-kubelet     the same of its kubelet (the pods run on)
 #   cluster.sh restart-containerd  the same of its containerd (the containers run on)
+#   cluster.sh compact-etcd        compact etcd's history at its current revision
+#   cluster.sh stop-registry       stop the builds' image registry; start-registry starts it
+#   cluster.sh pid DAEMON          print the process ID of one of the cluster's daemons
 #   cluster.sh kwok         build kwok (cached) and print KWOK_BIN=... KWOK_STAGES=... for
 #                           make bench-scale
 #   cluster.sh test         make e2e: up if needed, go test -tags e2e and the atc module's
@@ -216,9 +219,13 @@ load) load_images ;;
 restart-apiserver) need_root && cluster_healthy && restart_apiserver ;;
 restart-kubelet) need_root && cluster_healthy && restart_kubelet ;;
 restart-containerd) need_root && cluster_healthy && restart_containerd ;;
+compact-etcd) need_root && cluster_healthy && compact_etcd ;;
+stop-registry) need_root && cluster_healthy && stop registry ;;
+start-registry) need_root && start_build_registry ;;
+pid) cat "$E2E_STATE/pids/${2:?which daemon}.pid" ;;
 kwok) build_kwok >&2 && echo "KWOK_BIN=$BIN_KWOK/kwok KWOK_STAGES=$BIN_KWOK/stage" ;;
 *)
-	sed -n '2,24p' "$0" >&2
+	sed -n '2,27p' "$0" >&2
 	exit 2
 	;;
 esac

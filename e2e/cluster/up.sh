@@ -211,14 +211,34 @@ setup_network() {
 # (hosts.toml) and pods push to it; it listens nowhere else. Beside it, the private
 # registry, which wants the tests' credentials.
 start_registry() {
-	log "starting the image registry on $REGISTRY_ADDR"
-	mkdir -p "$E2E_STATE/run/registry"
-	start registry "${DEAD_PROXY_ENV[@]}" OTEL_TRACES_EXPORTER=none -- "$BIN_REGISTRY/registry" serve "$E2E_STATE/conf/registry.yml"
+	start_build_registry
 	log "starting the private image registry on $PRIVATE_REGISTRY_ADDR"
 	mkdir -p "$E2E_STATE/run/private-registry"
 	start private-registry "${DEAD_PROXY_ENV[@]}" OTEL_TRACES_EXPORTER=none -- "$BIN_REGISTRY/registry" serve "$E2E_STATE/conf/private-registry.yml"
-	wait_for "the registry" 30 curl -fsS --noproxy '*' "http://$REGISTRY_ADDR/v2/"
 	wait_for "the private registry" 30 curl -fsS --noproxy '*' -u "$PRIVATE_REGISTRY_USER:$PRIVATE_REGISTRY_PASSWORD" "http://$PRIVATE_REGISTRY_ADDR/v2/"
+}
+
+# start_build_registry starts the registry of the builds' images and resource caches (what
+# it holds is kept across a stop: cluster.sh stop-registry, start-registry).
+start_build_registry() {
+	log "starting the image registry on $REGISTRY_ADDR"
+	mkdir -p "$E2E_STATE/run/registry"
+	start registry "${DEAD_PROXY_ENV[@]}" OTEL_TRACES_EXPORTER=none -- "$BIN_REGISTRY/registry" serve "$E2E_STATE/conf/registry.yml"
+	wait_for "the registry" 30 curl -fsS --noproxy '*' "http://$REGISTRY_ADDR/v2/"
+}
+
+# compact_etcd compacts etcd's history at its current revision: a watch that resumes from
+# an earlier resource version is then refused (410 Gone) once the API server's watch cache
+# does not hold it (cluster.sh restart-apiserver empties that cache).
+compact_etcd() {
+	local rev
+	# etcd's gRPC gateway: a range of one key that does not exist answers its header.
+	rev=$(curl -fsS --noproxy '*' -X POST http://127.0.0.1:2379/v3/kv/range -d '{"key":"AA=="}' |
+		sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p')
+	[ -n "$rev" ] || die "reading etcd's revision"
+	curl -fsS --noproxy '*' -X POST http://127.0.0.1:2379/v3/kv/compaction -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null ||
+		die "compacting etcd at revision $rev"
+	log "etcd compacted at revision $rev"
 }
 
 save_sysctls() {

@@ -1,0 +1,253 @@
+//go:build e2e && checkload
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// TestCheckLoad (make bench-checks; docs/benchmarks.md has its last figures) measures what
+// Concourse's periodic checks cost the cluster: for each N of CHECKS_RESOURCES (50,200), a
+// pipeline of N mock resources checked every CHECKS_EVERY (1m) through the web node, for
+// CHECKS_DURATION (10m), and in that time one resource a minute given a new version by hand
+// (fly check-resource --from). It reports pods and TaskRuns created a minute (after the
+// first minute, when every resource is checked for the first time), each check's lag (from
+// when it was due, its previous check's end plus the interval, to its end, when its versions
+// were saved), the API server's and the kubelet's CPU seconds a minute, and the checks that
+// did not succeed. It asserts nothing of the figures: they are the bench's.
+func TestCheckLoad(t *testing.T) {
+	var sizes []int
+	for _, s := range strings.Split(envString("CHECKS_RESOURCES", "50,200"), ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fatalf(t, "CHECKS_RESOURCES=%q: want numbers above 0, comma-separated", os.Getenv("CHECKS_RESOURCES"))
+		}
+		sizes = append(sizes, n)
+	}
+	duration := envDuration(t, "CHECKS_DURATION", 10*time.Minute)
+	every := envDuration(t, "CHECKS_EVERY", time.Minute)
+	dumpOnFailure(t)
+	var rows []string
+	for _, n := range sizes {
+		l := runCheckLoad(t, n, duration, every)
+		rows = append(rows, l.row())
+		t.Logf("check load: %s", l.row())
+	}
+	report := "| resources | minutes | pods/min | TaskRuns/min | lag p50 | lag p99 | API server CPU s/min | kubelet CPU s/min | checks | not succeeded |\n|---|---|---|---|---|---|---|---|---|---|\n" + strings.Join(rows, "\n") + "\n"
+	t.Logf("check load:\n%s", report)
+	if out := os.Getenv("CHECKS_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
+			errorf(t, "writing %s: %v", out, err)
+		}
+	}
+}
+
+// checkLoad is what one size's run measured.
+type checkLoad struct {
+	resources                int
+	minutes                  float64
+	pods, taskRuns           int // created after the first minute
+	lags                     []time.Duration
+	apiserverCPU, kubeletCPU float64 // seconds, over the whole run
+	checks, notSucceeded     int
+}
+
+func (l checkLoad) row() string {
+	slices.Sort(l.lags)
+	pct := func(p float64) string {
+		if len(l.lags) == 0 {
+			return "-"
+		}
+		return l.lags[min(len(l.lags)-1, int(p*float64(len(l.lags))))].Round(100 * time.Millisecond).String()
+	}
+	rest := l.minutes - 1
+	return fmt.Sprintf("| %d | %.0f | %.1f | %.1f | %s | %s | %.1f | %.1f | %d | %d |", l.resources, l.minutes,
+		float64(l.pods)/rest, float64(l.taskRuns)/rest, pct(0.5), pct(0.99), l.apiserverCPU/l.minutes, l.kubeletCPU/l.minutes, l.checks, l.notSucceeded)
+}
+
+// runCheckLoad sets a pipeline of n resources, lets lidar check them for duration, and
+// destroys it.
+func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad {
+	pipeline := fmt.Sprintf("checks-%d", n)
+	var b strings.Builder
+	b.WriteString("resources:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "- name: r%d\n  type: mock\n  check_every: %s\n  source: {initial_version: r%d-v1}\n", i, every, i)
+	}
+	b.WriteString("jobs:\n- name: uses\n  plan:\n  - in_parallel:\n")
+	for i := range n {
+		fmt.Fprintf(&b, "    - get: r%d\n", i)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	created := &creations{pods: map[string]time.Time{}, taskRuns: map[string]time.Time{}}
+	created.watch(ctx, t, pipeline)
+
+	apiserver, kubelet := daemonCPU(t, "kube-apiserver"), daemonCPU(t, "kubelet")
+	start := time.Now()
+	setPipeline(t, pipeline, b.String())
+	defer fly(t, time.Minute, "destroy-pipeline", "-n", "-p", pipeline)
+
+	// Each resource's checks, by build ID: when each ended and how.
+	type check struct {
+		status     string
+		start, end time.Time
+	}
+	checks := make([]map[int]check, n)
+	for i := range checks {
+		checks[i] = map[int]check{}
+	}
+	next := 0
+	for tick := time.Now(); time.Since(start) < duration; tick = tick.Add(5 * time.Second) {
+		time.Sleep(time.Until(tick))
+		if m := int(time.Since(start) / time.Minute); m > next {
+			next = m
+			// A new version of one resource a minute.
+			r := fmt.Sprintf("%s/r%d", pipeline, (m*7)%n)
+			if out, code := fly(t, time.Minute, "check-resource", "-r", r, "--from", fmt.Sprintf("version:v%d", m)); code != 0 {
+				t.Logf("fly check-resource -r %s: exit %d\n%s", r, code, out)
+			}
+		}
+		out, code := fly(t, time.Minute, "resources", "-p", pipeline, "--json")
+		if code != 0 {
+			t.Logf("fly resources: exit %d", code)
+			continue
+		}
+		var list []struct {
+			Name  string `json:"name"`
+			Build *struct {
+				ID        int    `json:"id"`
+				Status    string `json:"status"`
+				StartTime int64  `json:"start_time"`
+				EndTime   int64  `json:"end_time"`
+			} `json:"build"`
+		}
+		if err := json.Unmarshal([]byte(out), &list); err != nil {
+			t.Logf("fly resources --json: %v", err)
+			continue
+		}
+		for _, r := range list {
+			i, err := strconv.Atoi(strings.TrimPrefix(r.Name, "r"))
+			if err != nil || i >= n || r.Build == nil || r.Build.EndTime == 0 {
+				continue
+			}
+			checks[i][r.Build.ID] = check{r.Build.Status, time.Unix(r.Build.StartTime, 0), time.Unix(r.Build.EndTime, 0)}
+		}
+	}
+	end := time.Now()
+	l := checkLoad{resources: n, minutes: end.Sub(start).Minutes()}
+	l.apiserverCPU, l.kubeletCPU = daemonCPU(t, "kube-apiserver")-apiserver, daemonCPU(t, "kubelet")-kubelet
+	for _, byID := range checks {
+		ids := slices.Sorted(func(yield func(int) bool) {
+			for id := range byID {
+				if !yield(id) {
+					return
+				}
+			}
+		})
+		due := start
+		for _, id := range ids {
+			c := byID[id]
+			l.checks++
+			if c.status != "succeeded" {
+				l.notSucceeded++
+			}
+			l.lags = append(l.lags, max(0, c.end.Sub(due)))
+			due = c.end.Add(every)
+		}
+	}
+	l.pods, l.taskRuns = created.after(start.Add(time.Minute), end)
+	return l
+}
+
+// creations records when each pod and TaskRun of a pipeline was created.
+type creations struct {
+	mu             sync.Mutex
+	pods, taskRuns map[string]time.Time
+}
+
+// watch follows the namespace's pods and TaskRuns of pipeline until ctx ends.
+func (c *creations) watch(ctx context.Context, t *testing.T, pipeline string) {
+	opts := metav1.ListOptions{LabelSelector: "concourse-ci.org/pipeline=" + pipeline}
+	follow := func(kind string, into map[string]time.Time, open func() (watch.Interface, error)) {
+		go func() {
+			for ctx.Err() == nil {
+				w, err := open()
+				if err != nil {
+					t.Logf("watching %s: %v", kind, err)
+					time.Sleep(time.Second)
+					continue
+				}
+				for e := range w.ResultChan() {
+					if o, ok := e.Object.(metav1.Object); ok && e.Type == watch.Added {
+						c.mu.Lock()
+						if _, seen := into[o.GetName()]; !seen {
+							into[o.GetName()] = o.GetCreationTimestamp().Time
+						}
+						c.mu.Unlock()
+					}
+				}
+				w.Stop()
+			}
+		}()
+	}
+	follow("pods", c.pods, func() (watch.Interface, error) { return web.kube.CoreV1().Pods(web.ns).Watch(ctx, opts) })
+	follow("TaskRuns", c.taskRuns, func() (watch.Interface, error) { return web.tekton.TektonV1().TaskRuns(web.ns).Watch(ctx, opts) })
+}
+
+// after counts the pods and TaskRuns created from from to to.
+func (c *creations) after(from, to time.Time) (pods, taskRuns int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	count := func(m map[string]time.Time) int {
+		n := 0
+		for _, at := range m {
+			if !at.Before(from) && !at.After(to) {
+				n++
+			}
+		}
+		return n
+	}
+	return count(c.pods), count(c.taskRuns)
+}
+
+// daemonCPU is the CPU time, user and system, in seconds, that a daemon of the local e2e
+// cluster has used (its /proc/PID/stat; 0 when the cluster is not the local one).
+func daemonCPU(t *testing.T, daemon string) float64 {
+	out, err := exec.Command("../../e2e/cluster/cluster.sh", "pid", daemon).Output()
+	if err != nil {
+		t.Logf("the %s's pid: %v", daemon, err)
+		return 0
+	}
+	stat, err := os.ReadFile("/proc/" + strings.TrimSpace(string(out)) + "/stat")
+	if err != nil {
+		t.Logf("the %s's CPU time: %v", daemon, err)
+		return 0
+	}
+	// The fields after the command's name, which is in parentheses: utime and stime are
+	// the 14th and 15th of the whole line, in clock ticks (100 a second).
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100
+}
+
+func envString(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
