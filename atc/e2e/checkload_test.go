@@ -21,7 +21,8 @@ import (
 
 // TestCheckLoad (make bench-checks; docs/benchmarks.md has its last figures) measures what
 // Concourse's periodic checks cost the cluster: for each N of CHECKS_RESOURCES (50,200), a
-// pipeline of N mock resources checked every CHECKS_EVERY (1m) through the web node, for
+// pipeline of N mock resources, each a triggering input of a paused job, checked every
+// CHECKS_EVERY (1m) through the web node, for
 // CHECKS_DURATION (10m), and in that time one resource a minute given a new version by hand
 // (fly check-resource --from). It reports pods and TaskRuns created a minute (after the
 // first minute, when every resource is checked for the first time), each check's lag (from
@@ -87,9 +88,11 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 	for i := range n {
 		fmt.Fprintf(&b, "- name: r%d\n  type: mock\n  check_every: %s\n  source: {initial_version: r%d-v1}\n", i, every, i)
 	}
+	// Concourse 8 checks periodically only the resources that trigger a job (db's
+	// checkFactory.Resources): each is a triggering input of a job that stays paused.
 	b.WriteString("jobs:\n- name: uses\n  plan:\n  - in_parallel:\n")
 	for i := range n {
-		fmt.Fprintf(&b, "    - get: r%d\n", i)
+		fmt.Fprintf(&b, "    - {get: r%d, trigger: true}\n", i)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -100,6 +103,7 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 	start := time.Now()
 	setPipeline(t, pipeline, b.String())
 	defer fly(t, time.Minute, "destroy-pipeline", "-n", "-p", pipeline)
+	flyOK(t, time.Minute, "pause-job", "-j", pipeline+"/uses")
 
 	// Each resource's checks, by build ID: when each ended and how.
 	type check struct {

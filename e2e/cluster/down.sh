@@ -124,9 +124,11 @@ remove_host_leftovers() {
 	for l in /var/log/containers/*; do
 		[ -L "$l" ] && case $(readlink "$l") in "$E2E_STATE"/*) rm -f "$l" ;; esac
 	done
-	# containerd puts its shims' sockets in /run/containerd/s whatever its config says.
+	# containerd puts its shims' sockets in /run/containerd/s whatever its config says; a
+	# shim killed with its containers (a run that left many pods) leaves its socket there.
 	for d in /var/log/containers /var/lib/cni /run/containerd /usr/libexec/kubernetes; do
 		grep -qx "path $d" "$E2E_CACHE/baseline.txt" 2>/dev/null && continue
+		if [ "$d" = /run/containerd ] && [ -d "$d/s" ]; then find "$d/s" -type s -delete 2>/dev/null || true; fi
 		[ -d "$d" ] && find "$d" -depth -type d -empty -delete 2>/dev/null || true
 	done
 }
