@@ -35,7 +35,7 @@ type Client struct {
 	watchErr error
 	stop     context.CancelFunc
 	// watchLog is where the watches say what they meet (klog's logger when unset).
-	watchLog *klog.Logger
+	watchLog klog.Logger
 }
 
 // NewClient returns a client of the target. Close it to stop its watches.
@@ -57,9 +57,9 @@ func (c *Client) Close() {
 
 func (c *Client) watcher() (*watcher, error) {
 	c.once.Do(func() {
-		logger := klog.Background()
-		if c.watchLog != nil {
-			logger = *c.watchLog
+		logger := c.watchLog
+		if logger.GetSink() == nil {
+			logger = klog.Background()
 		}
 		ctx, stop := context.WithCancel(klog.NewContext(context.Background(), logger))
 		c.stop = stop

@@ -110,39 +110,31 @@ func newWatcher(ctx context.Context, t *Target) (*watcher, error) {
 }
 
 // buildsListWatch lists and watches the builds' objects (buildSelector) of one kind,
-// through its typed client's List and Watch, saying when a watch is gone (sayingGone).
+// through its typed client's List and Watch. Its watches say in the log (klog's,
+// client-go's own) when they are refused because the resource version they resume from
+// is gone (410: etcd compacted it away, or a restarted API server's watch cache does not
+// hold it). The informer then lists again, and what changed meanwhile reaches the
+// followers as the differences the list shows, deletions included; client-go itself says
+// so only at verbosity 4.
 func buildsListWatch[L runtime.Object](kind string, list func(context.Context, metav1.ListOptions) (L, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) *cache.ListWatch {
-	return sayingGone(kind, &cache.ListWatch{
+	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.LabelSelector = buildSelector
 			return list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.LabelSelector = buildSelector
-			return watchFn(ctx, o)
+			logger := klog.FromContext(ctx)
+			w, err := watchFn(ctx, o)
+			if err != nil {
+				logGone(logger, kind, o.ResourceVersion, err)
+				return nil, err
+			}
+			g := &goneWatch{Interface: w, result: make(chan watch.Event), done: make(chan struct{})}
+			go g.relay(logger, kind, o.ResourceVersion)
+			return g, nil
 		},
-	})
-}
-
-// sayingGone is lw, whose watches say in the log (klog's, client-go's own) when they are
-// refused because the resource version they resume from is gone (410: etcd compacted it
-// away, or a restarted API server's watch cache does not hold it). The informer then lists
-// again, and what changed meanwhile reaches the followers as the differences the list
-// shows, deletions included; client-go itself says so only at verbosity 4.
-func sayingGone(kind string, lw *cache.ListWatch) *cache.ListWatch {
-	watchFn := lw.WatchFuncWithContext
-	lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		logger := klog.FromContext(ctx)
-		w, err := watchFn(ctx, o)
-		if err != nil {
-			logGone(logger, kind, o.ResourceVersion, err)
-			return nil, err
-		}
-		g := &goneWatch{Interface: w, result: make(chan watch.Event), done: make(chan struct{})}
-		go g.relay(logger, kind, o.ResourceVersion)
-		return g, nil
 	}
-	return lw
 }
 
 // goneWatch relays a watch's events, saying a 410 among them in the log. Unlike

@@ -49,7 +49,7 @@ func TestWatchGone(t *testing.T) {
 		return true, nil, apierrors.NewResourceExpired("too old resource version: 5 (9)")
 	})
 	cl := c.client()
-	cl.watchLog = &logger
+	cl.watchLog = logger
 	defer cl.Close()
 	if err := c.watching(cl); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -155,15 +156,8 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 	l := checkLoad{resources: n, minutes: end.Sub(start).Minutes()}
 	l.apiserverCPU, l.kubeletCPU = daemonCPU(t, "kube-apiserver")-apiserver, daemonCPU(t, "kubelet")-kubelet
 	for _, byID := range checks {
-		ids := slices.Sorted(func(yield func(int) bool) {
-			for id := range byID {
-				if !yield(id) {
-					return
-				}
-			}
-		})
 		due := start
-		for _, id := range ids {
+		for _, id := range slices.Sorted(maps.Keys(byID)) {
 			c := byID[id]
 			l.checks++
 			if c.status != "succeeded" {

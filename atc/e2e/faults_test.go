@@ -384,12 +384,3 @@ jobs:
 	clusterSh(t, "start-registry")
 	started = true
 }
-
-// logText is the web node's log so far.
-func (w *webNode) logText() string {
-	data, err := os.ReadFile(filepath.Join(w.state, "web.log"))
-	if err != nil {
-		return ""
-	}
-	return string(data)
-}

@@ -285,13 +285,22 @@ func freePorts() (web, pg int, err error) {
 	}
 }
 
-// logTail is the end of the web node's log, for failures.
-func (w *webNode) logTail(lines int) string {
+// logText is the web node's log so far.
+func (w *webNode) logText() string {
 	data, err := os.ReadFile(filepath.Join(w.state, "web.log"))
 	if err != nil {
 		return ""
 	}
-	all := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return string(data)
+}
+
+// logTail is the end of the web node's log, for failures.
+func (w *webNode) logTail(lines int) string {
+	data := w.logText()
+	if data == "" {
+		return ""
+	}
+	all := strings.Split(strings.TrimRight(data, "\n"), "\n")
 	if len(all) > lines {
 		all = all[len(all)-lines:]
 	}
