@@ -232,7 +232,7 @@ func Plan(objs Objects, rules Rules, now time.Time) Decisions {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		if p.Labels[runspec.LabelIntercept] != "" || p.Labels[runspec.LabelTransfer] != "" {
+		if p.Labels[runspec.LabelIntercept] != "" || p.Labels[runspec.LabelTransfer] != "" || p.Labels[runspec.LabelCheckSession] != "" {
 			if sessionEnded(p, now) {
 				d.Delete = append(d.Delete, Item{Kind: KindPod, Name: p.Name, Reason: ReasonSessionEnded, UID: p.UID})
 			}

@@ -219,6 +219,9 @@ func TestPlanPods(t *testing.T) {
 		{"intercept-ended", runspec.LabelIntercept, corev1.PodSucceeded, 0},
 		{"intercept-live", runspec.LabelIntercept, corev1.PodRunning, 0},
 		{"transfer-stuck", runspec.LabelTransfer, corev1.PodRunning, time.Hour},
+		{"check-session-live", runspec.LabelCheckSession, corev1.PodRunning, 0},
+		{"check-session-ended", runspec.LabelCheckSession, corev1.PodFailed, time.Hour},
+		{"check-session-orphaned", runspec.LabelCheckSession, corev1.PodRunning, time.Hour},
 	} {
 		start := metav1.NewTime(t0.Add(100*time.Hour - p.started))
 		objs.Pods = append(objs.Pods, corev1.Pod{
@@ -234,6 +237,8 @@ func TestPlanPods(t *testing.T) {
 		"Pod/app-unit-1-task-0-pod: " + ReasonEnded,
 		"Pod/app-unit-2-task-0-pod: " + ReasonEnded,
 		"Pod/app-unit-2-task-1-pod: " + ReasonEnded,
+		"Pod/check-session-ended: " + ReasonSessionEnded,
+		"Pod/check-session-orphaned: " + ReasonSessionEnded,
 		"Pod/intercept-ended: " + ReasonSessionEnded,
 		"Pod/one-off-1-task-0-pod: " + ReasonEnded,
 		"Pod/transfer-stuck: " + ReasonSessionEnded,

@@ -341,22 +341,29 @@ func list(ctx context.Context, t *tektonrun.Target, pageSize int64, taskRunNames
 	if err != nil {
 		return err
 	}
-	return pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "pods", func(opts metav1.ListOptions) (string, error) {
-		opts.LabelSelector = build
-		l, err := t.Kube.CoreV1().Pods(ns).List(ctx, opts)
+	// The builds' pods, and the check sessions' (which are no build's).
+	for _, sel := range []string{build, mustExist(runspec.LabelCheckSession)} {
+		err := pages.Each(ctx, metav1.ListOptions{Limit: pageSize}, "pods", func(opts metav1.ListOptions) (string, error) {
+			opts.LabelSelector = sel
+			l, err := t.Kube.CoreV1().Pods(ns).List(ctx, opts)
+			if err != nil {
+				return "", err
+			}
+			for _, p := range l.Items {
+				// Only what Plan reads: a page of step pods is mostly their specs.
+				objs.Pods = append(objs.Pods, corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID, Labels: p.Labels, CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp},
+					Spec:       corev1.PodSpec{ActiveDeadlineSeconds: p.Spec.ActiveDeadlineSeconds},
+					Status:     corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime},
+				})
+			}
+			return l.Continue, nil
+		})
 		if err != nil {
-			return "", err
+			return err
 		}
-		for _, p := range l.Items {
-			// Only what Plan reads: a page of step pods is mostly their specs.
-			objs.Pods = append(objs.Pods, corev1.Pod{
-				ObjectMeta: metav1.ObjectMeta{Name: p.Name, UID: p.UID, Labels: p.Labels, CreationTimestamp: p.CreationTimestamp, DeletionTimestamp: p.DeletionTimestamp},
-				Spec:       corev1.PodSpec{ActiveDeadlineSeconds: p.Spec.ActiveDeadlineSeconds},
-				Status:     corev1.PodStatus{Phase: p.Status.Phase, StartTime: p.Status.StartTime},
-			})
-		}
-		return l.Continue, nil
-	})
+	}
+	return nil
 }
 
 func mustExist(key string) string {

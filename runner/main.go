@@ -59,6 +59,9 @@ type options struct {
 	// runner records once the step succeeded, in the step's own container: the build's
 	// only step (a check build's).
 	verdict *runspec.Spec
+	// framedVersions has a check write every version it found in its versions' frame,
+	// however few (a check session's runner reads them there).
+	framedVersions bool
 }
 
 // exit codes that are not outcomes: the command line itself was wrong.
@@ -67,7 +70,7 @@ const exitUsage = 2
 // Main runs the runner with the arguments after the program name and returns its exit
 // code. SIGTERM and SIGINT stop the step (Kubernetes stops a pod that way: deleted,
 // evicted): it errors, or is interrupted when its build was aborted. Only the receive
-// mode reads stdin.
+// and session modes read stdin.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := stopOnSignal(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -94,7 +97,7 @@ func stopOnSignal(parent context.Context, signals ...os.Signal) (context.Context
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "error: usage: concourse-runner <mode>|step --spec=<json> | install DEST | abort [--volume=DIR] | hold | receive --dir=DIR --name=NAME | send --name=NAME")
+		fmt.Fprintln(stderr, "error: usage: concourse-runner <mode>|step --spec=<json> | install DEST | abort [--volume=DIR] | hold | session | receive --dir=DIR --name=NAME | send --name=NAME")
 		return exitUsage
 	}
 	mode := runspec.Mode(args[0])
@@ -130,6 +133,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&opts.resourceDir, "x-resource-dir", defaultResourceDir, "hidden: Concourse's /opt/resource, for tests")
 	fs.DurationVar(&opts.grace, "x-grace", proc.DefaultGrace, "hidden: SIGTERM to SIGKILL grace period, for tests")
 	fs.DurationVar(&opts.poll, "x-poll", defaultPoll, "hidden: how often markers are polled, for tests")
+	sessionRoot := fs.String("x-session-root", runspec.SessionRoot, "hidden: a check session's directory of its checks, for tests")
+	sessionCreds := fs.String("x-session-creds", runspec.SessionCreds, "hidden: a check session's directory of its checks' credentials, for tests")
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitUsage
 	}
@@ -153,6 +158,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	case runspec.ModeHold:
 		return hold(ctx, *timeout)
+	case runspec.ModeSession:
+		if fs.NArg() != 0 || *specJSON != "" {
+			fmt.Fprintln(stderr, "error: usage: concourse-runner session (the check's request on stdin)")
+			return exitUsage
+		}
+		return checkSession(ctx, *sessionRoot, *sessionCreds, opts, stdin, stdout, stderr)
 	case runspec.ModeReceive, runspec.ModeSend:
 		var err error
 		if mode == runspec.ModeReceive {

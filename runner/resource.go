@@ -249,11 +249,11 @@ func (s *step) publishCheck(versions []map[string]string) error {
 	if err := errors.Join(s.writeResult(runspec.ResultVersion, version), s.writeResult(runspec.ResultVersions, list)); err != nil {
 		return err
 	}
-	if kept == len(versions) {
+	if kept == len(versions) && !(s.opts.framedVersions && len(versions) > 0) {
 		return nil
 	}
-	// More than the results carry (room bytes, in Tekton's 4 KiB termination message):
-	// all of them in the log's last line, which the backend reads.
+	// More than the results carry (room bytes, in Tekton's 4 KiB termination message), or
+	// a check session's: all of them in the log's last line, which the backend reads.
 	frame, err := runspec.CheckedVersions(versions).Frame()
 	if err != nil {
 		return err

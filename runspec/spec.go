@@ -42,6 +42,9 @@ const (
 	ModeHold    Mode = "hold"
 	ModeReceive Mode = "receive"
 	ModeSend    Mode = "send"
+	// ModeSession runs one check in a check session's container, its request on stdin
+	// (see session.go).
+	ModeSession Mode = "session"
 	// ModeIntercept, given a step's spec, replaces the runner with a shell (or the
 	// command after --) in the step's working directory, with its environment and user.
 	ModeIntercept Mode = "intercept"

@@ -175,12 +175,26 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 	for _, o := range options {
 		o(&cfg)
 	}
+	r, meta, err := b.compile(ctx, plan, meta, cfg)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := b.client.submit(ctx, r, cfg.creds, cfg.uploads)
+	if err != nil {
+		return nil, err
+	}
+	return &Build{Name: sub.Run.Name, Namespace: sub.Run.Namespace, Meta: meta, Existed: sub.Existed, Compiled: r, Warnings: sub.Warnings, client: b.client, creds: cfg.creds}, nil
+}
+
+// compile compiles a build's plan for the target, as Run starts it; the build's name is
+// the job's next when meta has none.
+func (b *Backend) compile(ctx context.Context, plan concourse.Plan, meta BuildMeta, cfg runConfig) (*translate.Result, BuildMeta, error) {
 	buildPipeline := meta.Pipeline
 	meta = meta.withDefaults()
 	if meta.Build == "" {
 		n, err := b.client.NextBuild(ctx, meta.Team, meta.Pipeline, meta.Job)
 		if err != nil {
-			return nil, err
+			return nil, meta, err
 		}
 		meta.Build = strconv.Itoa(n)
 	}
@@ -202,13 +216,9 @@ func (b *Backend) Run(ctx context.Context, plan concourse.Plan, meta BuildMeta, 
 	}
 	r, err := translate.Translate(plan, opts)
 	if err != nil {
-		return nil, fmt.Errorf("compiling build %s: %w", meta.Build, err)
+		return nil, meta, fmt.Errorf("compiling build %s: %w", meta.Build, err)
 	}
-	sub, err := b.client.submit(ctx, r, cfg.creds, cfg.uploads)
-	if err != nil {
-		return nil, err
-	}
-	return &Build{Name: sub.Run.Name, Namespace: sub.Run.Namespace, Meta: meta, Existed: sub.Existed, Compiled: r, Warnings: sub.Warnings, client: b.client, creds: cfg.creds}, nil
+	return r, meta, nil
 }
 
 // Attach returns the build whose PipelineRun is named run, to follow or abort it (from a

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,8 +43,9 @@ func versionsOf(t *testing.T, resource, field string) []string {
 	return vs
 }
 
-// TestCheckResource: checks run as runs of their own, their versions saved, and a new
-// version triggers the job that gets the resource with trigger: true. The check's script
+// TestCheckResource: checks run in the check container of their resource's config, their
+// versions saved, and a new version triggers the job that gets the resource with trigger:
+// true; a check container that died is replaced. The check's script
 // sees Concourse's check build: named check, of no job. The resource is never checked on
 // its own: a periodic check that starts while fly check-resource's waits for the lock
 // makes Concourse skip the manual one (checkDelegate.shouldPeriodicCheckRun), and its
@@ -105,45 +107,32 @@ jobs:
 	if vs := versions(t, "check/thing"); len(vs) != 2 || vs[0] != "second" || vs[1] != "first" {
 		errorf(t, "fly resource-versions: %q; want [second first]", vs)
 	}
-	// The checks' runs go as their containers do: the latest check's stays, for fly
-	// intercept --check, the ones before it are gone. Looked at now, while the check's
-	// session is fresh: a session that expires (minutes later, on a slow machine) takes
-	// its container, and so its run, too.
-	var left []string
-	err := pollErr(context.Background(), time.Minute, func(ctx context.Context) (bool, error) {
-		prs, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return false, client(err)
-		}
-		left = nil
-		for _, pr := range prs.Items {
-			if strings.HasPrefix(pr.Name, "check-check-thing") && pr.DeletionTimestamp == nil {
-				left = append(left, pr.Name)
-			}
-		}
-		return len(left) == 1, nil
-	})
+	// Both checks ran in the check container of the resource's config: one pod, which
+	// holds, no run of a check's own. fly containers lists it as the check's container.
+	session := sessionPods(t, "check")
+	if len(session) != 1 {
+		fatalf(t, "check containers of pipeline check: %v; want one", session)
+	}
+	prs, err := web.tekton.TektonV1().PipelineRuns(web.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "concourse-ci.org/pipeline=check,concourse-ci.org/job=check-thing"})
 	if err != nil {
-		errorf(t, "check runs of thing: %v (%v); want the latest check's alone", left, err)
-	} else {
-		// One pod: the check records the build's verdict in its own container.
-		trs, err := web.tekton.TektonV1().TaskRuns(web.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "tekton.dev/pipelineRun=" + left[0]})
-		if err != nil {
-			fatal(t, err)
-		}
-		var names []string
-		verdict := ""
-		for _, tr := range trs.Items {
-			names = append(names, tr.Name)
-			for _, r := range tr.Status.Results {
-				if r.Name == "verdict" {
-					verdict = r.Value.StringVal
-				}
-			}
-		}
-		if len(names) != 1 || verdict != "succeeded" {
-			errorf(t, "TaskRuns of the check's run %s: %v, its verdict %q; want the check's alone, which recorded succeeded", left[0], names, verdict)
-		}
+		fatal(t, err)
+	}
+	if len(prs.Items) != 0 {
+		errorf(t, "%d check runs of thing; want none: its checks run in its check container", len(prs.Items))
+	}
+	if out := flyOK(t, time.Minute, "containers"); !containerListed(out, session[0], "check") {
+		errorf(t, "fly containers does not list the check container %s:\n%s", session[0], out)
+	}
+	// A check container that died is replaced: the next check runs in a new one.
+	if err := web.kube.CoreV1().Pods(web.ns).Delete(context.Background(), session[0], metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		fatal(t, err)
+	}
+	flyOK(t, 5*time.Minute, "check-resource", "-r", "check/thing", "-f", "version:second")
+	if again := sessionPods(t, "check"); len(again) != 1 || again[0] == session[0] {
+		errorf(t, "check containers after the first died: %v; want one, not %s", again, session[0])
+	}
+	if vs := versions(t, "check/thing"); len(vs) != 2 || vs[0] != "second" {
+		errorf(t, "fly resource-versions after the container was replaced: %q; want [second first]", vs)
 	}
 
 	waitBuild("use", "2", "got second")
@@ -194,4 +183,32 @@ jobs:
 			break
 		}
 	}
+}
+
+// sessionPods are the check containers of a pipeline's resources (pods of check
+// sessions) that are not being deleted, by name.
+func sessionPods(t *testing.T, pipeline string) []string {
+	t.Helper()
+	pods, err := web.kube.CoreV1().Pods(web.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "concourse-ci.org/check-session,concourse-ci.org/pipeline=" + pipeline})
+	if err != nil {
+		fatal(t, err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// containerListed tells whether fly containers' table has the container handle, of type.
+func containerListed(table, handle, typ string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && f[0] == handle && slices.Contains(f, typ) {
+			return true
+		}
+	}
+	return false
 }

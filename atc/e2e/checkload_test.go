@@ -29,7 +29,10 @@ import (
 // first minute, when every resource is checked for the first time), each check's lag (from
 // when it was due, its previous check's end plus the interval, to its end, when its versions
 // were saved), the API server's and the kubelet's CPU seconds a minute, and the checks that
-// did not succeed. It asserts nothing of the figures: they are the bench's.
+// did not succeed. Each size runs in each of CHECKS_MODES (runs,containers): the checks
+// as runs of their own (--tekton-no-check-containers), then in check containers, one
+// after the other in the same run. It asserts nothing of the figures: they are the
+// bench's.
 func TestCheckLoad(t *testing.T) {
 	var sizes []int
 	for _, s := range strings.Split(envString("CHECKS_RESOURCES", "50,200"), ",") {
@@ -41,14 +44,26 @@ func TestCheckLoad(t *testing.T) {
 	}
 	duration := envDuration(t, "CHECKS_DURATION", 10*time.Minute)
 	every := envDuration(t, "CHECKS_EVERY", time.Minute)
+	modes := strings.Split(envString("CHECKS_MODES", "runs,containers"), ",")
+	for _, m := range modes {
+		if m != "runs" && m != "containers" {
+			fatalf(t, "CHECKS_MODES=%q: want runs, containers or both, comma-separated", os.Getenv("CHECKS_MODES"))
+		}
+	}
 	dumpOnFailure(t)
+	base := slices.Clone(web.env)
+	defer checksIn(t, base, "containers")
 	var rows []string
 	for _, n := range sizes {
-		l := runCheckLoad(t, n, duration, every)
-		rows = append(rows, l.row())
-		t.Logf("check load: %s", l.row())
+		for _, m := range modes {
+			checksIn(t, base, m)
+			l := runCheckLoad(t, n, duration, every)
+			l.mode = m
+			rows = append(rows, l.row())
+			t.Logf("check load: %s", l.row())
+		}
 	}
-	report := "| resources | minutes | pods/min | TaskRuns/min | lag p50 | lag p99 | API server CPU s/min | kubelet CPU s/min | checks | not succeeded |\n|---|---|---|---|---|---|---|---|---|---|\n" + strings.Join(rows, "\n") + "\n"
+	report := "| resources | checks in | minutes | pods/min | TaskRuns/min | lag p50 | lag p99 | API server CPU s/min | kubelet CPU s/min | checks | not succeeded |\n|---|---|---|---|---|---|---|---|---|---|---|\n" + strings.Join(rows, "\n") + "\n"
 	t.Logf("check load:\n%s", report)
 	if out := os.Getenv("CHECKS_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
@@ -57,8 +72,32 @@ func TestCheckLoad(t *testing.T) {
 	}
 }
 
+// checksIn restarts the web node, when it must, for its checks to run in check containers
+// (mode "containers", the default) or as runs of their own ("runs":
+// --tekton-no-check-containers); base is its environment.
+func checksIn(t *testing.T, base []string, mode string) {
+	env := base
+	if mode == "runs" {
+		env = append(slices.Clone(base), "CONCOURSE_TEKTON_NO_CHECK_CONTAINERS=true")
+	}
+	if slices.Equal(env, web.env) {
+		return
+	}
+	if out, err := web.webSh("down"); err != nil {
+		fatalf(t, "web.sh down: %v\n%s", err, out)
+	}
+	web.env = env
+	if out, err := web.webSh("up"); err != nil {
+		fatalf(t, "web.sh up: %v\n%s%s", err, out, web.logTail(40))
+	}
+	if err := web.waitForWorkers(2*time.Minute, "tekton-"+web.ns); err != nil {
+		fatal(t, err)
+	}
+}
+
 // checkLoad is what one size's run measured.
 type checkLoad struct {
+	mode                     string
 	resources                int
 	minutes                  float64
 	pods, taskRuns           int // created after the first minute
@@ -76,7 +115,7 @@ func (l checkLoad) row() string {
 		return l.lags[min(len(l.lags)-1, int(p*float64(len(l.lags))))].Round(100 * time.Millisecond).String()
 	}
 	rest := l.minutes - 1
-	return fmt.Sprintf("| %d | %.0f | %.1f | %.1f | %s | %s | %.1f | %.1f | %d | %d |", l.resources, l.minutes,
+	return fmt.Sprintf("| %d | %s | %.0f | %.1f | %.1f | %s | %s | %.1f | %.1f | %d | %d |", l.resources, l.mode, l.minutes,
 		float64(l.pods)/rest, float64(l.taskRuns)/rest, pct(0.5), pct(0.99), l.apiserverCPU/l.minutes, l.kubeletCPU/l.minutes, l.checks, l.notSucceeded)
 }
 

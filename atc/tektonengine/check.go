@@ -43,6 +43,10 @@ type CheckConfig struct {
 	// KeepRuns keeps a check's PipelineRun when it has ended (by default it is deleted:
 	// a resource is checked every minute).
 	KeepRuns bool
+	// CheckContainers runs the checks of resources in their check sessions' containers
+	// (runInSession), where they can: a pod per resource config that serves its checks
+	// for as long as Concourse keeps the session, rather than a PipelineRun per check.
+	CheckContainers bool
 }
 
 // checkStep runs a check build's plan, a check of a resource (type, prototype), as
@@ -194,7 +198,8 @@ func (s *checkStep) run(ctx context.Context, logger lager.Logger, state exec.Run
 	return true, nil
 }
 
-// runCheck runs the check from fromVersion as a run of its own, saves its events but the
+// runCheck runs the check from fromVersion in its check session's container
+// (runInSession) or else as a run of its own, saves its events but the
 // ones the delegate saves (the check's own initialize-check and finish, its error), and returns the versions it
 // found and whether the script succeeded; an error says it could not run (a timeout:
 // context.DeadlineExceeded).
@@ -222,8 +227,11 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 			return nil, false, fmt.Errorf("starting the check build: %w", err)
 		}
 	}
-	runCtx := context.WithoutCancel(ctx)
 	ref := CheckRef(s.build, check).WithCredentials(state)
+	if versions, ok, err, ran := s.runInSession(ctx, logger, plan, planJSON, ref, config); ran {
+		return versions, ok, err
+	}
+	runCtx := context.WithoutCancel(ctx)
 	bs := &buildStep{factory: s.factory, build: s.build, plan: plan}
 	run, err := s.factory.Runs.Start(runCtx, planJSON, ref)
 	if err != nil {
@@ -249,27 +257,7 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 	var failure string
 	status, err := run.Events(followCtx, func(e buildevents.Event) error {
 		containers.record(logger, e)
-		switch ev := e.Event.(type) {
-		case event.Status:
-			return nil
-		case event.InitializeCheck:
-			// The delegate saves the check's own; the check of its type's image is the run's.
-			if ev.Origin.ID == concourse.PlanID(plan.ID) {
-				return nil
-			}
-		case event.Finish:
-			if ev.Origin.ID == concourse.PlanID(plan.ID) {
-				return nil
-			}
-		case event.Error:
-			failure = ev.Message
-			return nil
-		}
-		ae, err := atcEvent(e.Event)
-		if err != nil {
-			return err
-		}
-		return s.build.SaveEvent(ae)
+		return s.saveCheckEvent(plan.ID, e.Event, &failure)
 	})
 	if err != nil {
 		return nil, false, err
@@ -291,6 +279,33 @@ func (s *checkStep) runCheck(ctx context.Context, logger lager.Logger, state exe
 		return nil, false, err
 	}
 	return versions, true, nil
+}
+
+// saveCheckEvent saves an event of the check of plan id as the build's, but the
+// delegate's own (the check's initialize-check and finish) and the build's status; an
+// error is not saved but kept in failure, which the check errors with.
+func (s *checkStep) saveCheckEvent(id atc.PlanID, e event.Event, failure *string) error {
+	switch ev := e.(type) {
+	case event.Status:
+		return nil
+	case event.InitializeCheck:
+		// The delegate saves the check's own; the check of its type's image is the run's.
+		if ev.Origin.ID == concourse.PlanID(id) {
+			return nil
+		}
+	case event.Finish:
+		if ev.Origin.ID == concourse.PlanID(id) {
+			return nil
+		}
+	case event.Error:
+		*failure = ev.Message
+		return nil
+	}
+	ae, err := atcEvent(e)
+	if err != nil {
+		return err
+	}
+	return s.build.SaveEvent(ae)
 }
 
 // CheckRef is what a check build's run is started for: the pipeline's "check-<name>"

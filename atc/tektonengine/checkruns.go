@@ -9,13 +9,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/tektonrun"
+	"github.com/concourse-tekton/concourse-tekton/tektonrun/podexec"
 )
 
 // DeleteCheckRun deletes the PipelineRun of the TaskRun taskRun on target, with its
-// TaskRuns and pods, if it is a check build's (AnnotationCheck): the container of a
-// check, which the ATC no longer wants. It says whether it was; one that is gone
+// TaskRuns and pods, if it is a check build's (AnnotationCheck), or the pod taskRun if
+// it is a check session's: the container of a check, which the ATC no longer wants. It says whether it was; one that is gone
 // already, or of another build, is not, and stays as it is.
 func DeleteCheckRun(ctx context.Context, target *tektonrun.Target, taskRun string) (bool, error) {
+	// A check session's container is its pod.
+	if deleted, err := podexec.New(target.Namespace, target.Kube, target.Tekton, nil).DeleteSession(ctx, taskRun); deleted || err != nil {
+		return deleted, err
+	}
 	ns := target.Namespace
 	tr, err := target.Tekton.TektonV1().TaskRuns(ns).Get(ctx, taskRun, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {

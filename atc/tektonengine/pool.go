@@ -48,17 +48,9 @@ var _ Runs = (*Pool)(nil)
 
 // Start starts the build on the target Pool chooses, or attaches to its run.
 func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, error) {
-	var plan atc.Plan
-	if err := json.Unmarshal(planJSON, &plan); err != nil {
-		return nil, fmt.Errorf("decoding the build plan: %w", err)
-	}
-	specs := workerSpecs(&plan)
-	tags := neededTags(specs)
-	var matching []*Worker
-	for i := range p.Workers {
-		if w := &p.Workers[i]; w.satisfies(specs, tags) {
-			matching = append(matching, w)
-		}
+	specs, tags, matching, err := p.matching(planJSON)
+	if err != nil {
+		return nil, err
 	}
 	// Only a matching target can have been given the build before (unless the workers'
 	// tags changed since: then the build starts again on one that matches).
@@ -71,14 +63,47 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 			return w.start(ctx, planJSON, ref)
 		}
 	}
+	candidates, unreadable := candidates(ctx, matching)
+	for _, w := range candidates {
+		run, err := w.start(ctx, planJSON, ref)
+		if errors.Is(err, tektonrun.ErrNotRunning) {
+			continue // landed since
+		}
+		return run, err
+	}
+	if unreadable != nil {
+		return nil, unreadable
+	}
+	return nil, noWorkers(specs, tags, p.running(ctx))
+}
+
+// matching are the workers whose tags match a build's steps', with what the steps need.
+func (p *Pool) matching(planJSON []byte) ([]workerSpec, []string, []*Worker, error) {
+	var plan atc.Plan
+	if err := json.Unmarshal(planJSON, &plan); err != nil {
+		return nil, nil, nil, fmt.Errorf("decoding the build plan: %w", err)
+	}
+	specs := workerSpecs(&plan)
+	tags := neededTags(specs)
+	var matching []*Worker
+	for i := range p.Workers {
+		if w := &p.Workers[i]; w.satisfies(specs, tags) {
+			matching = append(matching, w)
+		}
+	}
+	return specs, tags, matching, nil
+}
+
+// candidates are the workers of matching that run, the one running the fewest builds
+// first (the first given on a tie). A target that cannot be read is left out, as
+// Concourse leaves out a stalled worker; its error is the build's when no other target
+// can take it (unreadable).
+func candidates(ctx context.Context, matching []*Worker) (running []*Worker, unreadable error) {
 	type candidate struct {
 		w       *Worker
 		running int
 	}
 	var candidates []candidate
-	// A target that cannot be read is left out, as Concourse leaves out a stalled
-	// worker; its error is the build's when no other target can take it.
-	var unreadable error
 	for _, w := range matching {
 		state, err := w.Target.State(ctx)
 		if err != nil {
@@ -105,16 +130,9 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 	}
 	slices.SortStableFunc(candidates, func(a, b candidate) int { return a.running - b.running })
 	for _, c := range candidates {
-		run, err := c.w.start(ctx, planJSON, ref)
-		if errors.Is(err, tektonrun.ErrNotRunning) {
-			continue // landed since
-		}
-		return run, err
+		running = append(running, c.w)
 	}
-	if unreadable != nil {
-		return nil, unreadable
-	}
-	return nil, noWorkers(specs, tags, p.running(ctx))
+	return running, unreadable
 }
 
 // start starts the build on the worker's target: its steps show the worker as theirs

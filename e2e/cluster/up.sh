@@ -186,7 +186,7 @@ resolvConf: /etc/resolv.conf
 serializeImagePulls: false
 fileCheckFrequency: 20s
 nodeStatusUpdateFrequency: 10s
-maxPods: 110
+maxPods: 300
 podPidsLimit: -1
 containerLogMaxSize: 10Mi
 podLogsDir: $run/pod-logs

@@ -41,6 +41,14 @@ type Container struct {
 	Running bool
 	Created time.Time
 	spec    string
+	// container is the pod's container the step runs in: the step's (empty), or a
+	// check session's.
+	container string
+}
+
+// execContainer is the container of the pod a session execs into.
+func (c Container) execContainer() string {
+	return cmp.Or(c.container, runspec.StepContainer)
 }
 
 // ContainerFilter narrows Containers: empty fields match everything.
@@ -83,7 +91,8 @@ func (pe *Pods) Containers(ctx context.Context, f ContainerFilter) ([]Container,
 }
 
 // ContainerHandles are the TaskRuns of the namespace's steps whose pods are there, by
-// name: what a worker reports as its containers. Cheaper than Containers: two lists.
+// name, and its check sessions' pods that have not ended (SessionHandles): what a
+// worker reports as its containers. Cheaper than Containers: three lists.
 func (pe *Pods) ContainerHandles(ctx context.Context) ([]string, error) {
 	trs, byName, err := pe.stepsAndPods(ctx, "")
 	if err != nil {
@@ -95,6 +104,11 @@ func (pe *Pods) ContainerHandles(ctx context.Context) ([]string, error) {
 			out = append(out, tr.Name)
 		}
 	}
+	sessions, err := pe.SessionHandles(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, sessions...)
 	slices.Sort(out)
 	return out, nil
 }
@@ -133,6 +147,12 @@ func (pe *Pods) stepsAndPods(ctx context.Context, run string) ([]v1.TaskRun, map
 func (pe *Pods) ContainerOf(ctx context.Context, taskRun string) (Container, error) {
 	ns := pe.Namespace
 	tr, err := pe.Tekton.TektonV1().TaskRuns(ns).Get(ctx, taskRun, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		// A check session's container is its pod.
+		if ctr, found, serr := pe.sessionContainer(ctx, taskRun); found || serr != nil {
+			return ctr, serr
+		}
+	}
 	if err != nil {
 		return Container{}, fmt.Errorf("step %s: %w", taskRun, err)
 	}
@@ -312,7 +332,7 @@ func (pe *Pods) StartIntercept(ctx context.Context, ctr Container, o InterceptOp
 		pod, cleanup = name, remove
 	}
 	if len(o.Command) > 0 {
-		if err := pe.lookup(ctx, pod, command, o.Command); err != nil {
+		if err := pe.lookup(ctx, pod, ctr.execContainer(), command, o.Command); err != nil {
 			cleanup()
 			return nil, err
 		}
@@ -328,7 +348,7 @@ func (pe *Pods) StartIntercept(ctx context.Context, ctr Container, o InterceptOp
 		defer close(s.done)
 		defer stop()
 		defer cleanup()
-		err := pe.Stream.Stream(streamCtx, pe.Namespace, pod, runspec.StepContainer, command,
+		err := pe.Stream.Stream(streamCtx, pe.Namespace, pod, ctr.execContainer(), command,
 			remotecommand.StreamOptions{Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr, Tty: o.TTY, TerminalSizeQueue: o.Sizes})
 		var exit interface{ ExitStatus() int }
 		if errors.As(err, &exit) {
@@ -348,12 +368,12 @@ func (pe *Pods) StartIntercept(ctx context.Context, ctr Container, o InterceptOp
 }
 
 // lookup asks the runner, in the step's session, whether command is there to run.
-func (pe *Pods) lookup(ctx context.Context, pod string, session, command []string) error {
+func (pe *Pods) lookup(ctx context.Context, pod, container string, session, command []string) error {
 	if pe.Exec == nil {
 		return nil
 	}
 	args := append(append(slices.Clone(session), "--lookup", "--"), command...)
-	out, err := pe.Exec.Exec(ctx, pe.Namespace, pod, runspec.StepContainer, args)
+	out, err := pe.Exec.Exec(ctx, pe.Namespace, pod, container, args)
 	var exit interface{ ExitStatus() int }
 	switch {
 	case err == nil:

@@ -54,6 +54,7 @@ type TektonFlags struct {
 	GardenBindIP       string        `long:"garden-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the Garden API (on a free port), through which this web node's fly intercept and fly hijack reach the builds' step containers. It authenticates no one: on a loopback address only this web node's own user may connect; on another, only the network protects it, as a Concourse worker's Garden."`
 	BaggageclaimBindIP string        `long:"baggageclaim-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the baggageclaim API (on a free port), through which this web node keeps fly execute's inputs and outputs. It authenticates no one: on another address than a loopback one, only the network protects it."`
 	VolumesDir         string        `long:"volumes-dir" value-name:"DIR" description:"Where the workers keep their volumes (fly execute's inputs and outputs), a directory each: one of this web node's own (default: concourse-tekton-web/volumes in the user's cache directory)."`
+	NoCheckContainers  bool          `long:"no-check-containers" description:"Run each check of a resource as a build of its own (a PipelineRun, a pod), rather than in the check container of the resource's config: a pod that serves its checks for as long as Concourse keeps its check session (up to an hour)."`
 	GCInterval         time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
 
 	// revealSecrets is the web node's --disable-redact-secrets: the builds' steps then
@@ -269,6 +270,9 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		}
 		pool.Workers = append(pool.Workers, tektonengine.Worker{Name: t.worker, Tags: t.tags, Target: t.target, Runs: tektonengine.NewRuns(t.backend, builds)})
 		logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": t.worker, "tags": t.tags})
+	}
+	if checks != nil {
+		checks.CheckContainers = !f.NoCheckContainers
 	}
 	factory := &tektonengine.StepperFactory{Runs: pool, Checks: checks, SetPipelines: pipelines, Fallback: fallback, Containers: atc.Workers, TaskCaches: atc.TaskCaches}
 	if keepsArtifacts {
