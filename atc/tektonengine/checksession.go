@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"code.cloudfoundry.org/lager/v3"
 	"github.com/concourse/concourse/atc"
@@ -107,6 +108,13 @@ func (p *Pool) PrepareCheck(ctx context.Context, planJSON []byte, ref BuildRef, 
 	return &WorkerCheck{SessionCheck: targetCheck{SessionCheck: sc, client: br.backend.Client()}, Worker: w.Name}, nil
 }
 
+// sessionExpiries are the check sessions' whose checks run in check containers: an hour.
+// Concourse gives the sessions of a worker that started less than an hour ago that long
+// only (at least 5 minutes), so that the containers of a new worker move to it soon; here
+// Kubernetes places each session's pod on a node of its choosing, and a session that
+// ended costs a pod start, so sessions last as long as Concourse's longest.
+var sessionExpiries = db.ContainerOwnerExpiries{Min: time.Hour, Max: time.Hour}
+
 // runInSession runs a check of a resource in the container of its resource config's
 // check session, as Concourse's check step does (a container owned by the session, which
 // lasts 5 minutes to an hour, serves every check of the config meanwhile): the
@@ -121,7 +129,7 @@ func (s *checkStep) runInSession(ctx context.Context, logger lager.Logger, plan 
 	if !ok || workers == nil || !s.config.CheckContainers || !plan.Check.IsResourceCheck() || config == nil || config.OriginBaseResourceType() == nil {
 		return nil, false, nil, false
 	}
-	owner := db.NewResourceConfigCheckSessionContainerOwner(config.ID(), config.OriginBaseResourceType().ID, checkContainerExpiries)
+	owner := db.NewResourceConfigCheckSessionContainerOwner(config.ID(), config.OriginBaseResourceType().ID, sessionExpiries)
 	has := func(name string) bool {
 		w, found, err := workers.GetWorker(name)
 		if err != nil || !found {
@@ -145,25 +153,38 @@ func (s *checkStep) runInSession(ctx context.Context, logger lager.Logger, plan 
 	if !found {
 		return nil, false, fmt.Errorf("worker %s is not registered", wc.Worker), true
 	}
-	handle, err := s.sessionContainer(ctx, logger, worker, owner, wc)
-	if err != nil {
-		return nil, false, err, true
-	}
-	logger = logger.WithData(lager.Data{"container": handle})
 	var failure string
-	res, err := wc.Run(ctx, handle, func(e buildevents.Event) error {
-		if sw, ok := e.Event.(event.SelectedWorker); ok {
-			// The worker, where the run says the node.
-			sw.WorkerName = wc.Worker
-			e.Event = sw
+	var res runspec.SessionResult
+	var runErr error
+	for attempt := 1; ; attempt++ {
+		handle, err := s.sessionContainer(ctx, logger, worker, owner, wc)
+		if err != nil {
+			return nil, false, err, true
 		}
-		return s.saveCheckEvent(plan.ID, e.Event, &failure)
-	})
+		res, runErr = wc.Run(ctx, handle, func(e buildevents.Event) error {
+			if sw, ok := e.Event.(event.SelectedWorker); ok {
+				// The worker, where the run says the node.
+				sw.WorkerName = wc.Worker
+				e.Event = sw
+			}
+			return s.saveCheckEvent(plan.ID, e.Event, &failure)
+		})
+		// A pod that went since it was found ready (before the check began in it) is
+		// replaced, once.
+		if errors.Is(runErr, tektonrun.ErrSessionGone) && attempt == 1 {
+			logger.Info("check-container-gone", lager.Data{"container": handle})
+			continue
+		}
+		if runErr != nil {
+			logger.Info("check-container-failed", lager.Data{"container": handle, "error": runErr.Error()})
+		}
+		break
+	}
 	switch {
 	case ctx.Err() != nil:
 		return nil, false, ctx.Err(), true
-	case err != nil:
-		return nil, false, err, true
+	case runErr != nil:
+		return nil, false, runErr, true
 	case failure != "":
 		return nil, false, errors.New(failure), true
 	case res.Outcome != runspec.Succeeded:

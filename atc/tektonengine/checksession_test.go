@@ -22,9 +22,12 @@ import (
 type sessionRuns struct {
 	*fakeRuns
 	noSession bool
-	ready     map[string]bool
-	result    runspec.SessionResult
-	events    []event.Event
+	// gone, when set, is a session pod that goes between being found ready and the
+	// check's run.
+	gone   string
+	ready  map[string]bool
+	result runspec.SessionResult
+	events []event.Event
 
 	prepared, started, ran, deleted []string
 	has                             []string
@@ -60,6 +63,10 @@ func (c fakeSessionCheck) Delete(_ context.Context, name string) error {
 	return nil
 }
 func (c fakeSessionCheck) Run(_ context.Context, name string, emit func(buildevents.Event) error) (runspec.SessionResult, error) {
+	if name == c.f.gone {
+		c.f.ready[name] = false
+		return runspec.SessionResult{}, fmt.Errorf("%w: %s", tektonrun.ErrSessionGone, name)
+	}
 	c.f.ran = append(c.f.ran, name)
 	for _, e := range c.f.events {
 		if err := emit(buildevents.Event{Event: e}); err != nil {
@@ -173,6 +180,25 @@ func TestCheckSessionReplaced(t *testing.T) {
 	}
 	if meta.Type != db.ContainerTypeCheck || meta.StepName != "repo" || meta.PipelineName != "app" {
 		t.Errorf("metadata %+v; want the check of repo of pipeline app", meta)
+	}
+}
+
+// TestCheckSessionGoneMeanwhile: a session pod that goes after it was found ready, before
+// the check began in it, is replaced once, and the check runs in the new one.
+func TestCheckSessionGoneMeanwhile(t *testing.T) {
+	runs := &sessionRuns{fakeRuns: &fakeRuns{}, ready: map[string]bool{"s": true}, gone: "s",
+		result: runspec.SessionResult{Outcome: runspec.Succeeded, Versions: []map[string]string{{"v": "2"}}}, events: sessionCheckEvents()}
+	fx, _, f := sessionFixture(t, "s", runs)
+	runEngine(t, fx.build, f, nil)
+	if got := finished(fx.build); got != db.BuildStatusSucceeded {
+		t.Fatalf("status %q; want succeeded", got)
+	}
+	if !cmp.Equal(runs.deleted, []string{"s"}) || !cmp.Equal(runs.ran, []string{"app-check-repo-session-0"}) {
+		t.Errorf("deleted %v, ran in %v; want s replaced and the check in the new one", runs.deleted, runs.ran)
+	}
+	want := []string{"initialize-check", "selected-worker:tekton-ci", "start", "log:checking\n", "finish:ok"}
+	if diff := cmp.Diff(want, eventTypes(savedEventsOf(fx.build))); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }
 
