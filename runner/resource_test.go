@@ -127,6 +127,20 @@ func TestGetErrors(t *testing.T) {
 	}
 }
 
+// checkBuildEnv is what the scripts of build 42's check see of Concourse's check build
+// (newWorld's build, a check build's): named check, of no job.
+var checkBuildEnv = []string{
+	"ATC_EXTERNAL_URL=https://ci.example.com",
+	"BUILD_ID=42",
+	"BUILD_NAME=check",
+	"BUILD_PIPELINE_ID=3",
+	"BUILD_PIPELINE_NAME=app",
+	"BUILD_TEAM_ID=1",
+	"BUILD_TEAM_NAME=main",
+	"BUILD_URL=https://ci.example.com/builds/42",
+	"BUILD_URL_SHORT=https://ci.example.com/builds/42",
+}
+
 // TestCheckBuildEnv: a check build's scripts see Concourse's check build, named check,
 // of no job (its own name and job still key its volume).
 func TestCheckBuildEnv(t *testing.T) {
@@ -136,18 +150,7 @@ func TestCheckBuildEnv(t *testing.T) {
 	check.Build.Check = true
 	check.Check = &runspec.Check{Type: "git", Source: map[string]any{"uri": "x"}}
 	w.checkRun(w.run(check), "c", runspec.Succeeded)
-	want := []string{
-		"ATC_EXTERNAL_URL=https://ci.example.com",
-		"BUILD_ID=42",
-		"BUILD_NAME=check",
-		"BUILD_PIPELINE_ID=3",
-		"BUILD_PIPELINE_NAME=app",
-		"BUILD_TEAM_ID=1",
-		"BUILD_TEAM_NAME=main",
-		"BUILD_URL=https://ci.example.com/builds/42",
-		"BUILD_URL_SHORT=https://ci.example.com/builds/42",
-	}
-	if diff := cmp.Diff(want, strings.Fields(readFile(t, rec+"/check.env"))); diff != "" {
+	if diff := cmp.Diff(checkBuildEnv, strings.Fields(readFile(t, rec+"/check.env"))); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
 	}
 }

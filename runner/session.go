@@ -30,10 +30,13 @@ const maxSessionRequest = 4 << 20
 func checkSession(ctx context.Context, root, credsRoot string, opts options, stdin io.Reader, stdout, stderr io.Writer) int {
 	in := bufio.NewReader(io.LimitReader(stdin, maxSessionRequest+1))
 	line, err := in.ReadBytes('\n')
-	if err != nil && !(errors.Is(err, io.EOF) && len(line) > 0) {
-		if len(line) > maxSessionRequest {
-			err = fmt.Errorf("more than %d bytes", maxSessionRequest)
-		}
+	switch {
+	case len(line) > maxSessionRequest:
+		err = fmt.Errorf("more than %d bytes", maxSessionRequest)
+	case errors.Is(err, io.EOF) && len(line) > 0:
+		err = nil // a last line without its newline
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "error: reading the check's request: %v\n", err)
 		return runspec.Errored.ExitCode()
 	}
@@ -72,7 +75,6 @@ func checkSession(ctx context.Context, root, credsRoot string, opts options, std
 		return runspec.Errored.ExitCode()
 	}
 	opts.framedVersions = true
-	opts.verdict = nil
 	// The step's own stdout (its start mark, its versions' frame) is read here.
 	var out bytes.Buffer
 	code := runStep(ctx, spec, opts, &out, stderr)

@@ -121,18 +121,7 @@ echo '[{"v":"1"},{"v":"2"}]'`)
 	if strings.Contains(r.stderr, "s3cr3t") || !strings.Contains(r.stderr, "token is ((redacted))") {
 		t.Errorf("log %q; want the credential redacted", r.stderr)
 	}
-	wantEnv := []string{
-		"ATC_EXTERNAL_URL=https://ci.example.com",
-		"BUILD_ID=42",
-		"BUILD_NAME=check",
-		"BUILD_PIPELINE_ID=3",
-		"BUILD_PIPELINE_NAME=app",
-		"BUILD_TEAM_ID=1",
-		"BUILD_TEAM_NAME=main",
-		"BUILD_URL=https://ci.example.com/builds/42",
-		"BUILD_URL_SHORT=https://ci.example.com/builds/42",
-	}
-	if diff := cmp.Diff(wantEnv, strings.Fields(readFile(t, rec+"/check.env"))); diff != "" {
+	if diff := cmp.Diff(checkBuildEnv, strings.Fields(readFile(t, rec+"/check.env"))); diff != "" {
 		t.Errorf("env (-want +got):\n%s", diff)
 	}
 	if left := s.leftovers(t); len(left) != 0 {
@@ -190,6 +179,9 @@ func TestSessionRefusesBadRequests(t *testing.T) {
 		want string
 	}{
 		{name: "a task", req: runspec.SessionRequest{Spec: runspec.Spec{Mode: runspec.ModeTask, PlanID: "t", Task: &runspec.Task{}}}, want: `was asked to run a "task" step`},
+		{name: "too long", req: runspec.SessionRequest{
+			Spec: runspec.Spec{Mode: runspec.ModeCheck, PlanID: "c", Name: "repo", Check: &runspec.Check{Type: "git", Source: map[string]any{"x": strings.Repeat("x", 4<<20)}}}},
+			want: "reading the check's request: more than 4194304 bytes"},
 		{name: "a key that is a path", req: runspec.SessionRequest{
 			Spec:        runspec.Spec{Mode: runspec.ModeCheck, PlanID: "c", Name: "repo", Check: &runspec.Check{Type: "git"}},
 			Credentials: map[string]json.RawMessage{"../x": json.RawMessage(`"v"`)}}, want: `credential key "../x"`},
