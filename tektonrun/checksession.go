@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -42,7 +41,9 @@ type SessionCheck struct {
 	request []byte
 	secrets *redact.Secrets
 	step    string
-	run     string
+	// pipeline is the check's Pipeline's name (<pipeline>-check-<resource>), which its
+	// session pods' are made of.
+	pipeline string
 }
 
 // PrepareCheck compiles a check build (meta.Check: the web node's check of a resource)
@@ -87,7 +88,7 @@ func (b *Backend) PrepareCheck(ctx context.Context, plan concourse.Plan, meta Bu
 		// Not the error's text: it may quote a credential.
 		return nil, errors.New("the check's request cannot be encoded")
 	}
-	return &SessionCheck{client: c, session: session, request: enc, secrets: secrets, step: r.Pipeline.Spec.Tasks[0].Name, run: r.PipelineRun.Name}, nil
+	return &SessionCheck{client: c, session: session, request: enc, secrets: secrets, step: r.Pipeline.Spec.Tasks[0].Name, pipeline: r.Pipeline.Name}, nil
 }
 
 // Hash is what the check's session pod is made of: a session pod of another hash is
@@ -99,19 +100,7 @@ func (s *SessionCheck) Hash() string { return s.session.Hash }
 func (s *SessionCheck) NewName() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
-	return podexec.SessionName(strings.TrimSuffix(s.run, "-"+lastElement(s.run)), hex.EncodeToString(b[:]))
-}
-
-// lastElement is what follows the last dash of a run's name: its build.
-func lastElement(name string) string {
-	i := strings.LastIndexByte(name, '-')
-	return name[i+1:]
-}
-
-// Ready tells whether the session pod name can take the check.
-func (s *SessionCheck) Ready(ctx context.Context, name string) (bool, error) {
-	p, err := s.client.pods.Session(ctx, name, s.session.Hash)
-	return p != nil, err
+	return podexec.SessionName(s.pipeline, hex.EncodeToString(b[:]))
 }
 
 // Start starts the session pod name for the check, and waits until it runs.
@@ -134,12 +123,7 @@ func (s *SessionCheck) Run(ctx context.Context, name string, emit func(buildeven
 		return runspec.SessionResult{}, fmt.Errorf("%w: %s", ErrSessionGone, name)
 	}
 	spec := s.session.Request.Spec
-	digest := ""
-	for _, st := range pod.Status.ContainerStatuses {
-		if _, d, ok := strings.Cut(st.ImageID, "@"); ok && st.Name == runspec.SessionContainer && strings.HasPrefix(d, "sha256:") {
-			digest = d
-		}
-	}
+	digest := buildevents.ImageDigest(pod, runspec.SessionContainer)
 	for _, e := range buildevents.SessionHead(s.step, spec, time.Now().Unix(), pod.Spec.NodeName, digest) {
 		if err := emit(e); err != nil {
 			return runspec.SessionResult{}, err

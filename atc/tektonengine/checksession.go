@@ -41,10 +41,11 @@ type SessionCheck interface {
 	// Hash is what the session's pod is made of; NewName names a new one.
 	Hash() string
 	NewName() string
-	// Ready tells whether the session pod name can take the check; Start starts it.
-	Ready(ctx context.Context, name string) (bool, error)
+	// Start starts the session pod name.
 	Start(ctx context.Context, name string) error
-	// Run runs the check in the session pod name (tektonrun.SessionCheck.Run).
+	// Run runs the check in the session pod name (tektonrun.SessionCheck.Run): an error
+	// wrapping tektonrun.ErrSessionGone, before anything else, when the pod can take no
+	// check.
 	Run(ctx context.Context, name string, emit func(buildevents.Event) error) (runspec.SessionResult, error)
 	// Delete deletes the container name of the session: its pod, or the run of a check
 	// that had the container before (DeleteCheckRun).
@@ -66,7 +67,8 @@ func (c targetCheck) Delete(ctx context.Context, name string) error {
 }
 
 // PrepareCheck compiles the check for the worker Pool chooses, as it chooses one for a
-// build, but that a worker with the session's container (has) comes first, as
+// build, but that a worker with the session's container (has, asked only when there is
+// a choice) comes first, as
 // Concourse's check step finds the worker of its session's container.
 func (p *Pool) PrepareCheck(ctx context.Context, planJSON []byte, ref BuildRef, has func(worker string) bool) (*WorkerCheck, error) {
 	specs, tags, matching, err := p.matching(planJSON)
@@ -75,7 +77,7 @@ func (p *Pool) PrepareCheck(ctx context.Context, planJSON []byte, ref BuildRef, 
 	}
 	running, unreadable := candidates(ctx, matching)
 	for i, w := range running {
-		if has(w.Name) {
+		if len(running) > 1 && has(w.Name) {
 			running[0], running[i] = running[i], running[0]
 			break
 		}
@@ -95,13 +97,10 @@ func (p *Pool) PrepareCheck(ctx context.Context, planJSON []byte, ref BuildRef, 
 	if err := json.Unmarshal(planJSON, &cplan); err != nil {
 		return nil, fmt.Errorf("decoding the build plan: %w", err)
 	}
-	var creds atcVars
-	if ref.Credentials != nil {
-		creds = atcVars{ref.Credentials}
-	} else {
+	if ref.Credentials == nil {
 		return nil, fmt.Errorf("%w: the check's credentials are not supplied", tektonrun.ErrNoSession)
 	}
-	sc, err := br.backend.PrepareCheck(ctx, cplan, ref.Meta, creds)
+	sc, err := br.backend.PrepareCheck(ctx, cplan, ref.Meta, atcVars{ref.Credentials})
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +116,7 @@ var sessionExpiries = db.ContainerOwnerExpiries{Min: time.Hour, Max: time.Hour}
 
 // runInSession runs a check of a resource in the container of its resource config's
 // check session, as Concourse's check step does (a container owned by the session, which
-// lasts 5 minutes to an hour, serves every check of the config meanwhile): the
+// lasts an hour here, serves every check of the config meanwhile): the
 // session's pod (tektonrun.SessionCheck) is found by its container's record on the
 // worker, or started and recorded; one that cannot take the check (gone, ended, of
 // another image) is replaced. It says whether it ran the check (ran false: the check
@@ -156,8 +155,10 @@ func (s *checkStep) runInSession(ctx context.Context, logger lager.Logger, plan 
 	var failure string
 	var res runspec.SessionResult
 	var runErr error
-	for attempt := 1; ; attempt++ {
-		handle, err := s.sessionContainer(ctx, logger, worker, owner, wc)
+	// gone is the recorded container whose pod could take no check: replaced once.
+	gone := ""
+	for {
+		handle, err := s.sessionContainer(ctx, logger, worker, owner, wc, gone)
 		if err != nil {
 			return nil, false, err, true
 		}
@@ -169,10 +170,10 @@ func (s *checkStep) runInSession(ctx context.Context, logger lager.Logger, plan 
 			}
 			return s.saveCheckEvent(plan.ID, e.Event, &failure)
 		})
-		// A pod that went since it was found ready (before the check began in it) is
-		// replaced, once.
-		if errors.Is(runErr, tektonrun.ErrSessionGone) && attempt == 1 {
-			logger.Info("check-container-gone", lager.Data{"container": handle})
+		// A pod that cannot take the check (gone, ended, of another image; before the
+		// check began in it) is replaced, once.
+		if errors.Is(runErr, tektonrun.ErrSessionGone) && gone == "" {
+			gone = handle
 			continue
 		}
 		if runErr != nil {
@@ -197,29 +198,24 @@ func (s *checkStep) runInSession(ctx context.Context, logger lager.Logger, plan 
 	return versions, true, nil, true
 }
 
-// sessionContainer is the handle of the session's container on worker that can take
-// the check: the one recorded, when its pod can; else a new one, started and recorded,
-// which replaces the record and the pod of the one before it.
-func (s *checkStep) sessionContainer(ctx context.Context, logger lager.Logger, worker db.Worker, owner db.ContainerOwner, wc *WorkerCheck) (string, error) {
+// sessionContainer is the handle of the session's container on worker: the one
+// recorded, unless it is gone (its pod could take no check); else a new one, started
+// and recorded, which replaces the record and the pod of the one before it.
+func (s *checkStep) sessionContainer(ctx context.Context, logger lager.Logger, worker db.Worker, owner db.ContainerOwner, wc *WorkerCheck, gone string) (string, error) {
 	creating, created, err := worker.FindContainer(owner)
 	if err != nil {
 		return "", err
 	}
 	switch {
+	case created != nil && created.Handle() != gone:
+		return created.Handle(), nil
 	case created != nil:
-		ready, err := wc.Ready(ctx, created.Handle())
-		if err != nil {
-			return "", err
-		}
-		if ready {
-			return created.Handle(), nil
-		}
-		logger.Info("replacing-check-container", lager.Data{"container": created.Handle()})
+		logger.Info("replacing-check-container", lager.Data{"container": gone})
 		destroying, err := created.Destroying()
 		if err != nil {
 			return "", err
 		}
-		if err := s.deleteSession(ctx, wc, created.Handle()); err != nil {
+		if err := s.deleteSession(ctx, wc, gone); err != nil {
 			return "", err
 		}
 		if _, err := destroying.Destroy(); err != nil {

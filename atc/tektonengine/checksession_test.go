@@ -22,12 +22,12 @@ import (
 type sessionRuns struct {
 	*fakeRuns
 	noSession bool
-	// gone, when set, is a session pod that goes between being found ready and the
-	// check's run.
-	gone   string
-	ready  map[string]bool
-	result runspec.SessionResult
-	events []event.Event
+	// ready are the session pods that can take a check; a pod started is, unless
+	// startsDead.
+	ready      map[string]bool
+	startsDead bool
+	result     runspec.SessionResult
+	events     []event.Event
 
 	prepared, started, ran, deleted []string
 	has                             []string
@@ -50,12 +50,9 @@ func (c fakeSessionCheck) Hash() string { return "h1" }
 func (c fakeSessionCheck) NewName() string {
 	return fmt.Sprintf("app-check-repo-session-%d", len(c.f.started))
 }
-func (c fakeSessionCheck) Ready(_ context.Context, name string) (bool, error) {
-	return c.f.ready[name], nil
-}
 func (c fakeSessionCheck) Start(_ context.Context, name string) error {
 	c.f.started = append(c.f.started, name)
-	c.f.ready[name] = true
+	c.f.ready[name] = !c.f.startsDead
 	return nil
 }
 func (c fakeSessionCheck) Delete(_ context.Context, name string) error {
@@ -63,8 +60,7 @@ func (c fakeSessionCheck) Delete(_ context.Context, name string) error {
 	return nil
 }
 func (c fakeSessionCheck) Run(_ context.Context, name string, emit func(buildevents.Event) error) (runspec.SessionResult, error) {
-	if name == c.f.gone {
-		c.f.ready[name] = false
+	if !c.f.ready[name] {
 		return runspec.SessionResult{}, fmt.Errorf("%w: %s", tektonrun.ErrSessionGone, name)
 	}
 	c.f.ran = append(c.f.ran, name)
@@ -151,8 +147,9 @@ func TestCheckInSession(t *testing.T) {
 }
 
 // TestCheckSessionReplaced: a session whose container's pod can take no check (it died,
-// its node went away, the type's image changed) gets a new one: the record and the pod
-// of the old go, the new is started, recorded as the session's, and runs the check.
+// its node went away, the type's image changed, or it went just before the check) gets
+// a new one: the record and the pod of the old go, the new is started, recorded as the
+// session's, and runs the check, whose events are as in any session.
 func TestCheckSessionReplaced(t *testing.T) {
 	runs := &sessionRuns{fakeRuns: &fakeRuns{}, ready: map[string]bool{},
 		result: runspec.SessionResult{Outcome: runspec.Succeeded, Versions: []map[string]string{{"v": "2"}}}, events: sessionCheckEvents()}
@@ -181,24 +178,23 @@ func TestCheckSessionReplaced(t *testing.T) {
 	if meta.Type != db.ContainerTypeCheck || meta.StepName != "repo" || meta.PipelineName != "app" {
 		t.Errorf("metadata %+v; want the check of repo of pipeline app", meta)
 	}
-}
-
-// TestCheckSessionGoneMeanwhile: a session pod that goes after it was found ready, before
-// the check began in it, is replaced once, and the check runs in the new one.
-func TestCheckSessionGoneMeanwhile(t *testing.T) {
-	runs := &sessionRuns{fakeRuns: &fakeRuns{}, ready: map[string]bool{"s": true}, gone: "s",
-		result: runspec.SessionResult{Outcome: runspec.Succeeded, Versions: []map[string]string{{"v": "2"}}}, events: sessionCheckEvents()}
-	fx, _, f := sessionFixture(t, "s", runs)
-	runEngine(t, fx.build, f, nil)
-	if got := finished(fx.build); got != db.BuildStatusSucceeded {
-		t.Fatalf("status %q; want succeeded", got)
-	}
-	if !cmp.Equal(runs.deleted, []string{"s"}) || !cmp.Equal(runs.ran, []string{"app-check-repo-session-0"}) {
-		t.Errorf("deleted %v, ran in %v; want s replaced and the check in the new one", runs.deleted, runs.ran)
-	}
 	want := []string{"initialize-check", "selected-worker:tekton-ci", "start", "log:checking\n", "finish:ok"}
 	if diff := cmp.Diff(want, eventTypes(savedEventsOf(fx.build))); diff != "" {
 		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestCheckSessionNewOneGoneToo: a new session pod that can take no check either
+// errors the check, with no third: the next check tries again.
+func TestCheckSessionNewOneGoneToo(t *testing.T) {
+	runs := &sessionRuns{fakeRuns: &fakeRuns{}, ready: map[string]bool{}, startsDead: true, events: sessionCheckEvents()}
+	fx, _, f := sessionFixture(t, "s", runs)
+	runEngine(t, fx.build, f, nil)
+	if got := finished(fx.build); got != db.BuildStatusErrored {
+		t.Fatalf("status %q; want errored", got)
+	}
+	if !cmp.Equal(runs.started, []string{"app-check-repo-session-0"}) || len(runs.ran) != 0 {
+		t.Errorf("started %v, ran in %v; want one new pod, no check run", runs.started, runs.ran)
 	}
 }
 

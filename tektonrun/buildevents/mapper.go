@@ -687,13 +687,28 @@ func imageDigest(tr *v1.TaskRun, pod *corev1.Pod) string {
 			id = s.ImageID
 		}
 	}
-	if id == "" && pod != nil {
-		for _, s := range pod.Status.ContainerStatuses {
-			if s.Name == runspec.StepContainer {
-				id = s.ImageID
-			}
+	if id == "" {
+		return ImageDigest(pod, runspec.StepContainer)
+	}
+	return digestOf(id)
+}
+
+// ImageDigest is the digest of the image the node pulled for a container of pod (nil:
+// none), "" when its status does not say.
+func ImageDigest(pod *corev1.Pod, container string) string {
+	if pod == nil {
+		return ""
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container {
+			return digestOf(s.ImageID)
 		}
 	}
+	return ""
+}
+
+// digestOf is the sha256 digest of an image ID (NAME@sha256:...), "" for another.
+func digestOf(id string) string {
 	if _, digest, ok := strings.Cut(id, "@"); ok && strings.HasPrefix(digest, "sha256:") {
 		return digest
 	}

@@ -76,13 +76,23 @@ func sessionRunning(p *corev1.Pod) bool {
 // (runspec.LabelCheckSession): it runs, its container too, and it is not being deleted;
 // nil when it cannot (gone, ended, of another image), for a new one to be made.
 func (pe *Pods) Session(ctx context.Context, name, hash string) (*corev1.Pod, error) {
+	p, err := pe.runningSession(ctx, name)
+	if p == nil || p.Labels[runspec.LabelCheckSession] != hash {
+		return nil, err
+	}
+	return p, nil
+}
+
+// runningSession is the pod name if it is a check session's that can take checks (its
+// container runs, it is not being deleted), else nil.
+func (pe *Pods) runningSession(ctx context.Context, name string) (*corev1.Pod, error) {
 	p, err := pe.Kube.CoreV1().Pods(pe.Namespace).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("finding the check container %s: %w", name, err)
-	case p.Labels[runspec.LabelCheckSession] != hash || !sessionRunning(p):
+	case p.Labels[runspec.LabelCheckSession] == "" || !sessionRunning(p):
 		return nil, nil
 	}
 	return p, nil
@@ -203,14 +213,9 @@ func SessionName(pipeline, suffix string) string {
 // one that runs: an intercept session execs into its container, as into a check's
 // container on a Concourse worker.
 func (pe *Pods) sessionContainer(ctx context.Context, name string) (Container, bool, error) {
-	p, err := pe.Kube.CoreV1().Pods(pe.Namespace).Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return Container{}, false, nil
-	case err != nil:
-		return Container{}, false, fmt.Errorf("check container %s: %w", name, err)
-	case p.Labels[runspec.LabelCheckSession] == "" || !sessionRunning(p):
-		return Container{}, false, nil
+	p, err := pe.runningSession(ctx, name)
+	if p == nil {
+		return Container{}, false, err
 	}
 	raw := p.Annotations[runspec.AnnotationSessionSpec]
 	spec, err := runspec.Decode(raw)
