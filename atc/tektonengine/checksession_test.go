@@ -231,20 +231,24 @@ func TestCheckInSessionFails(t *testing.T) {
 	}
 }
 
-// TestCheckWithoutSession: a check that cannot run in a session, or with check
-// containers off, runs as a build of its own.
+// TestCheckWithoutSession: a check that cannot run in a session, with check containers
+// off, or on a worker the database does not have yet, runs as a build of its own.
 func TestCheckWithoutSession(t *testing.T) {
 	for _, tt := range []struct {
-		name      string
-		noSession bool
-		off       bool
-	}{{name: "no session", noSession: true}, {name: "check containers off", off: true}} {
+		name         string
+		noSession    bool
+		off          bool
+		unregistered bool
+	}{{name: "no session", noSession: true}, {name: "check containers off", off: true}, {name: "worker not registered", unregistered: true}} {
 		t.Run(tt.name, func(t *testing.T) {
 			run := newRun(event.BuildStatusSucceeded, checkEvents(event.Finish{Origin: event.Origin{ID: "5"}, Time: 103, Succeeded: true})...)
 			run.version = map[string]string{"v": "2"}
 			runs := &sessionRuns{fakeRuns: &fakeRuns{run: run}, noSession: tt.noSession, ready: map[string]bool{}}
 			fx, _, f := sessionFixture(t, "", runs)
 			f.Checks.CheckContainers = !tt.off
+			if tt.unregistered {
+				f.Containers.(*dbfakes.FakeWorkerFactory).GetWorkerReturns(nil, false, nil)
+			}
 			runEngine(t, fx.build, f, nil)
 			if got := finished(fx.build); got != db.BuildStatusSucceeded {
 				t.Fatalf("status %q; want succeeded", got)
