@@ -75,6 +75,8 @@ var Permissions = []Permission{
 	{"", "pods", "", "delete"},
 	{"", "pods", "log", "get"},
 	{"", "pods", "exec", "create"},
+	// A transfer's exec is a WebSocket first (Kubernetes 1.30+), which opens with a GET.
+	{"", "pods", "exec", "get"},
 	// Credentials are read from Secrets; a build whose credentials its starter supplies
 	// (an ATC's, WithCredentials) has a Secret of its own, made, owned by its run, and
 	// replaced when a start was interrupted.

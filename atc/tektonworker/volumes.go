@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"code.cloudfoundry.org/lager/v3"
+	"code.cloudfoundry.org/lager/v3/lagerctx"
+	"github.com/concourse/concourse/atc/db/encryption"
 	"github.com/concourse/concourse/worker/baggageclaim/api"
 	"github.com/concourse/concourse/worker/baggageclaim/uidgid"
 	"github.com/concourse/concourse/worker/baggageclaim/volume"
@@ -24,9 +26,14 @@ import (
 // made, streamed and destroyed by Concourse's own baggageclaim (its API and its naive
 // driver, which copies where the others snapshot), and kept across restarts of the web
 // node, as a worker keeps its volumes.
+//
+// Shared (Share), they are the worker's volumes of every web node of the installation,
+// kept in their database, and the directory holds this node's copies (see VolumeDB).
 type Volumes struct {
 	Dir  string
 	repo volume.Repository
+	// shared is repo once Share made it the database's.
+	shared *sharedRepository
 }
 
 // OpenVolumes opens the volumes under dir, making it if need be; their filesystem logs
@@ -44,6 +51,18 @@ func OpenVolumes(logger lager.Logger, dir string) (*Volumes, error) {
 	// with, as with --baggageclaim-disable-user-namespaces.
 	repo := volume.NewRepository(fs, volume.NewLockManager(), uidgid.NoopNamespacer{}, uidgid.NoopNamespacer{})
 	return &Volumes{Dir: dir, repo: repo}, nil
+}
+
+// Share keeps the volumes in db as those of worker, shared with every web node that uses
+// the database, their contents encrypted with crypt (the ATC's encryption strategy). It
+// makes the database's tables when they are not there. It is called before Serve.
+func (v *Volumes) Share(ctx context.Context, db VolumeDB, crypt encryption.Strategy, worker string) error {
+	if err := makeVolumeTables(ctx, db); err != nil {
+		return fmt.Errorf("making the tables of the workers' volumes: %w", err)
+	}
+	v.shared = newSharedRepository(v.repo, &volumeStore{db: db, crypt: crypt, worker: worker})
+	v.repo = v.shared
+	return nil
 }
 
 // Serve serves the baggageclaim API on l until ctx ends. Like Garden's, it authenticates
@@ -76,8 +95,14 @@ func (v *Volumes) Serve(ctx context.Context, l net.Listener, logger lager.Logger
 	}
 }
 
-// VolumeHandles lists the volumes.
+// VolumeHandles lists the volumes. Shared, it also destroys this node's copies of those
+// another node destroyed.
 func (v *Volumes) VolumeHandles(ctx context.Context) ([]string, error) {
+	if v.shared != nil {
+		if err := v.shared.pruneCopies(ctx); err != nil {
+			lagerctx.FromContext(ctx).Error("pruning-volume-copies", err)
+		}
+	}
 	vols, err := v.repo.ListVolumes(ctx, volume.Properties{})
 	if err != nil {
 		return nil, err

@@ -27,6 +27,12 @@ func serveVolumes(t *testing.T) (*Volumes, baggageclaim.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return v, serve(t, v)
+}
+
+// serve serves v's baggageclaim API until the test ends, and returns a client of it.
+func serve(t *testing.T, v *Volumes) baggageclaim.Client {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +46,7 @@ func serveVolumes(t *testing.T) (*Volumes, baggageclaim.Client) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return v, bclient.New("http://"+l.Addr().String(), http.DefaultTransport)
+	return bclient.New("http://"+l.Addr().String(), http.DefaultTransport)
 }
 
 func tarOf(t *testing.T, files map[string]string) []byte {

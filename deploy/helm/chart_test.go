@@ -402,7 +402,7 @@ func TestSecretsStayInTheSecret(t *testing.T) {
 // TestRefused: values the chart cannot honour fail the render with the reason.
 func TestRefused(t *testing.T) {
 	for _, tc := range []struct{ name, values, want string }{
-		{"several web nodes", "web:\n  replicas: 2\n", "web.replicas: one web node only"},
+		{"no web node", "web:\n  replicas: 0\n", "web.replicas: one web node at least"},
 		{"no builds' namespace", "tekton:\n  namespaces: []\n", "tekton.namespaces: at least one namespace"},
 		{"a namespace twice", "tekton:\n  namespaces:\n    - name: b\n    - name: b\n", "tekton.namespaces[1]: namespace b is listed twice"},
 		{"the release's namespace", "tekton:\n  namespaces:\n    - name: concourse\n", "tekton.namespaces[0]: builds run in a namespace of their own"},

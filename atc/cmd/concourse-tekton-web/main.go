@@ -40,6 +40,7 @@ func main() {
 			PolicyChecker: config.PolicyChecker,
 		}
 		atc := webcmd.ATC{
+			DB:          config.Conn,
 			Workers:     config.WorkerFactory,
 			Containers:  config.ContainerRepository,
 			Volumes:     config.VolumeRepository,

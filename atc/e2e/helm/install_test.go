@@ -17,6 +17,7 @@ package helm
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"net"
 	"os"
@@ -37,6 +38,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/concourse-tekton/concourse-tekton/atc/e2e/internal/e2eenv"
+	"github.com/concourse-tekton/concourse-tekton/atc/internal/pgtest"
 )
 
 // repo is the repository's root, from this package's directory.
@@ -68,6 +70,7 @@ type install struct {
 	port      int    // the local port kubectl port-forward serves the web node on
 	forward   *exec.Cmd
 	password  string
+	db        *sql.DB // the web nodes' database
 }
 
 func TestInstall(t *testing.T) {
@@ -92,7 +95,8 @@ func TestInstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the API server for pods, %q: %v", apiserver, err)
 	}
-	db := startPostgres(t, apiHost)
+	db := pgtest.Start(t, apiHost)
+	in.db = db.Open(t)
 
 	// The release's namespace enforces Pod Security "restricted": a pod of the chart's
 	// that asks for more is refused, and the install fails.
@@ -122,10 +126,11 @@ func TestInstall(t *testing.T) {
 		"--set", "secrets.localUsers="+user+":"+in.password,
 		"--set", "concourse.web.auth.mainTeam.localUser="+user,
 		"--set", "postgresql.enabled=false",
-		"--set", "concourse.web.postgres.host="+apiHost, "--set", "concourse.web.postgres.port="+strconv.Itoa(db.port),
-		"--set", "secrets.postgresUser=concourse", "--set", "secrets.postgresPassword="+db.password,
+		"--set", "concourse.web.postgres.host="+apiHost, "--set", "concourse.web.postgres.port="+strconv.Itoa(db.Port),
+		"--set", "secrets.postgresUser=concourse", "--set", "secrets.postgresPassword="+db.Password,
 		"--set", "tekton.resourceImages.mock="+e2eenv.MockImage,
 		"--set", "tekton.heartbeatInterval=5s",
+		"--set", "web.replicas=2",
 		"--set-json", fmt.Sprintf(`concourse.web.env=[{"name":"KUBERNETES_SERVICE_HOST","value":%q},{"name":"KUBERNETES_SERVICE_PORT","value":%q}]`, apiHost, apiPort),
 	)
 	in.startForward()
@@ -133,6 +138,13 @@ func TestInstall(t *testing.T) {
 	in.waitForWorker("tekton-" + in.builds)
 
 	t.Run("builds", in.testBuilds)
+	// What the web nodes logged, before the next test replaces them.
+	if !t.Run("artifacts across web nodes", in.testArtifacts) {
+		in.dump()
+	}
+	if !t.Run("web node tracking a build deleted", in.testFailover) {
+		in.dump()
+	}
 	t.Run("upgrade mid-build", in.testUpgrade)
 	t.Run("uninstall", in.testUninstall)
 }
@@ -220,18 +232,7 @@ func (in *install) testBuilds(t *testing.T) {
 func (in *install) testUpgrade(t *testing.T) {
 	in.clusterSh("ctr", "images", "tag", "--force", imageRegistry+"/web:"+imageTag, imageRegistry+"/web:"+upgradeTag)
 	in.flyOK(time.Minute, "trigger-job", "-j", "chart/slow")
-	// Running: its step's pod has started (the task has printed its first line).
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		out, _ := in.flyRun(time.Minute, "watch", "-j", "chart/slow")
-		if strings.Contains(out, "\nstarted-slow") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the slow build did not start:\n%s", out)
-		}
-		time.Sleep(2 * time.Second)
-	}
+	in.waitStarted(t)
 	in.stopForward()
 	in.helmRun(5*time.Minute, "upgrade", release, filepath.Join(repo, "deploy/helm/concourse-tekton"),
 		"--namespace", in.namespace, "--reuse-values", "--wait", "--timeout", "5m", "--set", "image.tag="+upgradeTag)
@@ -252,13 +253,7 @@ func (in *install) testUpgrade(t *testing.T) {
 	}
 	// The task's lines, each once (the "running sh -c ..." line names them too).
 	for _, want := range []string{"started-slow", "done-after-upgrade"} {
-		n := 0
-		for _, line := range strings.Split(out, "\n") {
-			if strings.TrimSpace(line) == want {
-				n++
-			}
-		}
-		if n != 1 {
+		if n := linesOf(out, want); n != 1 {
 			t.Errorf("fly watch shows the line %q %d times, want once:\n%s", want, n, out)
 		}
 	}

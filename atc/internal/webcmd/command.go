@@ -74,7 +74,7 @@ func (cmd *WebCommand) Execute(args []string) error {
 			return err
 		}
 		logger, _ := cmd.RunCommand.Logger.Logger("tekton")
-		if err := t.listen(logger, cmd.Tekton.GardenBindIP, cmd.Tekton.BaggageclaimBindIP, volumes); err != nil {
+		if err := t.listen(logger, &cmd.Tekton, volumes); err != nil {
 			return err
 		}
 		defer t.close()
@@ -84,6 +84,11 @@ func (cmd *WebCommand) Execute(args []string) error {
 	runner, err := cmd.RunCommand.Runner(args)
 	if err != nil {
 		return err
+	}
+	if t := cmd.tekton; t != nil {
+		if err := t.share(context.Background()); err != nil {
+			return err
+		}
 	}
 	if t := cmd.tekton; t != nil && len(t.targets) > 0 && t.targets[0].registrar != nil {
 		// The workers are registered once the ATC runs, and stop heartbeating first.

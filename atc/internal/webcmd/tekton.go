@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,15 +48,17 @@ type TektonFlags struct {
 	ImageRegistry       string `long:"image-registry" value-name:"HOST[:PORT][/PATH]" description:"The registry that tasks running an artifact as their image (a task's output, a get of a type other than registry-image) pull it from: the cluster's nodes must pull from it and the builds' pods reach it."`
 	ImageRegistrySecret string `long:"image-registry-secret" value-name:"NAME" description:"The Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: concourse-image-registry, if it exists)."`
 
-	WorkerName         string        `long:"worker-name" description:"The name the namespace has as a worker (default: tekton-<namespace>)."`
-	Tags               []string      `long:"tag" description:"A tag of the namespace's worker: steps with tags run on a worker with all of them, steps without on a worker without tags. Can be given multiple times."`
-	Targets            string        `long:"targets" value-name:"FILE" description:"A YAML list of further targets, each a worker of its own (worker, kubeconfig, context, namespace, in_cluster, tags, service_account, storage_class, build_volume_size, image_registry, image_registry_secret): each build runs on the running target whose tags match its steps' that runs the fewest builds."`
-	HeartbeatInterval  time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
-	GardenBindIP       string        `long:"garden-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the Garden API (on a free port), through which this web node's fly intercept and fly hijack reach the builds' step containers. It authenticates no one: on a loopback address only this web node's own user may connect; on another, only the network protects it, as a Concourse worker's Garden."`
-	BaggageclaimBindIP string        `long:"baggageclaim-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the baggageclaim API (on a free port), through which this web node keeps fly execute's inputs and outputs. It authenticates no one: on another address than a loopback one, only the network protects it."`
-	VolumesDir         string        `long:"volumes-dir" value-name:"DIR" description:"Where the workers keep their volumes (fly execute's inputs and outputs), a directory each: one of this web node's own (default: concourse-tekton-web/volumes in the user's cache directory)."`
-	NoCheckContainers  bool          `long:"no-check-containers" description:"Run each check of a resource as a build of its own (a PipelineRun, a pod), rather than in the check container of the resource's config: a pod that serves its checks for as long as Concourse keeps its check session (up to an hour)."`
-	GCInterval         time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
+	WorkerName           string        `long:"worker-name" description:"The name the namespace has as a worker (default: tekton-<namespace>)."`
+	Tags                 []string      `long:"tag" description:"A tag of the namespace's worker: steps with tags run on a worker with all of them, steps without on a worker without tags. Can be given multiple times."`
+	Targets              string        `long:"targets" value-name:"FILE" description:"A YAML list of further targets, each a worker of its own (worker, kubeconfig, context, namespace, in_cluster, tags, service_account, storage_class, build_volume_size, image_registry, image_registry_secret): each build runs on the running target whose tags match its steps' that runs the fewest builds."`
+	HeartbeatInterval    time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
+	GardenBindIP         string        `long:"garden-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the Garden API, through which this web node's fly intercept and fly hijack reach the builds' step containers. It authenticates no one: on a loopback address only this web node's own user may connect; on another, only the network protects it, as a Concourse worker's Garden."`
+	GardenBindPort       int           `long:"garden-bind-port" value-name:"PORT" description:"The port of the first namespace's Garden API, the next ones' the ports after it (default: free ones). Several web nodes sharing a database need the same ports on a loopback address: each then reaches its own servers at the address the workers are registered with."`
+	BaggageclaimBindIP   string        `long:"baggageclaim-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the baggageclaim API, through which this web node keeps fly execute's inputs and outputs. It authenticates no one: on another address than a loopback one, only the network protects it."`
+	BaggageclaimBindPort int           `long:"baggageclaim-bind-port" value-name:"PORT" description:"The port of the first namespace's baggageclaim API, the next ones' the ports after it (default: free ones; see --tekton-garden-bind-port)."`
+	VolumesDir           string        `long:"volumes-dir" value-name:"DIR" description:"Where this web node keeps its copies of the workers' volumes (fly execute's inputs and outputs, which the database holds and every web node serves), a directory each (default: concourse-tekton-web/volumes in the user's cache directory)."`
+	NoCheckContainers    bool          `long:"no-check-containers" description:"Run each check of a resource as a build of its own (a PipelineRun, a pod), rather than in the check container of the resource's config: a pod that serves its checks for as long as Concourse keeps its check session (up to an hour)."`
+	GCInterval           time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
 
 	// revealSecrets is the web node's --disable-redact-secrets: the builds' steps then
 	// show the credentials they use in their logs.
@@ -103,6 +106,9 @@ func resourceImages(given map[string]string) map[string]string {
 // tekton is the web node's Kubernetes side: the targets builds run on, each a worker.
 type tekton struct {
 	targets []*tektonTarget
+	// db is the ATC's database, once the ATC is constructed (nil: none, the volumes are
+	// this web node's alone).
+	db db.DbConn
 }
 
 // tektonTarget is one target: where its builds run, and the worker it is.
@@ -183,6 +189,9 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 // containers, volumes and task caches, its worker pool (which reaches the workers' volumes),
 // its URL.
 type ATC struct {
+	// DB is the ATC's database: the workers' volumes are kept there, for every web node
+	// (nil: on this one's disk alone).
+	DB         db.DbConn
 	Workers    db.WorkerFactory
 	Containers db.ContainerRepository
 	Volumes    db.VolumeRepository
@@ -221,6 +230,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 	// The workers keep fly execute's artifacts on their volumes, which the ATC's worker
 	// pool reaches.
 	keepsArtifacts := atc.WorkerPool != nil && atc.Volumes != nil
+	cmd.tekton.db = atc.DB
 	pool := &tektonengine.Pool{}
 	for _, t := range cmd.tekton.targets {
 		opts := t.options
@@ -284,26 +294,58 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 // listen opens the listeners of each target's Garden and baggageclaim servers, on free
 // ports of --tekton-garden-bind-ip and --tekton-baggageclaim-bind-ip, and its volumes, in
 // a directory of --tekton-volumes-dir named after its worker.
-func (t *tekton) listen(logger lager.Logger, gardenIP, baggageclaimIP, volumesDir string) error {
+func (t *tekton) listen(logger lager.Logger, f *TektonFlags, volumesDir string) error {
+	gardenIP, baggageclaimIP := f.GardenBindIP, f.BaggageclaimBindIP
 	for flag, ip := range map[string]string{"--tekton-garden-bind-ip": gardenIP, "--tekton-baggageclaim-bind-ip": baggageclaimIP} {
 		if parsed := net.ParseIP(ip); parsed == nil || !parsed.IsLoopback() {
 			logger.Info("unauthenticated-server", lager.Data{"flag": flag, "ip": ip, "warning": "the server authenticates no one: whoever the network lets reach it can run commands in the builds' pods or read and write fly execute's volumes"})
 		}
 	}
-	for _, target := range t.targets {
-		l, err := net.Listen("tcp", net.JoinHostPort(gardenIP, "0"))
+	for flag, port := range map[string]int{"--tekton-garden-bind-port": f.GardenBindPort, "--tekton-baggageclaim-bind-port": f.BaggageclaimBindPort} {
+		if port < 0 || port+len(t.targets)-1 > 65535 {
+			return fmt.Errorf("%s %d: not a port for %d namespaces", flag, port, len(t.targets))
+		}
+	}
+	for i, target := range t.targets {
+		l, err := net.Listen("tcp", net.JoinHostPort(gardenIP, nthPort(f.GardenBindPort, i)))
 		if err != nil {
 			t.close()
-			return fmt.Errorf("--tekton-garden-bind-ip: %w", err)
+			return fmt.Errorf("--tekton-garden-bind-ip, --tekton-garden-bind-port: %w", err)
 		}
 		target.garden = l
-		if target.baggageclaim, err = net.Listen("tcp", net.JoinHostPort(baggageclaimIP, "0")); err != nil {
+		if target.baggageclaim, err = net.Listen("tcp", net.JoinHostPort(baggageclaimIP, nthPort(f.BaggageclaimBindPort, i))); err != nil {
 			t.close()
-			return fmt.Errorf("--tekton-baggageclaim-bind-ip: %w", err)
+			return fmt.Errorf("--tekton-baggageclaim-bind-ip, --tekton-baggageclaim-bind-port: %w", err)
 		}
 		if target.volumes, err = tektonworker.OpenVolumes(logger.Session("volumes", lager.Data{"worker": target.worker}), filepath.Join(volumesDir, target.worker)); err != nil {
 			t.close()
 			return fmt.Errorf("--tekton-volumes-dir: %w", err)
+		}
+	}
+	return nil
+}
+
+// nthPort is the port of the i-th target's server, from the flag's first one (0: a free
+// one).
+func nthPort(first, i int) string {
+	if first == 0 {
+		return "0"
+	}
+	return strconv.Itoa(first + i)
+}
+
+// share keeps the targets' volumes in the ATC's database, shared by every web node that
+// uses it (tektonworker.VolumeDB).
+func (t *tekton) share(ctx context.Context) error {
+	if t.db == nil {
+		return nil
+	}
+	for _, target := range t.targets {
+		if target.volumes == nil || target.reporter == nil || target.reporter.VolumeRecords == nil {
+			continue
+		}
+		if err := target.volumes.Share(ctx, t.db, t.db.EncryptionStrategy(), target.worker); err != nil {
+			return fmt.Errorf("worker %s: %w", target.worker, err)
 		}
 	}
 	return nil

@@ -1,6 +1,8 @@
 package webcmd
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -186,13 +188,14 @@ func TestStepperFactory(t *testing.T) {
 	if err := os.WriteFile(path, []byte(kubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Tekton = TektonFlags{Kubeconfig: path, ResourceImages: []string{"mock=e2e.invalid/mock-resource:v1"}, HeartbeatInterval: time.Second, GCInterval: time.Minute}
+	cmd.Tekton = TektonFlags{Kubeconfig: path, ResourceImages: []string{"mock=e2e.invalid/mock-resource:v1"}, HeartbeatInterval: time.Second, GCInterval: time.Minute,
+		GardenBindIP: "127.0.0.1", BaggageclaimBindIP: "127.0.0.1"}
 	tk, err := cmd.Tekton.openTekton()
 	if err != nil {
 		t.Fatal(err)
 	}
 	volumesDir := t.TempDir()
-	if err := tk.listen(lagertest.NewTestLogger("web"), "127.0.0.1", "127.0.0.1", volumesDir); err != nil {
+	if err := tk.listen(lagertest.NewTestLogger("web"), &cmd.Tekton, volumesDir); err != nil {
 		t.Fatal(err)
 	}
 	defer tk.close()
@@ -353,4 +356,65 @@ func TestTargetsErrors(t *testing.T) {
 	if _, err := (&TektonFlags{Kubeconfig: path, Tags: []string{"a b"}}).openTekton(); err == nil || !strings.Contains(err.Error(), `--tekton-tag "a b"`) {
 		t.Errorf("--tekton-tag 'a b': %v", err)
 	}
+}
+
+// TestListenPorts: with --tekton-garden-bind-port and --tekton-baggageclaim-bind-port, the
+// targets' servers listen on those ports and the ones after, in the targets' order, so
+// that every web node of an installation registers its workers with the same addresses;
+// ports that do not fit are refused.
+func TestListenPorts(t *testing.T) {
+	base := freeRun(t, 4)
+	f := &TektonFlags{GardenBindIP: "127.0.0.1", BaggageclaimBindIP: "127.0.0.1", GardenBindPort: base, BaggageclaimBindPort: base + 2}
+	tk := &tekton{targets: []*tektonTarget{{worker: "tekton-a"}, {worker: "tekton-b"}}}
+	if err := tk.listen(lagertest.NewTestLogger("web"), f, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	defer tk.close()
+	for i, target := range tk.targets {
+		garden, bc := target.garden.Addr().String(), target.baggageclaim.Addr().String()
+		if want := fmt.Sprintf("127.0.0.1:%d", base+i); garden != want {
+			t.Errorf("%s's Garden listens on %s; want %s", target.worker, garden, want)
+		}
+		if want := fmt.Sprintf("127.0.0.1:%d", base+2+i); bc != want {
+			t.Errorf("%s's baggageclaim listens on %s; want %s", target.worker, bc, want)
+		}
+	}
+	// A second web node on the same host cannot take them: it says which flags.
+	other := &tekton{targets: []*tektonTarget{{worker: "tekton-a"}}}
+	if err := other.listen(lagertest.NewTestLogger("web"), f, t.TempDir()); err == nil || !strings.Contains(err.Error(), "--tekton-garden-bind-port") {
+		other.close()
+		t.Errorf("ports taken: %v; want an error naming --tekton-garden-bind-port", err)
+	}
+	f.GardenBindPort = 65535
+	tk2 := &tekton{targets: []*tektonTarget{{worker: "tekton-a"}, {worker: "tekton-b"}}}
+	if err := tk2.listen(lagertest.NewTestLogger("web"), f, t.TempDir()); err == nil || !strings.Contains(err.Error(), "--tekton-garden-bind-port 65535: not a port for 2 namespaces") {
+		tk2.close()
+		t.Errorf("ports past 65535: %v; want refused", err)
+	}
+}
+
+// freeRun finds n consecutive ports free on the loopback address.
+func freeRun(t *testing.T, n int) int {
+	t.Helper()
+	for try := 0; try < 50; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		ok := base+n <= 65536
+		for p := base; ok && p < base+n; p++ {
+			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err != nil {
+				ok = false
+			} else {
+				l.Close()
+			}
+		}
+		if ok {
+			return base
+		}
+	}
+	t.Fatalf("no %d consecutive free ports", n)
+	return 0
 }

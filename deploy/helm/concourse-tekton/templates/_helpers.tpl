@@ -52,8 +52,8 @@ capabilities:
 
 {{/* The chart's refusals: values it cannot honour. */}}
 {{- define "ct.validate" -}}
-{{- if ne (int .Values.web.replicas) 1 -}}
-{{- fail "web.replicas: one web node only, for now: several would serve the same builds' namespaces as workers of their own (see docs/install.md)" -}}
+{{- if lt (int .Values.web.replicas) 1 -}}
+{{- fail "web.replicas: one web node at least" -}}
 {{- end -}}
 {{- if not .Values.tekton.namespaces -}}
 {{- fail "tekton.namespaces: at least one namespace for the builds" -}}
