@@ -26,8 +26,8 @@
 #   CONCOURSE_TEKTON_NAMESPACE       the namespace builds run in
 #   CONCOURSE_TEKTON_RUNNER_IMAGE    the step runner's image
 #   CONCOURSE_TEKTON_RESOURCE_IMAGE  base resource types' images: TYPE=IMAGE,TYPE=IMAGE
-#   CONCOURSE_TEKTON_VOLUMES_DIR     where the workers keep fly execute's artifacts
-#                                    (<state>/volumes: each web node needs its own)
+#   CONCOURSE_TEKTON_VOLUMES_DIR     where the web node keeps its copies of fly execute's
+#                                    artifacts, which the database holds (<state>/volumes)
 # (and CONCOURSE_TEKTON_CONTEXT, _IN_CLUSTER, _SERVICE_ACCOUNT, _STORAGE_CLASS,
 # _BUILD_VOLUME_SIZE, _USER_NAMESPACES, _WORKER_NAME, _HEARTBEAT_INTERVAL).
 # Arguments after `up --` are passed to the web node as flags.
