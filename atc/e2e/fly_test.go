@@ -24,6 +24,7 @@ type worker struct {
 	Platform      string   `json:"platform"`
 	Version       string   `json:"version"`
 	Tags          []string `json:"tags"`
+	Team          string   `json:"team"`
 	Containers    int      `json:"active_containers"`
 	Volumes       int      `json:"active_volumes"`
 	ResourceTypes []struct {

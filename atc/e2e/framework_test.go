@@ -48,8 +48,9 @@ type webNode struct {
 	kube   kubernetes.Interface
 	tekton tekton.Interface
 	// ns is the namespace its builds run in; tagged, a further target's, whose worker
-	// has the tag taggedTag (--tekton-targets).
-	ns, tagged string
+	// has the tag taggedTag (--tekton-targets); team, a third's, whose worker is team
+	// workerTeam's.
+	ns, tagged, team string
 	// env is web.sh's environment: its state, ports and --tekton-* flags, and a home of
 	// its own, so that fly's targets (~/.flyrc) are the test's.
 	env   []string
@@ -62,6 +63,10 @@ const flyTarget = "e2e"
 
 // taggedTag is the tag of the web node's second target's worker.
 const taggedTag = "e2e-tagged"
+
+// workerTeam is the team whose worker the web node's third target is (made by
+// TestTeamWorker: until then, the worker is not saved).
+const workerTeam = "e2e-team"
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -116,7 +121,8 @@ func start() (w *webNode, stop func(), err error) {
 	ctx := context.Background()
 	w.ns = "atc-e2e-" + rand.String(5)
 	w.tagged = w.ns + "-tagged"
-	for _, ns := range []string{w.ns, w.tagged} {
+	w.team = w.ns + "-team"
+	for _, ns := range []string{w.ns, w.tagged, w.team} {
 		if _, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			return nil, stop, fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
@@ -145,7 +151,8 @@ func start() (w *webNode, stop func(), err error) {
 	undo = append(undo, func() { os.RemoveAll(tmp) })
 	w.state = filepath.Join(tmp, "web")
 	targets := filepath.Join(tmp, "targets.yml")
-	if err := os.WriteFile(targets, []byte(fmt.Sprintf("- namespace: %s\n  kubeconfig: %s\n  tags: [%s]\n", w.tagged, path, taggedTag)), 0o600); err != nil {
+	if err := os.WriteFile(targets, []byte(fmt.Sprintf("- namespace: %s\n  kubeconfig: %s\n  tags: [%s]\n- namespace: %s\n  kubeconfig: %s\n  team: %s\n",
+		w.tagged, path, taggedTag, w.team, path, workerTeam)), 0o600); err != nil {
 		return nil, stop, err
 	}
 	home := filepath.Join(tmp, "home")

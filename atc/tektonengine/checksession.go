@@ -71,11 +71,12 @@ func (c targetCheck) Delete(ctx context.Context, name string) error {
 // a choice) comes first, as
 // Concourse's check step finds the worker of its session's container.
 func (p *Pool) PrepareCheck(ctx context.Context, planJSON []byte, ref BuildRef, has func(worker string) bool) (*WorkerCheck, error) {
-	specs, tags, matching, err := p.matching(planJSON)
+	specs, tags, matching, err := p.matching(planJSON, ref.team())
 	if err != nil {
 		return nil, err
 	}
 	running, unreadable := candidates(ctx, matching)
+	running = ownFirst(running, ref.team())
 	for i, w := range running {
 		if len(running) > 1 && has(w.Name) {
 			running[0], running[i] = running[i], running[0]
@@ -86,7 +87,7 @@ func (p *Pool) PrepareCheck(ctx context.Context, planJSON []byte, ref BuildRef, 
 		if unreadable != nil {
 			return nil, unreadable
 		}
-		return nil, noWorkers(specs, tags, p.running(ctx))
+		return nil, noWorkers(specs, tags, p.running(ctx, ref.team()))
 	}
 	w := running[0]
 	br, ok := w.Runs.(*backendRuns)

@@ -23,8 +23,10 @@ import (
 // Worker is one target of the web node as the ATC knows it: a worker of that name and
 // those tags, whose builds run as Runs on Target.
 type Worker struct {
-	Name   string
-	Tags   []string
+	Name string
+	Tags []string
+	// Team is the team whose worker this is (empty: every team's).
+	Team   string
 	Target *tektonrun.Target
 	Runs   Runs
 }
@@ -37,7 +39,9 @@ type Worker struct {
 // runs whole on one target: a build whose steps have tags runs on a target with every
 // tag of its steps, and its untagged steps run there too. A build whose run exists on a
 // target (started before the web node restarted) is attached to there. Its steps show
-// the worker as the one selected (the run says the node its pod ran on). When no target is
+// the worker as the one selected (the run says the node its pod ran on). A target that is a
+// team's worker (Worker.Team) takes only that team's builds, and the team's builds run
+// only there while one of its own is running and matches (Concourse's team workers). When no target is
 // running and matches, the build errors as a Concourse step does, with "no workers
 // satisfying: ..." (NoWorkersError).
 type Pool struct {
@@ -48,7 +52,7 @@ var _ Runs = (*Pool)(nil)
 
 // Start starts the build on the target Pool chooses, or attaches to its run.
 func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, error) {
-	specs, tags, matching, err := p.matching(planJSON)
+	specs, tags, matching, err := p.matching(planJSON, ref.team())
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +68,7 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 		}
 	}
 	candidates, unreadable := candidates(ctx, matching)
-	for _, w := range candidates {
+	for _, w := range ownFirst(candidates, ref.team()) {
 		run, err := w.start(ctx, planJSON, ref)
 		if errors.Is(err, tektonrun.ErrNotRunning) {
 			continue // landed since
@@ -74,11 +78,12 @@ func (p *Pool) Start(ctx context.Context, planJSON []byte, ref BuildRef) (Run, e
 	if unreadable != nil {
 		return nil, unreadable
 	}
-	return nil, noWorkers(specs, tags, p.running(ctx))
+	return nil, noWorkers(specs, tags, p.running(ctx, ref.team()))
 }
 
-// matching are the workers whose tags match a build's steps', with what the steps need.
-func (p *Pool) matching(planJSON []byte) ([]workerSpec, []string, []*Worker, error) {
+// matching are the workers of the team's that take its builds and whose tags match a
+// build's steps', with what the steps need.
+func (p *Pool) matching(planJSON []byte, team string) ([]workerSpec, []string, []*Worker, error) {
 	var plan atc.Plan
 	if err := json.Unmarshal(planJSON, &plan); err != nil {
 		return nil, nil, nil, fmt.Errorf("decoding the build plan: %w", err)
@@ -87,7 +92,7 @@ func (p *Pool) matching(planJSON []byte) ([]workerSpec, []string, []*Worker, err
 	tags := neededTags(specs)
 	var matching []*Worker
 	for i := range p.Workers {
-		if w := &p.Workers[i]; w.satisfies(specs, tags) {
+		if w := &p.Workers[i]; w.serves(team) && w.satisfies(specs, tags) {
 			matching = append(matching, w)
 		}
 	}
@@ -184,12 +189,15 @@ func (w *Worker) runs(ctx context.Context, ref BuildRef) (bool, error) {
 	return false, nil
 }
 
-// running are the workers that take builds, for NoWorkersError; an error reading a
-// target's state leaves it out.
-func (p *Pool) running(ctx context.Context) []*Worker {
+// running are the workers that take the team's builds, for NoWorkersError; an error
+// reading a target's state leaves it out.
+func (p *Pool) running(ctx context.Context, team string) []*Worker {
 	var running []*Worker
 	for i := range p.Workers {
 		w := &p.Workers[i]
+		if !w.serves(team) {
+			continue
+		}
 		if state, err := w.Target.State(ctx); err == nil && state == tektonrun.StateRunning {
 			running = append(running, w)
 		}
@@ -258,6 +266,28 @@ func neededTags(specs []workerSpec) []string {
 	}
 	slices.Sort(tags)
 	return slices.Compact(tags)
+}
+
+// serves tells whether the worker takes the team's builds: its own team's, or every
+// team's.
+func (w *Worker) serves(team string) bool {
+	return w.Team == "" || w.Team == team
+}
+
+// ownFirst are the workers of running that are the team's own, when it has any, else
+// the others: Concourse uses a team's workers for its builds while any is running and
+// fits them, and the workers of every team only when none is.
+func ownFirst(running []*Worker, team string) []*Worker {
+	var own []*Worker
+	for _, w := range running {
+		if w.Team != "" && w.Team == team {
+			own = append(own, w)
+		}
+	}
+	if len(own) > 0 {
+		return own
+	}
+	return running
 }
 
 // satisfies tells whether the worker can run a build of those steps, needing those tags

@@ -311,3 +311,60 @@ func TestPoolCheckedVersions(t *testing.T) {
 		t.Errorf("versions %v, want %v", got, want)
 	}
 }
+
+// teamWorker is a poolWorker that is a team's.
+func teamWorker(name, team string, tags []string, running int, landing bool) Worker {
+	w := poolWorker(name, tags, running, landing)
+	w.Team = team
+	return w
+}
+
+// TestPoolTeams: a team's workers take its builds alone, and its builds go there while
+// one of them is running and fits, even busier than a worker of every team's; without
+// one, to the workers of every team; never to another team's (atc/worker/pool.go's
+// allCompatibleAndRunningWorkers).
+func TestPoolTeams(t *testing.T) {
+	plan := func(tags ...string) []byte {
+		b, err := json.Marshal(atc.Plan{ID: "1", Task: &atc.TaskPlan{Name: "t", Tags: tags, Config: &atc.TaskConfig{Platform: "linux", Run: atc.TaskRunConfig{Path: "true"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ref := func(team string) BuildRef {
+		return BuildRef{Meta: tektonrun.BuildMeta{Team: team, Pipeline: "app", Job: "unit", Build: "1"}, ID: 1}
+	}
+	for _, tc := range []struct {
+		name    string
+		workers []Worker
+		team    string
+		tags    []string
+		want    string
+		wantErr string
+	}{
+		{"the team's own, though busier", []Worker{poolWorker("shared", nil, 0, false), teamWorker("a-ns", "a", nil, 4, false)}, "a", nil, "a-ns", ""},
+		{"another team's is never used", []Worker{teamWorker("a-ns", "a", nil, 0, false), poolWorker("shared", nil, 3, false)}, "b", nil, "shared", ""},
+		{"the team's own landing: every team's", []Worker{teamWorker("a-ns", "a", nil, 0, true), poolWorker("shared", nil, 3, false)}, "a", nil, "shared", ""},
+		{"the team's own without the tag: every team's with it", []Worker{teamWorker("a-ns", "a", nil, 0, false), poolWorker("gpu", []string{"gpu"}, 0, false)}, "a", []string{"gpu"}, "gpu", ""},
+		{"only another team's fits: no worker", []Worker{teamWorker("a-ns", "a", nil, 0, false)}, "b", nil, "",
+			"no workers satisfying: platform 'linux', version: '2.5'"},
+		{"a one-off build names no team: main's", []Worker{poolWorker("shared", nil, 0, false), teamWorker("main-ns", "main", nil, 2, false)}, "", nil, "main-ns", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool := &Pool{Workers: tc.workers}
+			_, err := pool.Start(context.Background(), plan(tc.tags...), ref(tc.team))
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("error %v; want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := started(pool); got != tc.want {
+				t.Errorf("started on %q; want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -101,6 +101,12 @@ type BuildRef struct {
 	TaskCaches map[string]map[string]int
 }
 
+// team is the build's team's name (main when the ref names none, as a one-off build's
+// name does).
+func (r BuildRef) team() string {
+	return cmp.Or(r.Meta.Team, "main")
+}
+
 // WithCredentials is the ref with the build's credentials resolved by creds (see
 // BuildRef.Credentials).
 func (r BuildRef) WithCredentials(creds vars.Variables) BuildRef {

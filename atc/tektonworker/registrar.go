@@ -62,9 +62,23 @@ func Worker(name string, resourceImages map[string]string) atc.Worker {
 	return w
 }
 
+// Teams finds the team whose worker a team's target is: the ATC's db.TeamFactory.
+type Teams interface {
+	FindTeam(name string) (db.Team, bool, error)
+}
+
+var _ Teams = db.TeamFactory(nil)
+
+// ErrNoTeam is a beat's error when the worker's team does not exist (yet): the worker is
+// not saved, neither as the team's nor as every team's, and the next beat tries again.
+var ErrNoTeam = errors.New("the worker's team does not exist")
+
 // Registrar keeps a target's worker in the ATC's database.
 type Registrar struct {
 	Workers Workers
+	// Teams saves a team's worker (Worker.Team), as the TSA saves a worker registered
+	// with --team: the team's own, used by its builds alone.
+	Teams Teams
 	Target  Checker
 	// Worker is what is saved (see Worker); its State is the registrar's.
 	Worker atc.Worker
@@ -123,6 +137,11 @@ func (r *Registrar) Run(ctx context.Context) error {
 		if err == nil {
 			break
 		}
+		if errors.Is(err, ErrNoTeam) {
+			// Made later (fly set-team): saved then, at a beat.
+			r.Logger.Info("waiting-for-team", lager.Data{"worker": r.Worker.Name, "team": r.Worker.Team})
+			break
+		}
 		if try == registerTries {
 			return fmt.Errorf("registering worker %s: %w", r.Worker.Name, err)
 		}
@@ -140,7 +159,9 @@ func (r *Registrar) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if err := r.Beat(ctx); err != nil {
+			if err := r.Beat(ctx); errors.Is(err, ErrNoTeam) {
+				r.Logger.Debug("waiting-for-team", lager.Data{"worker": r.Worker.Name, "team": r.Worker.Team})
+			} else if err != nil {
 				r.Logger.Error("failed-to-save-worker", err)
 			}
 		}
@@ -177,8 +198,7 @@ func (r *Registrar) Beat(ctx context.Context) error {
 		logger.Error("target-not-ready", errors.New(Problems(report)))
 		w.State = string(db.WorkerStateStalled)
 		r.running = false
-		_, err := r.Workers.SaveWorker(w, ttl)
-		return err
+		return r.save(w, ttl)
 	}
 	if st := report.Status; st != nil && st.State != tektonrun.StateRunning {
 		// Landed or retired on the cluster (concourse-tekton land, retire): the worker
@@ -188,8 +208,7 @@ func (r *Registrar) Beat(ctx context.Context) error {
 			logger.Info("not-running", lager.Data{"state": st.State, "since": st.Since, "builds": st.Running})
 		}
 		r.running, r.state = false, st.State
-		_, err := r.Workers.SaveWorker(w, ttl)
-		return err
+		return r.save(w, ttl)
 	}
 	r.state = ""
 	if r.running {
@@ -217,7 +236,7 @@ func (r *Registrar) Beat(ctx context.Context) error {
 		logger.Info("worker-pruned-saving-again")
 	}
 	w.State = string(db.WorkerStateRunning)
-	if _, err := r.Workers.SaveWorker(w, ttl); err != nil {
+	if err := r.save(w, ttl); err != nil {
 		return err
 	}
 	if !r.running {
@@ -225,6 +244,27 @@ func (r *Registrar) Beat(ctx context.Context) error {
 	}
 	r.running = true
 	return nil
+}
+
+// save saves the worker, for ttl: its team's when it has one (ErrNoTeam when the team
+// does not exist), every team's otherwise.
+func (r *Registrar) save(w atc.Worker, ttl time.Duration) error {
+	if w.Team == "" {
+		_, err := r.Workers.SaveWorker(w, ttl)
+		return err
+	}
+	if r.Teams == nil {
+		return fmt.Errorf("worker %s is team %s's, and no team can be found", w.Name, w.Team)
+	}
+	team, found, err := r.Teams.FindTeam(w.Team)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("%w: %s", ErrNoTeam, w.Team)
+	}
+	_, err = team.SaveWorker(w, ttl)
+	return err
 }
 
 // Problems says, in one line, why a target's check failed.

@@ -341,3 +341,56 @@ func TestBeatAsksPermissionsNowAndThen(t *testing.T) {
 		t.Errorf("beats that asked for the permissions (-want +got):\n%s", diff)
 	}
 }
+
+// TestBeatTeam: a team's worker is saved as the team's, as the TSA saves a worker
+// registered with --team; while the team does not exist, it is not saved at all (not as
+// every team's either), and Run waits for it rather than failing.
+func TestBeatTeam(t *testing.T) {
+	workers := new(dbfakes.FakeWorkerFactory)
+	team := new(dbfakes.FakeTeam)
+	team.SaveWorkerReturns(new(dbfakes.FakeWorker), nil)
+	teams := new(dbfakes.FakeTeamFactory)
+	teams.FindTeamReturns(nil, false, nil)
+	w := Worker("tekton-a", nil)
+	w.Team = "a"
+	r := &Registrar{
+		Workers:  workers,
+		Teams:    teams,
+		Target:   &checker{reports: []tektonrun.CheckReport{ok, ok, ok}},
+		Worker:   w,
+		Interval: 10 * time.Second,
+		Logger:   lagertest.NewTestLogger("worker"),
+	}
+	if err := r.Beat(context.Background()); !errors.Is(err, ErrNoTeam) {
+		t.Fatalf("no team a: %v; want ErrNoTeam", err)
+	}
+	if n := workers.SaveWorkerCallCount() + team.SaveWorkerCallCount(); n != 0 {
+		t.Fatalf("saved %d times with no team a; want never", n)
+	}
+	teams.FindTeamReturns(team, true, nil)
+	if err := r.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if name := teams.FindTeamArgsForCall(1); name != "a" || team.SaveWorkerCallCount() != 1 || workers.SaveWorkerCallCount() != 0 {
+		t.Fatalf("saved for team %q: team's %d, every team's %d; want team a's once", name, team.SaveWorkerCallCount(), workers.SaveWorkerCallCount())
+	}
+	if saved, ttl := team.SaveWorkerArgsForCall(0); saved.Team != "a" || saved.State != "running" || ttl != 20*time.Second {
+		t.Errorf("saved %+v for %s; want team a's worker, running, for two intervals", saved, ttl)
+	}
+	// Running: heartbeats, as every worker's.
+	if err := r.Beat(context.Background()); err != nil || workers.HeartbeatWorkerCallCount() != 1 {
+		t.Errorf("heartbeat: %v, %d; want one", err, workers.HeartbeatWorkerCallCount())
+	}
+
+	// Run waits for a team that is not there yet.
+	teams.FindTeamReturns(nil, false, nil)
+	r2 := &Registrar{Workers: workers, Teams: teams, Target: &checker{reports: []tektonrun.CheckReport{ok}}, Worker: w, Interval: time.Hour, Logger: lagertest.NewTestLogger("worker")}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r2.Run(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run with no team: %v; want it to wait", err)
+	}
+}

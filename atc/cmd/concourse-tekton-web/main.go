@@ -42,6 +42,7 @@ func main() {
 		atc := webcmd.ATC{
 			DB:          config.Conn,
 			Workers:     config.WorkerFactory,
+			Teams:       config.TeamFactory,
 			Containers:  config.ContainerRepository,
 			Volumes:     config.VolumeRepository,
 			WorkerPool:  &config.WorkerPool,

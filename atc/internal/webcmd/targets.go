@@ -35,6 +35,7 @@ type TargetSpec struct {
 	Namespace  string   `yaml:"namespace"`
 	InCluster  bool     `yaml:"in_cluster"`
 	Tags       []string `yaml:"tags"`
+	Team       string   `yaml:"team"`
 
 	ServiceAccount      string `yaml:"service_account"`
 	StorageClass        string `yaml:"storage_class"`
@@ -53,7 +54,7 @@ var tagPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/-]*$`)
 const tagRule = "letters, digits, and _ . : / - after the first"
 
 // targetFields are the keys of a TargetSpec in the file, in the order errors list them.
-var targetFields = []string{"worker", "kubeconfig", "context", "namespace", "in_cluster", "tags", "service_account", "storage_class", "build_volume_size", "image_registry", "image_registry_secret"}
+var targetFields = []string{"worker", "kubeconfig", "context", "namespace", "in_cluster", "tags", "team", "service_account", "storage_class", "build_volume_size", "image_registry", "image_registry_secret"}
 
 // yamlLine is the position yaml puts in its type errors' messages.
 var yamlLine = regexp.MustCompile(`^line \d+: `)
@@ -130,6 +131,8 @@ func fieldOf(s *TargetSpec, key string) any {
 		return &s.InCluster
 	case "tags":
 		return &s.Tags
+	case "team":
+		return &s.Team
 	case "service_account":
 		return &s.ServiceAccount
 	case "storage_class":

@@ -50,7 +50,8 @@ type TektonFlags struct {
 
 	WorkerName           string        `long:"worker-name" description:"The name the namespace has as a worker (default: tekton-<namespace>)."`
 	Tags                 []string      `long:"tag" description:"A tag of the namespace's worker: steps with tags run on a worker with all of them, steps without on a worker without tags. Can be given multiple times."`
-	Targets              string        `long:"targets" value-name:"FILE" description:"A YAML list of further targets, each a worker of its own (worker, kubeconfig, context, namespace, in_cluster, tags, service_account, storage_class, build_volume_size, image_registry, image_registry_secret): each build runs on the running target whose tags match its steps' that runs the fewest builds."`
+	Team                 string        `long:"team" description:"The team whose worker the namespace is: only its builds and checks run there, and they run nowhere else while it is running and fits them, as on a Concourse worker registered with --team (default: every team's)."`
+	Targets              string        `long:"targets" value-name:"FILE" description:"A YAML list of further targets, each a worker of its own (worker, kubeconfig, context, namespace, in_cluster, tags, team, service_account, storage_class, build_volume_size, image_registry, image_registry_secret): each build runs on the running target whose tags match its steps' that runs the fewest builds, its team's own first."`
 	HeartbeatInterval    time.Duration `long:"heartbeat-interval" default:"30s" description:"How often the namespace is checked and its worker heartbeated."`
 	GardenBindIP         string        `long:"garden-bind-ip" default:"127.0.0.1" description:"The IP on which each namespace's worker serves the Garden API, through which this web node's fly intercept and fly hijack reach the builds' step containers. It authenticates no one: on a loopback address only this web node's own user may connect; on another, only the network protects it, as a Concourse worker's Garden."`
 	GardenBindPort       int           `long:"garden-bind-port" value-name:"PORT" description:"The port of the first namespace's Garden API, the next ones' the ports after it (default: free ones). Several web nodes sharing a database need the same ports on a loopback address: each then reaches its own servers at the address the workers are registered with."`
@@ -115,6 +116,7 @@ type tekton struct {
 type tektonTarget struct {
 	worker    string
 	tags      []string
+	team      string // the team whose worker it is (empty: every team\'s)
 	target    *tektonrun.Target
 	options   translate.Options
 	backend   *tektonrun.Backend
@@ -138,7 +140,7 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 	if err != nil {
 		return nil, err
 	}
-	specs := []TargetSpec{{Worker: f.WorkerName, Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace, InCluster: f.InCluster, Tags: f.Tags}}
+	specs := []TargetSpec{{Worker: f.WorkerName, Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace, InCluster: f.InCluster, Tags: f.Tags, Team: f.Team}}
 	for _, tag := range f.Tags {
 		if !tagPattern.MatchString(tag) {
 			return nil, fmt.Errorf("--tekton-tag %q is not a tag (%s)", tag, tagRule)
@@ -180,7 +182,7 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 		o.BuildVolumeSize = cmp.Or(s.BuildVolumeSize, o.BuildVolumeSize)
 		o.ImageRegistry = cmp.Or(strings.TrimSuffix(s.ImageRegistry, "/"), o.ImageRegistry)
 		o.ImageRegistrySecret = cmp.Or(s.ImageRegistrySecret, o.ImageRegistrySecret)
-		t.targets = append(t.targets, &tektonTarget{worker: name, tags: s.Tags, target: target, options: o})
+		t.targets = append(t.targets, &tektonTarget{worker: name, tags: s.Tags, team: s.Team, target: target, options: o})
 	}
 	return t, nil
 }
@@ -191,8 +193,10 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 type ATC struct {
 	// DB is the ATC's database: the workers' volumes are kept there, for every web node
 	// (nil: on this one's disk alone).
-	DB         db.DbConn
-	Workers    db.WorkerFactory
+	DB      db.DbConn
+	Workers db.WorkerFactory
+	// Teams finds the teams whose workers namespaces are (--tekton-team, team:).
+	Teams      db.TeamFactory
 	Containers db.ContainerRepository
 	Volumes    db.VolumeRepository
 	// WorkerPool, when set, keeps one-off builds' artifacts on the workers' volumes
@@ -240,7 +244,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 			t.backend.MountRunnerWhereSupported()
 		}
 		worker := tektonworker.Worker(t.worker, resourceImages(opts.ResourceImages))
-		worker.Tags = t.tags
+		worker.Tags, worker.Team = t.tags, t.team
 		reporter := &tektonworker.Reporter{
 			Worker:   t.worker,
 			Interval: f.HeartbeatInterval,
@@ -260,6 +264,7 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		}
 		t.registrar = &tektonworker.Registrar{
 			Workers:  atc.Workers,
+			Teams:    atc.Teams,
 			Target:   t.target,
 			Worker:   worker,
 			Interval: f.HeartbeatInterval,
@@ -278,8 +283,8 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 				Logger:   logger.Session("gc", lager.Data{"worker": t.worker}),
 			}
 		}
-		pool.Workers = append(pool.Workers, tektonengine.Worker{Name: t.worker, Tags: t.tags, Target: t.target, Runs: tektonengine.NewRuns(t.backend, builds)})
-		logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": t.worker, "tags": t.tags})
+		pool.Workers = append(pool.Workers, tektonengine.Worker{Name: t.worker, Tags: t.tags, Team: t.team, Target: t.target, Runs: tektonengine.NewRuns(t.backend, builds)})
+		logger.Info("using-tekton", lager.Data{"target": t.target.Name, "namespace": t.target.Namespace, "worker": t.worker, "tags": t.tags, "team": t.team})
 	}
 	if checks != nil {
 		checks.CheckContainers = !f.NoCheckContainers

@@ -279,11 +279,12 @@ func TestTargets(t *testing.T) {
   kubeconfig: `+path+`
   namespace: arm
   tags: [arm]
+  team: embedded
   image_registry: registry.arm:5000/ci/
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd, _, err := parse(t, "web", "--tekton-kubeconfig", path, "--tekton-tag", "main", "--tekton-targets", file,
+	cmd, _, err := parse(t, "web", "--tekton-kubeconfig", path, "--tekton-tag", "main", "--tekton-team", "ops", "--tekton-targets", file,
 		"--tekton-storage-class", "standard", "--tekton-image-registry", "10.0.0.1:5000", "--tekton-node-selector", "gpu=accelerator=nvidia")
 	if err != nil {
 		t.Fatal(err)
@@ -300,6 +301,7 @@ func TestTargets(t *testing.T) {
 	f := web.StepperFactory(lagertest.NewTestLogger("web"), new(enginefakes.FakeStepperFactory), ATC{Workers: new(dbfakes.FakeWorkerFactory), ExternalURL: "http://ci"}, nil, nil).(*tektonengine.StepperFactory)
 	type worker struct {
 		Name, Namespace, StorageClass, Registry string
+		Team, RegisteredTeam                    string
 		Tags, RegisteredTags                    []string
 		NodeSelectors                           map[string]map[string]string
 		Swept                                   bool
@@ -307,13 +309,13 @@ func TestTargets(t *testing.T) {
 	var got []worker
 	for i, w := range f.Runs.(*tektonengine.Pool).Workers {
 		tt := tk.targets[i]
-		got = append(got, worker{w.Name, w.Target.Namespace, tt.options.StorageClass, tt.options.ImageRegistry, w.Tags, tt.registrar.Worker.Tags, tt.options.NodeSelectors, tt.sweeper != nil && tt.sweeper.Target == w.Target})
+		got = append(got, worker{w.Name, w.Target.Namespace, tt.options.StorageClass, tt.options.ImageRegistry, w.Team, tt.registrar.Worker.Team, w.Tags, tt.registrar.Worker.Tags, tt.options.NodeSelectors, tt.sweeper != nil && tt.sweeper.Target == w.Target})
 	}
 	gpu := map[string]map[string]string{"gpu": {"accelerator": "nvidia"}}
 	want := []worker{
-		{"tekton-from-context", "from-context", "standard", "10.0.0.1:5000", []string{"main"}, []string{"main"}, gpu, true},
-		{"tekton-gpu", "gpu", "fast", "10.0.0.1:5000", []string{"gpu", "big"}, []string{"gpu", "big"}, gpu, true},
-		{"arm", "arm", "standard", "registry.arm:5000/ci", []string{"arm"}, []string{"arm"}, gpu, true},
+		{"tekton-from-context", "from-context", "standard", "10.0.0.1:5000", "ops", "ops", []string{"main"}, []string{"main"}, gpu, true},
+		{"tekton-gpu", "gpu", "fast", "10.0.0.1:5000", "", "", []string{"gpu", "big"}, []string{"gpu", "big"}, gpu, true},
+		{"arm", "arm", "standard", "registry.arm:5000/ci", "embedded", "embedded", []string{"arm"}, []string{"arm"}, gpu, true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("workers (-want +got):\n%s", diff)
