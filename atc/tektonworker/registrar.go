@@ -78,8 +78,8 @@ type Registrar struct {
 	Workers Workers
 	// Teams saves a team's worker (Worker.Team), as the TSA saves a worker registered
 	// with --team: the team's own, used by its builds alone.
-	Teams Teams
-	Target  Checker
+	Teams  Teams
+	Target Checker
 	// Worker is what is saved (see Worker); its State is the registrar's.
 	Worker atc.Worker
 	// Interval between checks (zero: DefaultInterval). The worker is kept for two.
