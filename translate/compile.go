@@ -491,8 +491,18 @@ func (c *compiler) leaf(spec runspec.Spec, image string, variant taskVariant, ta
 	kind := strings.ReplaceAll(string(spec.Mode), "_", "-")
 	name := c.taskName(kind + "-" + spec.Name)
 	variant.sharedCaches = c.sharesCaches(spec)
+	account, err := c.opts.Identity.account(c.opts.Team, spec.Mode, tags)
+	if err != nil && c.err == nil {
+		c.err = &UnsupportedError{PlanID: c.origin(concourse.PlanID(spec.PlanID)), Step: spec.Name, Reason: err.Error()}
+	}
+	if account != "" {
+		variant.identityAudience, variant.identityExpiration = c.opts.Identity.audience(), c.opts.Identity.expiration()
+	}
 	c.tasks = append(c.tasks, c.pipelineTask(name, image, variant, &spec, e))
 	c.nodeSelector(name, tags)
+	if account != "" {
+		c.taskRunSpec(name).ServiceAccountName = account
+	}
 	if variant.runAs != 0 {
 		// The build volume is written by every step: the kubelet gives it (its root, and
 		// once all that is in it) to a group of the user's, as Kubernetes does for a pod
@@ -658,11 +668,16 @@ func (c *compiler) nodeSelector(task string, tags concourse.Tags) {
 
 // podTemplate is the pod template of one PipelineTask's pods, made on first use.
 func (c *compiler) podTemplate(task string) *pod.Template {
+	return c.taskRunSpec(task).PodTemplate
+}
+
+// taskRunSpec is the run spec of one PipelineTask's TaskRuns, made on first use.
+func (c *compiler) taskRunSpec(task string) *v1.PipelineTaskRunSpec {
 	for i := range c.runSpecs {
 		if c.runSpecs[i].PipelineTaskName == task {
-			return c.runSpecs[i].PodTemplate
+			return &c.runSpecs[i]
 		}
 	}
 	c.runSpecs = append(c.runSpecs, v1.PipelineTaskRunSpec{PipelineTaskName: task, PodTemplate: &pod.Template{}})
-	return c.runSpecs[len(c.runSpecs)-1].PodTemplate
+	return &c.runSpecs[len(c.runSpecs)-1]
 }

@@ -68,6 +68,10 @@ type Options struct {
 	// NodeSelectors map worker tags to node labels: a step tagged `t` runs on nodes with
 	// the labels NodeSelectors[t].
 	NodeSelectors map[string]map[string]string
+	// Identity maps steps to the ServiceAccounts whose tokens they run with, a cloud
+	// identity each (IRSA, Workload Identity): none by default, every step's pod then
+	// running as ServiceAccount without a token.
+	Identity Identity
 	// VarSources are the names of the pipeline's var_sources, whose ((source:var)) the
 	// runner reads from Secrets.
 	VarSources []string
@@ -228,4 +232,73 @@ func imageFromRootfsURI(uri string) (string, bool) {
 		return name + ":" + tag, true
 	}
 	return rest, true
+}
+
+// Identity maps steps to ServiceAccounts, whose token a step's pod alone then has: a
+// step runs as the ServiceAccount its tags map to (ByTag), else a task as its build's
+// team's (ByTeam); any other step has no token at all. The token is projected at
+// IdentityTokenPath for Audience, for ExpirationSeconds (the kubelet renews it), and the
+// pod runs as the ServiceAccount, which is what a cloud's own webhook (EKS's IRSA) or
+// metadata server (GKE's Workload Identity) goes by.
+type Identity struct {
+	// ByTag maps worker tags to ServiceAccounts: a task, get, put or check with the tag
+	// runs as the tag's ServiceAccount (two of its tags mapping to two accounts: an error).
+	ByTag map[string]string
+	// ByTeam maps teams to ServiceAccounts: a task of the team's builds whose tags map to
+	// none runs as the team's. Gets, puts and checks run a resource type's code, and have
+	// a token only when their tags map to one.
+	ByTeam map[string]string
+	// Audience is the token's audience (default DefaultIdentityAudience).
+	Audience string
+	// ExpirationSeconds is the token's lifetime (default DefaultIdentityExpiration;
+	// Kubernetes' least is 600).
+	ExpirationSeconds int64
+}
+
+// Defaults of Identity: the audience and lifetime of the tokens EKS's IRSA projects.
+const (
+	DefaultIdentityAudience   = "sts.amazonaws.com"
+	DefaultIdentityExpiration = 86400
+)
+
+// IdentityTokenPath is where a step with an identity finds its token; the step's
+// environment names it as IdentityTokenEnv.
+const (
+	IdentityTokenDir  = "/var/run/secrets/concourse-tekton/identity"
+	IdentityTokenPath = IdentityTokenDir + "/token"
+	IdentityTokenEnv  = "CONCOURSE_IDENTITY_TOKEN_FILE"
+)
+
+// account is the ServiceAccount a step of mode with tags, of team's build, runs as ("":
+// none), or an error when its tags map to two.
+func (id Identity) account(team string, mode runspec.Mode, tags []string) (string, error) {
+	var sa, from string
+	for _, t := range tags {
+		a, ok := id.ByTag[t]
+		if !ok || a == sa {
+			continue
+		}
+		if sa != "" {
+			return "", fmt.Errorf("its tags %s and %s map to two service accounts, %s and %s: a step runs as one", from, t, sa, a)
+		}
+		sa, from = a, t
+	}
+	if sa == "" && mode == runspec.ModeTask {
+		sa = id.ByTeam[team]
+	}
+	return sa, nil
+}
+
+func (id Identity) audience() string {
+	if id.Audience != "" {
+		return id.Audience
+	}
+	return DefaultIdentityAudience
+}
+
+func (id Identity) expiration() int64 {
+	if id.ExpirationSeconds > 0 {
+		return id.ExpirationSeconds
+	}
+	return DefaultIdentityExpiration
 }

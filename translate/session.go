@@ -149,6 +149,12 @@ func (r *Result) CheckSession() (*CheckSession, error) {
 			Resources:       *run.ComputeResources.DeepCopy(),
 		}},
 	}
+	for _, e := range run.Env {
+		if e.Name == IdentityTokenEnv {
+			// Where the step's token is (Identity), for its checks too.
+			podSpec.Containers[0].Env = append(podSpec.Containers[0].Env, e)
+		}
+	}
 	if install != nil {
 		podSpec.InitContainers = []corev1.Container{{
 			Name:            install.Name,
@@ -215,7 +221,7 @@ func sessionVolumes(volumes []corev1.Volume, mounts []corev1.VolumeMount) ([]cor
 	kept := map[string]bool{}
 	for _, v := range volumes {
 		switch v.Name {
-		case "runner", "scratch", "tmp-build":
+		case "runner", "scratch", "tmp-build", "identity":
 			keptVolumes = append(keptVolumes, *v.DeepCopy())
 			kept[v.Name] = true
 		case "credentials":

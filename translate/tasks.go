@@ -61,6 +61,10 @@ type taskVariant struct {
 	// imageVolume: the runner comes from its image mounted as a volume, not copied in
 	// (Options.RunnerImageVolume).
 	imageVolume bool
+	// identityAudience, when not empty, projects the token of the pod's ServiceAccount
+	// for that audience, for identityExpiration seconds, into the step (Identity).
+	identityAudience   string
+	identityExpiration int64
 }
 
 // registrySecret is the param naming the Secret of the registry's credentials that the
@@ -127,6 +131,9 @@ func (v taskVariant) appendKey(b []byte) []byte {
 		}
 		b = append(b, k...)
 	}
+	if v.identityAudience != "" {
+		b = strconv.AppendInt(append(append(append(b, 3), v.identityAudience...), 0), v.identityExpiration, 10)
+	}
 	return b
 }
 
@@ -179,6 +186,17 @@ func makeStepTask(runnerImage string, v taskVariant) *v1.Task {
 		}
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: src}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: s.path, ReadOnly: true})
+	}
+	var env []corev1.EnvVar
+	if v.identityAudience != "" {
+		// The token of the pod's ServiceAccount (Identity), for this step alone.
+		volumes = append(volumes, corev1.Volume{Name: "identity", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{
+				Audience: v.identityAudience, ExpirationSeconds: ptr(v.identityExpiration), Path: "token",
+			}}},
+		}}})
+		mounts = append(mounts, corev1.VolumeMount{Name: "identity", MountPath: IdentityTokenDir, ReadOnly: true})
+		env = append(env, corev1.EnvVar{Name: IdentityTokenEnv, Value: IdentityTokenPath})
 	}
 	params := v1.ParamSpecs{
 		{Name: runspec.ParamImage, Type: v1.ParamTypeString, Description: "the step's image"},
@@ -236,7 +254,7 @@ func makeStepTask(runnerImage string, v taskVariant) *v1.Task {
 		Command: []string{runspec.RunnerPath},
 		Args: append([]string{string(runspec.ModeStep), "--" + runspec.ParamSpec + "=$(params." + runspec.ParamSpec + ")",
 			"--image=$(params." + runspec.ParamImage + ")"}, publishArgs...),
-		Env:          buildContextEnv(),
+		Env:          append(buildContextEnv(), env...),
 		VolumeMounts: mounts,
 	}
 	run.SecurityContext = stepSecurity(v)

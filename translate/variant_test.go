@@ -34,6 +34,10 @@ func TestTaskVariantKey(t *testing.T) {
 		"verdictInline": func(v *taskVariant) { v.verdict, v.verdictInline = true, true },
 		"sharedCaches":  func(v *taskVariant) { v.sharedCaches = true },
 		"imageVolume":   func(v *taskVariant) { v.imageVolume = true },
+		"identityAudience": func(v *taskVariant) {
+			v.identityAudience, v.identityExpiration = "sts.amazonaws.com", 3600
+		},
+		"identityExpiration": func(v *taskVariant) { v.identityAudience, v.identityExpiration = "vault", 600 },
 	}
 	typ := reflect.TypeOf(taskVariant{})
 	for i := range typ.NumField() {
@@ -48,6 +52,7 @@ func TestTaskVariantKey(t *testing.T) {
 		"secret path":     func(v *taskVariant) { v.secrets = []secretMount{{secret: "s", path: "/q"}} },
 		"two secrets":     func(v *taskVariant) { v.secrets = []secretMount{{secret: "s", path: "/p"}, {secret: "t", path: "/p"}} },
 		"two credentials": func(v *taskVariant) { v.credentials = []string{"k", "l"} },
+		"identity expiry": func(v *taskVariant) { v.identityAudience, v.identityExpiration = "vault", 601 },
 	}
 	keys := map[string]string{string(taskVariant{}.appendKey(nil)): "the zero variant"}
 	for _, m := range []map[string]func(*taskVariant){set, more} {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -21,6 +22,10 @@ const (
 	BuildVolumeSize   = "build-volume-size"
 	ImageRegistry     = "image-registry"
 	DefaultTaskImage  = "default-task-image"
+	TagAccount        = "tag-service-account"
+	TeamAccount       = "team-service-account"
+	IdentityAudience  = "identity-audience"
+	IdentityLifetime  = "identity-expiration"
 )
 
 // RunnerVolume says whether builds mount the runner's image into each step pod as a
@@ -59,6 +64,13 @@ type Flags struct {
 	// ImageRegistry is HOST[:PORT][/PATH], without a scheme; a trailing / is dropped.
 	ImageRegistry       string
 	ImageRegistrySecret string
+	// TagAccounts are TAG=ACCOUNT, TeamAccounts TEAM=ACCOUNT: the ServiceAccounts whose
+	// tokens steps run with (translate.Options.Identity), for IdentityAudience and
+	// IdentityExpiration (zero: the defaults).
+	TagAccounts        []string
+	TeamAccounts       []string
+	IdentityAudience   string
+	IdentityExpiration time.Duration
 }
 
 // Options are the translate options the settings give. flag spells a setting's flag as
@@ -114,6 +126,40 @@ func (f Flags) Options(flag func(setting string) string) (translate.Options, err
 			opts.NodeSelectors[tag] = map[string]string{}
 		}
 		opts.NodeSelectors[tag][key] = value
+	}
+	accounts := func(setting string, pairs []string, what string) map[string]string {
+		m := map[string]string{}
+		for _, pair := range pairs {
+			key, sa, ok := strings.Cut(pair, "=")
+			if !ok || key == "" || sa == "" {
+				invalid(setting, pair, "use %s=SERVICE_ACCOUNT", what)
+				continue
+			}
+			if bad := validation.IsDNS1123Subdomain(sa); len(bad) > 0 {
+				invalid(setting, pair, "the service account %q: %s", sa, bad[0])
+				continue
+			}
+			if other, ok := m[key]; ok && other != sa {
+				invalid(setting, pair, "%s %s maps to %s already", strings.ToLower(what), key, other)
+				continue
+			}
+			m[key] = sa
+		}
+		if len(m) == 0 {
+			return nil
+		}
+		return m
+	}
+	opts.Identity = translate.Identity{
+		ByTag:    accounts(TagAccount, f.TagAccounts, "TAG"),
+		ByTeam:   accounts(TeamAccount, f.TeamAccounts, "TEAM"),
+		Audience: f.IdentityAudience,
+	}
+	if d := f.IdentityExpiration; d != 0 {
+		if d < 10*time.Minute || d%time.Second != 0 {
+			invalid(IdentityLifetime, d.String(), "give whole seconds, 10m at least (Kubernetes' least for a projected token)")
+		}
+		opts.Identity.ExpirationSeconds = int64(d / time.Second)
 	}
 	if s := f.BuildVolumeSize; s != "" {
 		if _, err := resource.ParseQuantity(s); err != nil {

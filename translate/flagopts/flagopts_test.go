@@ -3,6 +3,7 @@ package flagopts
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -22,6 +23,10 @@ func TestOptions(t *testing.T) {
 		UserNamespaces:      true,
 		ImageRegistry:       "10.0.0.1:5000/ci/",
 		ImageRegistrySecret: "push",
+		TagAccounts:         []string{"aws=deployer", "gcp=gke-deployer", "aws=deployer"},
+		TeamAccounts:        []string{"ml=ml-builder"},
+		IdentityAudience:    "vault",
+		IdentityExpiration:  time.Hour,
 	}
 	got, err := f.Options(Prefixed("--"))
 	if err != nil {
@@ -43,6 +48,8 @@ func TestOptions(t *testing.T) {
 		UserNamespaces:      true,
 		ImageRegistry:       "10.0.0.1:5000/ci",
 		ImageRegistrySecret: "push",
+		Identity: translate.Identity{ByTag: map[string]string{"aws": "deployer", "gcp": "gke-deployer"}, ByTeam: map[string]string{"ml": "ml-builder"},
+			Audience: "vault", ExpirationSeconds: 3600},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -99,6 +106,10 @@ func TestOptionsErrors(t *testing.T) {
 		{"a default task image with a scheme", Flags{DefaultTaskImage: "docker:///busybox"}, []string{`invalid --default-task-image "docker:///busybox": give an image reference such as busybox:1.37, without a scheme`}},
 		{"a default task image with a space", Flags{DefaultTaskImage: "busybox 1"}, []string{`invalid --default-task-image "busybox 1"`}},
 		{"a runner volume that is none", Flags{RunnerVolume: "sometimes"}, []string{`invalid --runner-image-volume "sometimes": use auto, true or false`}},
+		{"a tag's account without =", Flags{TagAccounts: []string{"aws"}}, []string{`invalid --tag-service-account "aws": use TAG=SERVICE_ACCOUNT`}},
+		{"an account that is none", Flags{TeamAccounts: []string{"ml=Not_One"}}, []string{`invalid --team-service-account "ml=Not_One": the service account "Not_One"`}},
+		{"a tag with two accounts", Flags{TagAccounts: []string{"aws=a", "aws=b"}}, []string{`invalid --tag-service-account "aws=b": tag aws maps to a already`}},
+		{"a token's life too short", Flags{IdentityExpiration: time.Minute}, []string{`invalid --identity-expiration "1m0s": give whole seconds, 10m at least`}},
 		{"several", Flags{ResourceImages: []string{"x"}, ImageRegistry: "http://r"}, []string{`invalid --resource-image "x"`, `invalid --image-registry "http://r"`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

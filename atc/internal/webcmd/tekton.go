@@ -35,15 +35,19 @@ type TektonFlags struct {
 	Namespace  string `long:"namespace" description:"Run builds on Kubernetes, in this namespace (default: the context's, else the pod's, else default)."`
 	InCluster  bool   `long:"in-cluster" description:"Run builds on Kubernetes, with the pod's service account, whatever kubeconfig there is."`
 
-	RunnerImage       string   `long:"runner-image" value-name:"IMAGE" description:"The step runner's image (default: this version's, ghcr.io/concourse-tekton/runner)."`
-	RunnerImageVolume string   `long:"runner-image-volume" default:"auto" optional:"yes" optional-value:"true" choice:"auto" choice:"true" choice:"false" description:"Mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own: a container fewer a pod. auto: when the cluster is known to mount images (its API server and every node Kubernetes 1.35+, with containerd 2.1+ or CRI-O 1.31+), asked at most once a minute; true (the flag alone): always; false: never."`
-	DefaultTaskImage  string   `long:"default-task-image" value-name:"IMAGE" description:"The image of a task that names none (its config no image_resource or rootfs_uri, its step no image), as Concourse runs such a task in its worker's default root file system (default: none, and such a task errors)."`
-	ResourceImages    []string `long:"resource-image" value-name:"TYPE=IMAGE" description:"The image of a base resource type, laid over the defaults (concourse/<type>-resource). Can be given multiple times."`
-	NodeSelectors     []string `long:"node-selector" value-name:"TAG=LABEL=VALUE" description:"Run the steps with a worker tag on the nodes with a label, on every target: a step tagged TAG runs on nodes labelled LABEL=VALUE. Can be given multiple times."`
-	ServiceAccount    string   `long:"service-account" description:"The service account the builds' pods run as (default: the namespace's default)."`
-	StorageClass      string   `long:"storage-class" description:"The storage class of build volumes (default: the cluster's)."`
-	BuildVolumeSize   string   `long:"build-volume-size" default:"1Gi" description:"The size of each build's volume."`
-	UserNamespaces    bool     `long:"user-namespaces" description:"Run every step that is not privileged in a user namespace of its own (hostUsers: false)."`
+	RunnerImage         string        `long:"runner-image" value-name:"IMAGE" description:"The step runner's image (default: this version's, ghcr.io/concourse-tekton/runner)."`
+	RunnerImageVolume   string        `long:"runner-image-volume" default:"auto" optional:"yes" optional-value:"true" choice:"auto" choice:"true" choice:"false" description:"Mount the runner's image into each step pod as a volume instead of copying the runner in with a container of its own: a container fewer a pod. auto: when the cluster is known to mount images (its API server and every node Kubernetes 1.35+, with containerd 2.1+ or CRI-O 1.31+), asked at most once a minute; true (the flag alone): always; false: never."`
+	DefaultTaskImage    string        `long:"default-task-image" value-name:"IMAGE" description:"The image of a task that names none (its config no image_resource or rootfs_uri, its step no image), as Concourse runs such a task in its worker's default root file system (default: none, and such a task errors)."`
+	ResourceImages      []string      `long:"resource-image" value-name:"TYPE=IMAGE" description:"The image of a base resource type, laid over the defaults (concourse/<type>-resource). Can be given multiple times."`
+	NodeSelectors       []string      `long:"node-selector" value-name:"TAG=LABEL=VALUE" description:"Run the steps with a worker tag on the nodes with a label, on every target: a step tagged TAG runs on nodes labelled LABEL=VALUE. Can be given multiple times."`
+	ServiceAccount      string        `long:"service-account" description:"The service account the builds' pods run as (default: the namespace's default)."`
+	StorageClass        string        `long:"storage-class" description:"The storage class of build volumes (default: the cluster's)."`
+	BuildVolumeSize     string        `long:"build-volume-size" default:"1Gi" description:"The size of each build's volume."`
+	UserNamespaces      bool          `long:"user-namespaces" description:"Run every step that is not privileged in a user namespace of its own (hostUsers: false)."`
+	TagServiceAccounts  []string      `long:"tag-service-account" value-name:"TAG=SERVICE_ACCOUNT" description:"Run the steps with a worker tag (tasks, gets, puts, checks) as a ServiceAccount of the namespace, with its token projected into the step alone: a cloud identity (IRSA, Workload Identity). Can be given multiple times; by default no step has a token."`
+	TeamServiceAccounts []string      `long:"team-service-account" value-name:"TEAM=SERVICE_ACCOUNT" description:"Run the tasks of a team's builds whose tags map to no account (--tekton-tag-service-account) as a ServiceAccount, with its token projected into the task alone. Can be given multiple times."`
+	IdentityAudience    string        `long:"identity-audience" default:"sts.amazonaws.com" description:"The audience of the token a step with a ServiceAccount has (EKS's IRSA by default)."`
+	IdentityExpiration  time.Duration `long:"identity-expiration" default:"24h" description:"The lifetime of that token (the kubelet renews it before it ends; 10m at least)."`
 
 	ImageRegistry       string `long:"image-registry" value-name:"HOST[:PORT][/PATH]" description:"The registry that tasks running an artifact as their image (a task's output, a get of a type other than registry-image) pull it from: the cluster's nodes must pull from it and the builds' pods reach it."`
 	ImageRegistrySecret string `long:"image-registry-secret" value-name:"NAME" description:"The Secret (kubernetes.io/dockerconfigjson) with the image registry's credentials for pushing (default: concourse-image-registry, if it exists)."`
@@ -86,6 +90,10 @@ func (f *TektonFlags) settings() flagopts.Flags {
 		UserNamespaces:      f.UserNamespaces,
 		ImageRegistry:       f.ImageRegistry,
 		ImageRegistrySecret: f.ImageRegistrySecret,
+		TagAccounts:         f.TagServiceAccounts,
+		TeamAccounts:        f.TeamServiceAccounts,
+		IdentityAudience:    f.IdentityAudience,
+		IdentityExpiration:  f.IdentityExpiration,
 	}
 }
 

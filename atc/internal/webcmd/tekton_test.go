@@ -22,22 +22,27 @@ import (
 
 func TestTektonFlags(t *testing.T) {
 	want := TektonFlags{
-		Namespace:          "ci",
-		RunnerImage:        "ghcr.io/concourse-tekton/runner:dev",
-		DefaultTaskImage:   "busybox:1.37",
-		ResourceImages:     []string{"mock=e2e.invalid/mock-resource:v1", "git=e2e.invalid/git-resource:v1"},
-		NodeSelectors:      []string{"gpu=accelerator=nvidia", "arm=kubernetes.io/arch=arm64"},
-		BuildVolumeSize:    "1Gi",
-		RunnerImageVolume:  "auto",
-		HeartbeatInterval:  30 * time.Second,
-		GardenBindIP:       "127.0.0.1",
-		BaggageclaimBindIP: "127.0.0.1",
-		GCInterval:         10 * time.Minute,
+		Namespace:           "ci",
+		RunnerImage:         "ghcr.io/concourse-tekton/runner:dev",
+		DefaultTaskImage:    "busybox:1.37",
+		ResourceImages:      []string{"mock=e2e.invalid/mock-resource:v1", "git=e2e.invalid/git-resource:v1"},
+		NodeSelectors:       []string{"gpu=accelerator=nvidia", "arm=kubernetes.io/arch=arm64"},
+		BuildVolumeSize:     "1Gi",
+		RunnerImageVolume:   "auto",
+		HeartbeatInterval:   30 * time.Second,
+		GardenBindIP:        "127.0.0.1",
+		BaggageclaimBindIP:  "127.0.0.1",
+		GCInterval:          10 * time.Minute,
+		TagServiceAccounts:  []string{"aws=deployer", "gcp=gke"},
+		TeamServiceAccounts: []string{"ml=ml-builder"},
+		IdentityAudience:    "sts.amazonaws.com",
+		IdentityExpiration:  24 * time.Hour,
 	}
 	t.Run("flags", func(t *testing.T) {
 		cmd, _, err := parse(t, "web", "--tekton-namespace", "ci", "--tekton-runner-image", "ghcr.io/concourse-tekton/runner:dev",
 			"--tekton-default-task-image", "busybox:1.37", "--tekton-resource-image", "mock=e2e.invalid/mock-resource:v1", "--tekton-resource-image", "git=e2e.invalid/git-resource:v1",
-			"--tekton-node-selector", "gpu=accelerator=nvidia", "--tekton-node-selector", "arm=kubernetes.io/arch=arm64")
+			"--tekton-node-selector", "gpu=accelerator=nvidia", "--tekton-node-selector", "arm=kubernetes.io/arch=arm64",
+			"--tekton-tag-service-account", "aws=deployer", "--tekton-tag-service-account", "gcp=gke", "--tekton-team-service-account", "ml=ml-builder")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,6 +56,8 @@ func TestTektonFlags(t *testing.T) {
 		t.Setenv("CONCOURSE_TEKTON_DEFAULT_TASK_IMAGE", "busybox:1.37")
 		t.Setenv("CONCOURSE_TEKTON_RESOURCE_IMAGE", "mock=e2e.invalid/mock-resource:v1,git=e2e.invalid/git-resource:v1")
 		t.Setenv("CONCOURSE_TEKTON_NODE_SELECTOR", "gpu=accelerator=nvidia,arm=kubernetes.io/arch=arm64")
+		t.Setenv("CONCOURSE_TEKTON_TAG_SERVICE_ACCOUNT", "aws=deployer,gcp=gke")
+		t.Setenv("CONCOURSE_TEKTON_TEAM_SERVICE_ACCOUNT", "ml=ml-builder")
 		cmd, _, err := parse(t, "web")
 		if err != nil {
 			t.Fatal(err)

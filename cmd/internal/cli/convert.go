@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
@@ -137,6 +138,9 @@ func (f *convertFlags) registerCompile(cmd *cobra.Command) {
 	fl.StringVar(&f.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
 	fl.StringArrayVar(&f.shared.NodeSelectors, "tag", nil, "run steps with a worker tag on matching nodes, as TAG=LABEL=VALUE (repeatable)")
 	fl.StringVar(&f.shared.ServiceAccount, "service-account", "", "the service account the build's pods run as")
+	fl.StringArrayVar(&f.shared.TagAccounts, flagopts.TagAccount, nil, "run the steps with a worker tag as a service account, with its token projected into the step alone (a cloud identity), as TAG=SERVICE_ACCOUNT (repeatable; default: no step has a token)")
+	fl.StringVar(&f.shared.IdentityAudience, flagopts.IdentityAudience, translate.DefaultIdentityAudience, "the audience of the token of a step with a service account")
+	fl.DurationVar(&f.shared.IdentityExpiration, flagopts.IdentityLifetime, translate.DefaultIdentityExpiration*time.Second, "the lifetime of that token (10m at least)")
 	fl.StringVar(&f.shared.StorageClass, "storage-class", "", "the storage class of build volumes (default: the cluster's)")
 	fl.StringVar(&f.shared.BuildVolumeSize, "build-volume-size", "1Gi", "the size of each build's volume")
 	fl.BoolVar(&f.shared.UserNamespaces, "user-namespaces", false, "run every step that is not privileged in a user namespace of its own (hostUsers: false): root in the container, unprivileged on the node")
