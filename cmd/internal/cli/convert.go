@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -138,9 +139,7 @@ func (f *convertFlags) registerCompile(cmd *cobra.Command) {
 	fl.StringVar(&f.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
 	fl.StringArrayVar(&f.shared.NodeSelectors, "tag", nil, "run steps with a worker tag on matching nodes, as TAG=LABEL=VALUE (repeatable)")
 	fl.StringVar(&f.shared.ServiceAccount, "service-account", "", "the service account the build's pods run as")
-	fl.StringArrayVar(&f.shared.TagAccounts, flagopts.TagAccount, nil, "run the steps with a worker tag as a service account, with its token projected into the step alone (a cloud identity), as TAG=SERVICE_ACCOUNT (repeatable; default: no step has a token)")
-	fl.StringVar(&f.shared.IdentityAudience, flagopts.IdentityAudience, translate.DefaultIdentityAudience, "the audience of the token of a step with a service account")
-	fl.DurationVar(&f.shared.IdentityExpiration, flagopts.IdentityLifetime, translate.DefaultIdentityExpiration*time.Second, "the lifetime of that token (10m at least)")
+	registerIdentity(fl, &f.shared)
 	fl.StringVar(&f.shared.StorageClass, "storage-class", "", "the storage class of build volumes (default: the cluster's)")
 	fl.StringVar(&f.shared.BuildVolumeSize, "build-volume-size", "1Gi", "the size of each build's volume")
 	fl.BoolVar(&f.shared.UserNamespaces, "user-namespaces", false, "run every step that is not privileged in a user namespace of its own (hostUsers: false): root in the container, unprivileged on the node")
@@ -762,4 +761,11 @@ func writeOutDir(dir string, names []objectName, docs [][]byte, held [][]string,
 		return err
 	}
 	return &exitError{code: code, err: fmt.Errorf("interrupted once every file was committed: %s holds the whole conversion", dir)}
+}
+
+// registerIdentity registers the flags of the steps' cloud identities (Identity).
+func registerIdentity(fl *pflag.FlagSet, shared *flagopts.Flags) {
+	fl.StringArrayVar(&shared.TagAccounts, flagopts.TagAccount, nil, "run the steps with a worker tag as a service account, with its token projected into the step alone (a cloud identity), as TAG=SERVICE_ACCOUNT (repeatable; default: no step has a token)")
+	fl.StringVar(&shared.IdentityAudience, flagopts.IdentityAudience, translate.DefaultIdentityAudience, "the audience of the token of a step with a service account")
+	fl.DurationVar(&shared.IdentityExpiration, flagopts.IdentityLifetime, translate.DefaultIdentityExpiration*time.Second, "the lifetime of that token (10m at least)")
 }

@@ -98,6 +98,7 @@ detaches.`,
 	fl.StringArrayVar(&f.compile.shared.ResourceImages, "resource-image", nil, "the image of a base resource type, as TYPE=IMAGE (repeatable)")
 	fl.StringVar(&f.compile.resourceFile, "resource-images", "", "a YAML file mapping base resource types to images")
 	fl.StringVar(&f.compile.shared.ServiceAccount, "service-account", "", "the service account the build's pods run as")
+	registerIdentity(fl, &f.compile.shared)
 	fl.StringVar(&f.compile.shared.StorageClass, "storage-class", "", "the storage class of the build volume (default: the cluster's)")
 	fl.StringVar(&f.compile.shared.BuildVolumeSize, "build-volume-size", "1Gi", "the size of the build's volume")
 	fl.BoolVar(&f.compile.shared.UserNamespaces, "user-namespaces", false, "run the task, unless privileged, in a user namespace of its own (hostUsers: false)")
