@@ -273,6 +273,9 @@ func (t *Target) CheckWith(ctx context.Context, o CheckOptions) CheckReport {
 		ps, psErr = t.podSecurity(ctx, flags)
 	}
 	r.PodSecurity = ps
+	if psErr == nil {
+		t.setPodSecurity(ps)
+	}
 	var runnerErr error
 	if !o.AssumeGranted {
 		var m RunnerMount

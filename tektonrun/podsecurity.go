@@ -116,6 +116,34 @@ type RejectedSteps struct {
 	Reasons []string `json:"reasons"`
 }
 
+// PrivilegedRefused says why the namespace refuses privileged steps' pods ("": it
+// admits them, or its level is unknown).
+func (p *PodSecurity) PrivilegedRefused() string {
+	if p == nil {
+		return ""
+	}
+	for _, r := range p.Rejected {
+		if r.Steps == translate.PrivilegedSteps {
+			return fmt.Sprintf("namespace enforces Pod Security %s: %s", p.Level, strings.Join(r.Reasons, "; "))
+		}
+	}
+	return ""
+}
+
+// LastPodSecurity is what the target's latest check found of its namespace's Pod Security
+// (nil: no check found it yet).
+func (t *Target) LastPodSecurity() *PodSecurity {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastPodSecurity
+}
+
+func (t *Target) setPodSecurity(ps *PodSecurity) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastPodSecurity = ps
+}
+
 // Blocks tells whether the namespace forbids steps every pipeline has (not only the
 // privileged ones the pipeline asks for).
 func (p *PodSecurity) Blocks() bool {

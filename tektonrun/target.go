@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync"
 
 	"github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
 	"k8s.io/client-go/kubernetes"
@@ -29,6 +30,10 @@ type Target struct {
 	Config    *rest.Config // nil when built from existing clients
 	Kube      kubernetes.Interface
 	Tekton    versioned.Interface
+
+	mu sync.Mutex
+	// lastPodSecurity is what the latest check found of the namespace's Pod Security.
+	lastPodSecurity *PodSecurity
 }
 
 // inCluster names the target of a pod's own service account, where there is no context.

@@ -368,11 +368,14 @@ var runnerImageDir = strings.TrimPrefix(path.Dir(runspec.RunnerBinary), "/")
 // its name) again for every job of every pipeline.
 var stepTasks = &processMemo[string, *v1.Task]{max: 4096}
 
+// PrivilegedSteps names the StepKind of privileged steps.
+const PrivilegedSteps = "privileged steps (privileged: true)"
+
 // StepKinds are the kinds of step pods a build runs, by what their containers may do,
 // each with its step Task (for checking them against a namespace's Pod Security level).
 func StepKinds(runnerImage string) []StepKind {
 	return []StepKind{
-		{Name: "privileged steps (privileged: true)", Task: stepTaskFor(runnerImage, taskVariant{privileged: true})},
+		{Name: PrivilegedSteps, Task: stepTaskFor(runnerImage, taskVariant{privileged: true})},
 		{Name: "steps whose runner switches to run.user (root, then the user)", Task: stepTaskFor(runnerImage, taskVariant{asRoot: true})},
 		{Name: "other steps (the image's user)", Task: stepTaskFor(runnerImage, taskVariant{})},
 		{Name: "tasks whose run.user is a number other than 0", Task: stepTaskFor(runnerImage, taskVariant{runAs: 1000})},

@@ -123,7 +123,13 @@ func start() (w *webNode, stop func(), err error) {
 	w.tagged = w.ns + "-tagged"
 	w.team = w.ns + "-team"
 	for _, ns := range []string{w.ns, w.tagged, w.team} {
-		if _, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		labels := map[string]string{}
+		if ns == w.tagged {
+			// Pod Security baseline, as the chart's builds' namespaces: no privileged step
+			// runs there (TestPrivilegedRefused).
+			labels["pod-security.kubernetes.io/enforce"] = "baseline"
+		}
+		if _, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
 			return nil, stop, fmt.Errorf("creating namespace %s: %w", ns, err)
 		}
 		undo = append(undo, func() {

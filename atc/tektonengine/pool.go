@@ -91,10 +91,26 @@ func (p *Pool) matching(planJSON []byte, team string) ([]workerSpec, []string, [
 	specs := workerSpecs(&plan)
 	tags := neededTags(specs)
 	var matching []*Worker
+	var refused []string
+	privileged := slices.IndexFunc(specs, func(s workerSpec) bool { return s.privileged })
 	for i := range p.Workers {
-		if w := &p.Workers[i]; w.serves(team) && w.satisfies(specs, tags) {
-			matching = append(matching, w)
+		w := &p.Workers[i]
+		if !w.serves(team) || !w.satisfies(specs, tags) {
+			continue
 		}
+		if privileged >= 0 {
+			// A namespace whose Pod Security refuses privileged pods (as its latest check
+			// found) cannot run the build: it is refused now, not when its pod is.
+			if why := w.Target.LastPodSecurity().PrivilegedRefused(); why != "" {
+				refused = append(refused, fmt.Sprintf("worker %s's %s", w.Name, why))
+				continue
+			}
+		}
+		matching = append(matching, w)
+	}
+	if len(matching) == 0 && len(refused) > 0 {
+		s := specs[privileged]
+		return specs, tags, nil, &NoWorkersError{PlanID: s.plan, Spec: s.description(), Refused: "privileged: " + strings.Join(refused, "; ")}
 	}
 	return specs, tags, matching, nil
 }
@@ -213,6 +229,9 @@ type workerSpec struct {
 	resourceType string
 	platform     string
 	tags         []string
+	// privileged: the step's container is privileged (a task's privileged: true, a
+	// resource type's privileged: true).
+	privileged bool
 }
 
 // description is worker.Spec.Description.
@@ -237,13 +256,13 @@ func workerSpecs(plan *atc.Plan) []workerSpec {
 	plan.Each(func(p *atc.Plan) {
 		switch {
 		case p.Get != nil:
-			specs = append(specs, workerSpec{plan: p.ID, resourceType: p.Get.TypeImage.BaseType, tags: p.Get.Tags})
+			specs = append(specs, workerSpec{plan: p.ID, resourceType: p.Get.TypeImage.BaseType, tags: p.Get.Tags, privileged: p.Get.TypeImage.Privileged})
 		case p.Put != nil:
-			specs = append(specs, workerSpec{plan: p.ID, resourceType: p.Put.TypeImage.BaseType, tags: p.Put.Tags})
+			specs = append(specs, workerSpec{plan: p.ID, resourceType: p.Put.TypeImage.BaseType, tags: p.Put.Tags, privileged: p.Put.TypeImage.Privileged})
 		case p.Check != nil:
-			specs = append(specs, workerSpec{plan: p.ID, resourceType: p.Check.TypeImage.BaseType, tags: p.Check.Tags})
+			specs = append(specs, workerSpec{plan: p.ID, resourceType: p.Check.TypeImage.BaseType, tags: p.Check.Tags, privileged: p.Check.TypeImage.Privileged})
 		case p.Task != nil:
-			s := workerSpec{plan: p.ID, tags: p.Task.Tags}
+			s := workerSpec{plan: p.ID, tags: p.Task.Tags, privileged: p.Task.Privileged}
 			if c := p.Task.Config; c != nil {
 				// A task's image_resource is checked first, in a container of its type.
 				if c.ImageResource != nil {
@@ -316,10 +335,17 @@ type NoWorkersError struct {
 	PlanID atc.PlanID
 	// Spec is the step's worker spec, as Concourse describes it.
 	Spec string
+	// Refused, when not empty, says why the workers that match otherwise cannot run the
+	// step: they refuse privileged containers (a Concourse worker never does).
+	Refused string
 }
 
 func (e *NoWorkersError) Error() string {
-	return fmt.Sprintf("no workers satisfying: %s, version: '%s'", e.Spec, concourse.WorkerVersion)
+	msg := fmt.Sprintf("no workers satisfying: %s, version: '%s'", e.Spec, concourse.WorkerVersion)
+	if e.Refused != "" {
+		msg += " (" + e.Refused + ")"
+	}
+	return msg
 }
 
 // noWorkers is the NoWorkersError of a build of those steps, needing those tags, given

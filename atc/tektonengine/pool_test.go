@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -366,5 +367,55 @@ func TestPoolTeams(t *testing.T) {
 				t.Errorf("started on %q; want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestPoolPrivileged: a build with a privileged step runs only where the namespace's Pod
+// Security admits privileged pods (as the target's latest check found it), even on a
+// busier worker; where no worker that matches otherwise admits them, the build is refused
+// before anything of it is made, at the privileged step, saying which namespaces refuse
+// and why.
+func TestPoolPrivileged(t *testing.T) {
+	strict := func(name string, tags []string, running int) Worker {
+		w := poolWorker(name, tags, running, false)
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}}}
+		w.Target = tektonrun.NewTargetFromClients(name, fake.NewSimpleClientset(ns), tektonfake.NewSimpleClientset())
+		return w
+	}
+	check := func(ws []Worker) {
+		for _, w := range ws {
+			w.Target.CheckWith(context.Background(), tektonrun.CheckOptions{AssumeGranted: true})
+		}
+	}
+	plan := func(privileged bool, tags ...string) []byte {
+		b, err := json.Marshal(atc.Plan{ID: "7", Task: &atc.TaskPlan{Name: "docker", Privileged: privileged, Tags: tags,
+			Config: &atc.TaskConfig{Platform: "linux", Run: atc.TaskRunConfig{Path: "true"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	ref := BuildRef{Meta: tektonrun.BuildMeta{Pipeline: "app", Job: "unit", Build: "1"}, ID: 1}
+
+	workers := []Worker{strict("strict", nil, 0), poolWorker("open", nil, 2, false)}
+	check(workers)
+	pool := &Pool{Workers: workers}
+	if _, err := pool.Start(context.Background(), plan(true), ref); err != nil || started(pool) != "open" {
+		t.Errorf("privileged: started on %q (%v); want open, the namespace that admits it", started(pool), err)
+	}
+
+	workers = []Worker{strict("strict-gpu", []string{"gpu"}, 0), poolWorker("open", nil, 0, false)}
+	check(workers)
+	pool = &Pool{Workers: workers}
+	_, err := pool.Start(context.Background(), plan(true, "gpu"), ref)
+	var nw *NoWorkersError
+	if !errors.As(err, &nw) || nw.PlanID != "7" || !strings.HasPrefix(err.Error(), "no workers satisfying: platform 'linux', tag 'gpu', version: '2.5' (privileged: worker strict-gpu's namespace enforces Pod Security baseline: privileged (") {
+		t.Errorf("privileged, tagged gpu: %v; want refused at plan 7, saying worker strict-gpu's namespace refuses it", err)
+	}
+	if started(pool) != "" {
+		t.Errorf("started on %s; want nowhere", started(pool))
+	}
+	if _, err := pool.Start(context.Background(), plan(false, "gpu"), ref); err != nil || started(pool) != "strict-gpu" {
+		t.Errorf("unprivileged, tagged gpu: on %q (%v); want strict-gpu", started(pool), err)
 	}
 }
