@@ -91,3 +91,15 @@ capabilities:
 {{- fail "concourse.web.postgres.host: the database's address, when postgresql.enabled is false" -}}
 {{- end -}}
 {{- end -}}
+
+{{/* The CIDRs of a list that are IPv6 ones (list $cidrs true) or IPv4 ones (list $cidrs false), as a YAML list. */}}
+{{- define "ct.cidrs" -}}
+{{- $v6 := index . 1 -}}
+{{- $out := list -}}
+{{- range (index . 0) -}}
+{{- if eq (contains ":" .) $v6 -}}
+{{- $out = append $out . -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $out -}}
+{{- end -}}
