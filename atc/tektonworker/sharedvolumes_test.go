@@ -8,6 +8,7 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"database/sql"
+	"fmt"
 	"io"
 	"maps"
 	"os"
@@ -31,7 +32,7 @@ type node struct {
 	client  baggageclaim.Client
 }
 
-func shareNode(t *testing.T, db *sql.DB, crypt encryption.Strategy, worker string) node {
+func shareNode(t testing.TB, db *sql.DB, crypt encryption.Strategy, worker string) node {
 	t.Helper()
 	v, err := OpenVolumes(lagertest.NewTestLogger("volumes"), filepath.Join(t.TempDir(), worker))
 	if err != nil {
@@ -246,4 +247,58 @@ func gzipped(t *testing.T, b []byte) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// BenchmarkVolumes: fly execute's path through a worker's volumes, a 16 MiB upload
+// streamed in and out again: on one web node's own disk (local), and shared through the
+// database, streamed in on one node and out on another (shared), in the same run.
+func BenchmarkVolumes(b *testing.B) {
+	pg := pgtest.Start(b, "127.0.0.1")
+	db := pg.Open(b)
+	ctx := context.Background()
+	blob := make([]byte, 16<<20)
+	if _, err := rand.Read(blob[:len(blob)/2]); err != nil { // half incompressible, half zeros
+		b.Fatal(err)
+	}
+	upload := tarOf(b, map[string]string{"blob": string(blob)})
+	run := func(b *testing.B, in, out baggageclaim.Client) {
+		b.SetBytes(int64(len(upload)))
+		for i := 0; b.Loop(); i++ {
+			handle := fmt.Sprintf("bench-%d", i)
+			vol, err := in.CreateVolume(ctx, handle, baggageclaim.VolumeSpec{Strategy: baggageclaim.EmptyStrategy{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := vol.StreamIn(ctx, ".", baggageclaim.RawEncoding, 0, bytes.NewReader(upload)); err != nil {
+				b.Fatal(err)
+			}
+			other, found, err := out.LookupVolume(ctx, handle)
+			if err != nil || !found {
+				b.Fatalf("lookup: %v %v", found, err)
+			}
+			r, err := other.StreamOut(ctx, ".", baggageclaim.RawEncoding)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				b.Fatal(err)
+			}
+			r.Close()
+			if err := vol.Destroy(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("local", func(b *testing.B) {
+		v, err := OpenVolumes(lagertest.NewTestLogger("volumes"), filepath.Join(b.TempDir(), "tekton-ci"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := serve(b, v)
+		run(b, c, c)
+	})
+	b.Run("shared", func(b *testing.B) {
+		x, y := shareNode(b, db, encryption.NewNoEncryption(), "tekton-bench"), shareNode(b, db, encryption.NewNoEncryption(), "tekton-bench")
+		run(b, x.client, y.client)
+	})
 }

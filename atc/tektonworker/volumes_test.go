@@ -31,7 +31,7 @@ func serveVolumes(t *testing.T) (*Volumes, baggageclaim.Client) {
 }
 
 // serve serves v's baggageclaim API until the test ends, and returns a client of it.
-func serve(t *testing.T, v *Volumes) baggageclaim.Client {
+func serve(t testing.TB, v *Volumes) baggageclaim.Client {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,7 +49,7 @@ func serve(t *testing.T, v *Volumes) baggageclaim.Client {
 	return bclient.New("http://"+l.Addr().String(), http.DefaultTransport)
 }
 
-func tarOf(t *testing.T, files map[string]string) []byte {
+func tarOf(t testing.TB, files map[string]string) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := tar.NewWriter(&buf)
