@@ -2,6 +2,7 @@ package translate_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +24,7 @@ func checkBuild(t *testing.T, plan concourse.Plan, opts translate.Options) *tran
 		base.ServiceAccount = opts.ServiceAccount
 	}
 	base.UserNamespaces = opts.UserNamespaces
+	base.Identity = opts.Identity
 	r, err := translate.Translate(plan, base)
 	if err != nil {
 		t.Fatal(err)
@@ -124,5 +126,44 @@ func TestNoCheckSession(t *testing.T) {
 	}
 	if _, err := r.CheckSession(); err == nil || !strings.Contains(err.Error(), "namespace's Secrets") {
 		t.Errorf("a check reading the namespace's Secrets: %v", err)
+	}
+}
+
+// TestCheckSessionIdentity: a check whose tag maps to a ServiceAccount runs its session's
+// pod as that account, with the account's token projected into its container and the
+// variable that says where, as the step's own pod would; the same check without the tag
+// has neither.
+func TestCheckSessionIdentity(t *testing.T) {
+	id := translate.Identity{ByTag: map[string]string{"big": "repo-reader"}, Audience: "vault"}
+	for _, tc := range []struct {
+		tags    []string
+		account string
+	}{{[]string{"big"}, "repo-reader"}, {nil, "builds"}} {
+		r := checkBuild(t, gitCheck(tc.tags...), translate.Options{ServiceAccount: "builds", Identity: id})
+		s, err := r.CheckSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := s.Pod.Spec
+		var token *corev1.ServiceAccountTokenProjection
+		for _, v := range pod.Volumes {
+			if v.Projected != nil {
+				token = v.Projected.Sources[0].ServiceAccountToken
+			}
+		}
+		mounted := slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == translate.IdentityTokenDir })
+		env := slices.ContainsFunc(pod.Containers[0].Env, func(e corev1.EnvVar) bool {
+			return e.Name == translate.IdentityTokenEnv && e.Value == translate.IdentityTokenPath
+		})
+		if pod.ServiceAccountName != tc.account {
+			t.Errorf("tags %v: the session runs as %q; want %s", tc.tags, pod.ServiceAccountName, tc.account)
+		}
+		want := tc.tags != nil
+		if (token != nil) != want || mounted != want || env != want || (want && token.Audience != "vault") {
+			t.Errorf("tags %v: token %+v, mounted %v, env %v; want them %v", tc.tags, token, mounted, env, want)
+		}
+		if *pod.AutomountServiceAccountToken {
+			t.Errorf("tags %v: the account's token is automounted", tc.tags)
+		}
 	}
 }
