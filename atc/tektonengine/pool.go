@@ -39,11 +39,12 @@ type Worker struct {
 // runs whole on one target: a build whose steps have tags runs on a target with every
 // tag of its steps, and its untagged steps run there too. A build whose run exists on a
 // target (started before the web node restarted) is attached to there. Its steps show
-// the worker as the one selected (the run says the node its pod ran on). A target that is a
-// team's worker (Worker.Team) takes only that team's builds, and the team's builds run
-// only there while one of its own is running and matches (Concourse's team workers). When no target is
-// running and matches, the build errors as a Concourse step does, with "no workers
-// satisfying: ..." (NoWorkersError).
+// the worker as the one selected (the run says the node its pod ran on). A target that
+// is a team's worker (Worker.Team) takes only that team's builds, and the team's builds
+// run only there while one of its own is running and matches (Concourse's team
+// workers). A build with a privileged step runs only where the namespace admits
+// privileged pods. When no target is running and matches, the build errors as a
+// Concourse step does, with "no workers satisfying: ..." (NoWorkersError).
 type Pool struct {
 	Workers []Worker
 }

@@ -1,6 +1,7 @@
 package tektonworker
 
 import (
+	"cmp"
 	"compress/gzip"
 	"context"
 	"database/sql"
@@ -34,8 +35,10 @@ import (
 // stream in counts up.
 
 // VolumeDB is the database volumes are shared through: the ATC's (db.DbConn), or any
-// *sql.DB.
+// *sql.DB. A connection of its own (Conn) holds a transaction.
 type VolumeDB interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	Conn(context.Context) (*sql.Conn, error)
 }
 
@@ -104,22 +107,13 @@ func makeVolumeTables(ctx context.Context, db VolumeDB) error {
 	return tx.Commit()
 }
 
-func (s *volumeStore) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	return conn.ExecContext(ctx, query, args...)
-}
-
 // create records a volume without contents; false: the worker has one of that handle.
 func (s *volumeStore) create(ctx context.Context, handle string, props volume.Properties, privileged bool) (bool, error) {
 	p, err := json.Marshal(propertiesOrEmpty(props))
 	if err != nil {
 		return false, err
 	}
-	res, err := s.exec(ctx, `INSERT INTO tekton_volumes (worker_name, handle, properties, privileged) VALUES ($1, $2, $3, $4)
+	res, err := s.db.ExecContext(ctx, `INSERT INTO tekton_volumes (worker_name, handle, properties, privileged) VALUES ($1, $2, $3, $4)
 		ON CONFLICT (worker_name, handle) DO NOTHING`, s.worker, handle, string(p), privileged)
 	if err != nil {
 		return false, err
@@ -150,12 +144,7 @@ func (s *volumeStore) list(ctx context.Context) ([]volumeRecord, error) {
 }
 
 func (s *volumeStore) query(ctx context.Context, where string, args ...any) ([]volumeRecord, error) {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	rows, err := conn.QueryContext(ctx, `SELECT handle, properties, privileged, generation FROM tekton_volumes `+where, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT handle, properties, privileged, generation FROM tekton_volumes `+where, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -186,26 +175,19 @@ func (s *volumeStore) setPrivileged(ctx context.Context, handle string, privileg
 }
 
 func (s *volumeStore) update(ctx context.Context, handle, set string, args ...any) error {
-	res, err := s.exec(ctx, `UPDATE tekton_volumes SET `+set+` WHERE worker_name = $1 AND handle = $2`, append([]any{s.worker, handle}, args...)...)
+	res, err := s.db.ExecContext(ctx, `UPDATE tekton_volumes SET `+set+` WHERE worker_name = $1 AND handle = $2`, append([]any{s.worker, handle}, args...)...)
 	if err != nil {
 		return err
 	}
 	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return cmpErr(err, volume.ErrVolumeDoesNotExist)
+		return cmp.Or(err, volume.ErrVolumeDoesNotExist)
 	}
 	return nil
 }
 
-func cmpErr(err, otherwise error) error {
-	if err != nil {
-		return err
-	}
-	return otherwise
-}
-
 // destroy deletes a volume and its contents; false: there was none.
 func (s *volumeStore) destroy(ctx context.Context, handle string) (bool, error) {
-	res, err := s.exec(ctx, `DELETE FROM tekton_volumes WHERE worker_name = $1 AND handle = $2`, s.worker, handle)
+	res, err := s.db.ExecContext(ctx, `DELETE FROM tekton_volumes WHERE worker_name = $1 AND handle = $2`, s.worker, handle)
 	if err != nil {
 		return false, err
 	}
@@ -354,79 +336,90 @@ func (r *sharedRepository) dropCopy(ctx context.Context, handle string) error {
 	return nil
 }
 
-// ensure makes the local copy of a volume current, and returns its record;
-// volume.ErrVolumeDoesNotExist when the database has none. The caller holds the
-// volume's lock.
-func (r *sharedRepository) ensure(ctx context.Context, handle string) (volumeRecord, error) {
+// ensure makes the local copy of a volume current; volume.ErrVolumeDoesNotExist when
+// the database has none. The caller holds the volume's lock.
+func (r *sharedRepository) ensure(ctx context.Context, handle string) error {
 	rec, found, err := r.store.get(ctx, handle)
 	if err != nil {
-		return volumeRecord{}, err
+		return err
 	}
 	if !found {
 		if err := r.dropCopy(ctx, handle); err != nil {
-			return volumeRecord{}, err
+			return err
 		}
-		return volumeRecord{}, volume.ErrVolumeDoesNotExist
+		return volume.ErrVolumeDoesNotExist
 	}
 	if g, ok := r.copyOf(handle); ok && g == rec.generation {
 		if _, found, err := r.local.GetVolume(ctx, handle); err != nil || found {
-			return rec, err
+			return err
 		}
 	}
 	if err := r.dropCopy(ctx, handle); err != nil {
-		return volumeRecord{}, err
+		return err
 	}
 	if _, err := r.local.CreateVolume(ctx, handle, volume.EmptyStrategy{}, propertiesOrEmpty(rec.properties), rec.privileged); err != nil {
-		return volumeRecord{}, err
+		return err
 	}
 	generation := rec.generation
 	if generation > 0 {
-		pr, pw := io.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			g, err := r.store.read(ctx, handle, pw)
-			generation = g
-			pw.CloseWithError(err)
-			done <- err
-		}()
-		_, err := r.streamIn(ctx, handle, ".", baggageclaim.ZstdEncoding, 0, pr)
-		if err == nil {
-			// What the tar's end leaves unread (its padding), so that the reader ends.
-			_, err = io.Copy(io.Discard, pr)
-		}
-		pr.CloseWithError(errors.Join(err, io.ErrClosedPipe))
-		if rerr := <-done; rerr != nil {
-			err = rerr
-		}
+		err := piped(func(w io.Writer) (err error) {
+			generation, err = r.store.read(ctx, handle, w)
+			return err
+		}, func(rd io.Reader) error {
+			if _, err := r.streamIn(ctx, handle, ".", baggageclaim.ZstdEncoding, 0, rd); err != nil {
+				return err
+			}
+			// What the tar's end leaves unread (its padding), so that the writer ends.
+			_, err := io.Copy(io.Discard, rd)
+			return err
+		})
 		if err != nil {
 			_ = r.dropCopy(ctx, handle)
 			if errors.Is(err, volume.ErrVolumeDoesNotExist) {
-				return volumeRecord{}, volume.ErrVolumeDoesNotExist
+				return volume.ErrVolumeDoesNotExist
 			}
-			return volumeRecord{}, fmt.Errorf("copying volume %s from the database: %w", handle, err)
+			return fmt.Errorf("copying volume %s from the database: %w", handle, err)
 		}
 		lagerctx.FromContext(ctx).Debug("copied-volume", lager.Data{"handle": handle, "generation": generation})
 	}
-	rec.generation = generation
 	r.setCopy(handle, generation)
-	return rec, nil
+	return nil
+}
+
+// piped runs produce, writing into a pipe, beside consume, reading from it, and returns
+// the error of the one that failed first: the other's is only the pipe closing under it
+// (a tar program says no more than its exit status).
+func piped(produce func(io.Writer) error, consume func(io.Reader) error) error {
+	pr, pw := io.Pipe()
+	produced := make(chan error, 1)
+	go func() {
+		err := produce(pw)
+		// Said before the pipe closes: consume, stopped by it, finds it said.
+		produced <- err
+		pw.CloseWithError(err)
+	}()
+	err := consume(pr)
+	select {
+	case perr := <-produced:
+		// produce ended first: its error, if any, is what stopped consume.
+		return cmp.Or(perr, err)
+	default:
+	}
+	pr.CloseWithError(errors.Join(err, io.ErrClosedPipe))
+	<-produced
+	return err
 }
 
 // snapshot writes the local copy of a volume, whose contents this node changed, into the
 // database. The caller holds the volume's lock.
 func (r *sharedRepository) snapshot(ctx context.Context, handle string) error {
-	pr, pw := io.Pipe()
-	out := make(chan error, 1)
-	go func() {
-		err := r.streamOut(ctx, handle, ".", baggageclaim.ZstdEncoding, pw)
-		pw.CloseWithError(err)
-		out <- err
-	}()
-	generation, err := r.store.write(ctx, handle, pr)
-	pr.CloseWithError(errors.Join(err, io.ErrClosedPipe))
-	if oerr := <-out; err == nil {
-		err = oerr
-	}
+	var generation int64
+	err := piped(func(w io.Writer) error {
+		return r.streamOut(ctx, handle, ".", baggageclaim.ZstdEncoding, w)
+	}, func(rd io.Reader) (err error) {
+		generation, err = r.store.write(ctx, handle, rd)
+		return err
+	})
 	if err != nil {
 		_ = r.dropCopy(ctx, handle)
 		if errors.Is(err, volume.ErrVolumeDoesNotExist) {
@@ -439,14 +432,13 @@ func (r *sharedRepository) snapshot(ctx context.Context, handle string) error {
 }
 
 // locked runs f holding the volume's lock, its local copy current.
-func (r *sharedRepository) locked(ctx context.Context, handle string, f func(volumeRecord) error) error {
+func (r *sharedRepository) locked(ctx context.Context, handle string, f func() error) error {
 	r.locks.Lock(handle)
 	defer r.locks.Unlock(handle)
-	rec, err := r.ensure(ctx, handle)
-	if err != nil {
+	if err := r.ensure(ctx, handle); err != nil {
 		return err
 	}
-	return f(rec)
+	return f()
 }
 
 func (r *sharedRepository) ListVolumes(ctx context.Context, query volume.Properties) (volume.Volumes, error) {
@@ -467,7 +459,7 @@ func (r *sharedRepository) ListVolumes(ctx context.Context, query volume.Propert
 func (r *sharedRepository) GetVolume(ctx context.Context, handle string) (volume.Volume, bool, error) {
 	var v volume.Volume
 	var found bool
-	err := r.locked(ctx, handle, func(volumeRecord) error {
+	err := r.locked(ctx, handle, func() error {
 		var err error
 		v, found, err = r.local.GetVolume(ctx, handle)
 		return err
@@ -532,7 +524,7 @@ func (r *sharedRepository) DestroyVolumeAndDescendants(ctx context.Context, hand
 }
 
 func (r *sharedRepository) SetProperty(ctx context.Context, handle, name, value string) error {
-	return r.locked(ctx, handle, func(volumeRecord) error {
+	return r.locked(ctx, handle, func() error {
 		if err := r.local.SetProperty(ctx, handle, name, value); err != nil {
 			return err
 		}
@@ -552,7 +544,7 @@ func (r *sharedRepository) GetPrivileged(ctx context.Context, handle string) (bo
 }
 
 func (r *sharedRepository) SetPrivileged(ctx context.Context, handle string, privileged bool) error {
-	return r.locked(ctx, handle, func(volumeRecord) error {
+	return r.locked(ctx, handle, func() error {
 		if err := r.local.SetPrivileged(ctx, handle, privileged); err != nil {
 			return err
 		}
@@ -562,7 +554,7 @@ func (r *sharedRepository) SetPrivileged(ctx context.Context, handle string, pri
 
 func (r *sharedRepository) StreamIn(ctx context.Context, handle, path string, encoding baggageclaim.Encoding, limitInMB float64, stream io.Reader) (bool, error) {
 	var bad bool
-	err := r.locked(ctx, handle, func(volumeRecord) error {
+	err := r.locked(ctx, handle, func() error {
 		var err error
 		if bad, err = r.streamIn(ctx, handle, path, encoding, limitInMB, stream); err != nil {
 			// What was streamed in may be there in part: the next use copies the volume
@@ -576,13 +568,13 @@ func (r *sharedRepository) StreamIn(ctx context.Context, handle, path string, en
 }
 
 func (r *sharedRepository) StreamOut(ctx context.Context, handle, path string, encoding baggageclaim.Encoding, dest io.Writer) error {
-	return r.locked(ctx, handle, func(volumeRecord) error {
+	return r.locked(ctx, handle, func() error {
 		return r.streamOut(ctx, handle, path, encoding, dest)
 	})
 }
 
 func (r *sharedRepository) StreamP2pOut(ctx context.Context, handle, path string, encoding baggageclaim.Encoding, streamInURL string) error {
-	return r.locked(ctx, handle, func(volumeRecord) error {
+	return r.locked(ctx, handle, func() error {
 		return r.local.StreamP2pOut(ctx, handle, path, encoding, streamInURL)
 	})
 }
@@ -591,7 +583,7 @@ func (r *sharedRepository) StreamP2pOut(ctx context.Context, handle, path string
 // ones).
 func (r *sharedRepository) VolumeParent(ctx context.Context, handle string) (volume.Volume, bool, error) {
 	if _, found, err := r.store.get(ctx, handle); err != nil || !found {
-		return volume.Volume{}, false, cmpErr(err, volume.ErrVolumeDoesNotExist)
+		return volume.Volume{}, false, cmp.Or(err, volume.ErrVolumeDoesNotExist)
 	}
 	return volume.Volume{}, false, nil
 }
@@ -671,7 +663,7 @@ func (r *sharedRepository) streamIn(ctx context.Context, handle, path string, en
 	case baggageclaim.GzipEncoding:
 		gz, err := gzip.NewReader(limited)
 		if err != nil {
-			return true, cmpErr(limited.LastError(), err)
+			return true, cmp.Or(limited.LastError(), err)
 		}
 		defer gz.Close()
 		tarStream = gz

@@ -13,11 +13,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -67,37 +65,14 @@ func (in *install) token(t *testing.T) string {
 	return tok.Type + " " + tok.Value
 }
 
-// forwardPod runs kubectl port-forward to one web pod, and returns its local URL.
+// forwardPod runs kubectl port-forward to one web pod until the test ends, and returns
+// its local URL.
 func (in *install) forwardPod(t *testing.T, pod string) string {
 	t.Helper()
 	port := freePort(t)
-	cmd := exec.Command(filepath.Join(repo, "e2e/cluster/cluster.sh"), "kubectl", "--namespace", in.namespace,
-		"port-forward", "pod/"+pod, fmt.Sprintf("%d:8080", port))
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	url := "http://127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if resp, err := http.Get(url + "/api/v1/info"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return url
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubectl port-forward did not serve pod %s:\n%s", pod, out.String())
-		}
-		time.Sleep(time.Second)
-	}
+	cmd := in.portForward(t, "pod/"+pod, port)
+	t.Cleanup(func() { stopGroup(cmd) })
+	return "http://127.0.0.1:" + strconv.Itoa(port)
 }
 
 // testArtifacts: what fly execute uploads through one web node is there through the

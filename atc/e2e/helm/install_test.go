@@ -20,6 +20,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -326,38 +327,50 @@ func (in *install) url() string { return "http://127.0.0.1:" + strconv.Itoa(in.p
 // say, and waits until the web node answers through it.
 func (in *install) startForward() {
 	in.t.Helper()
+	in.forward = in.portForward(in.t, "service/"+release+"-concourse-tekton-web", in.port)
+}
+
+func (in *install) stopForward() {
+	if in.forward != nil {
+		stopGroup(in.forward)
+		in.forward = nil
+	}
+}
+
+// portForward runs kubectl port-forward of the web node's port on resource (a Service, a
+// pod) to port here, and waits until the web node answers through it.
+func (in *install) portForward(t testing.TB, resource string, port int) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(filepath.Join(repo, "e2e/cluster/cluster.sh"), "kubectl", "--namespace", in.namespace,
-		"port-forward", "service/"+release+"-concourse-tekton-web", fmt.Sprintf("%d:8080", in.port))
+		"port-forward", resource, fmt.Sprintf("%d:8080", port))
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// A group of its own: cluster.sh runs kubectl as its child, and both must go.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
-		in.t.Fatal(err)
+		t.Fatal(err)
 	}
-	in.forward = cmd
-	deadline := time.Now().Add(time.Minute)
-	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", in.port), time.Second)
-		if err == nil {
-			c.Close()
-			if _, code := in.flyRun(10*time.Second, "status"); code == 0 || code == 1 {
-				return
+	url := fmt.Sprintf("http://127.0.0.1:%d/api/v1/info", port)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return cmd
 			}
 		}
 		if time.Now().After(deadline) {
-			in.t.Fatalf("kubectl port-forward did not serve the web node:\n%s", out.String())
+			stopGroup(cmd)
+			t.Fatalf("kubectl port-forward of %s did not serve the web node:\n%s", resource, out.String())
 		}
-		time.Sleep(time.Second)
 	}
 }
 
-func (in *install) stopForward() {
-	if in.forward != nil && in.forward.Process != nil {
-		_ = syscall.Kill(-in.forward.Process.Pid, syscall.SIGKILL)
-		_ = in.forward.Wait()
-		in.forward = nil
+// stopGroup kills a command's process group, and waits for it.
+func stopGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
 	}
 }
 

@@ -124,7 +124,7 @@ type tekton struct {
 type tektonTarget struct {
 	worker    string
 	tags      []string
-	team      string // the team whose worker it is (empty: every team\'s)
+	team      string // the team whose worker it is (empty: every team's)
 	target    *tektonrun.Target
 	options   translate.Options
 	backend   *tektonrun.Backend
@@ -304,9 +304,10 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 	return factory
 }
 
-// listen opens the listeners of each target's Garden and baggageclaim servers, on free
-// ports of --tekton-garden-bind-ip and --tekton-baggageclaim-bind-ip, and its volumes, in
-// a directory of --tekton-volumes-dir named after its worker.
+// listen opens the listeners of each target's Garden and baggageclaim servers, on
+// --tekton-garden-bind-ip and --tekton-baggageclaim-bind-ip, at the ports their -port
+// flags give (free ones without), and its volumes, in a directory of
+// --tekton-volumes-dir named after its worker.
 func (t *tekton) listen(logger lager.Logger, f *TektonFlags, volumesDir string) error {
 	gardenIP, baggageclaimIP := f.GardenBindIP, f.BaggageclaimBindIP
 	for flag, ip := range map[string]string{"--tekton-garden-bind-ip": gardenIP, "--tekton-baggageclaim-bind-ip": baggageclaimIP} {
