@@ -39,6 +39,7 @@ var (
 	busyboxImage = e2eenv.BusyboxImage
 	runnerImage  = e2eenv.RunnerImage
 	mockImage    = e2eenv.MockImage
+	probeImage   = e2eenv.ProbeImage
 )
 
 // web is the web node the tests drive, and the fly that drives it.
@@ -49,8 +50,8 @@ type webNode struct {
 	tekton tekton.Interface
 	// ns is the namespace its builds run in; tagged, a further target's, whose worker
 	// has the tag taggedTag (--tekton-targets); team, a third's, whose worker is team
-	// workerTeam's.
-	ns, tagged, team string
+	// workerTeam's; otherTeam, a fourth's, team otherTeam's.
+	ns, tagged, team, otherTeam string
 	// env is web.sh's environment: its state, ports and --tekton-* flags, and a home of
 	// its own, so that fly's targets (~/.flyrc) are the test's.
 	env   []string
@@ -64,9 +65,16 @@ const flyTarget = "e2e"
 // taggedTag is the tag of the web node's second target's worker.
 const taggedTag = "e2e-tagged"
 
-// workerTeam is the team whose worker the web node's third target is (made by
-// TestTeamWorker: until then, the worker is not saved).
-const workerTeam = "e2e-team"
+// workerTeam is the team whose worker the web node's third target is, and otherTeam the
+// fourth's (made by TestTeams: until then, the workers are not saved).
+const (
+	workerTeam = "e2e-team"
+	otherTeam  = "e2e-teamb"
+)
+
+// teamAccount is the ServiceAccount of workerTeam's namespace that the team's tasks run
+// as (--tekton-team-service-account), with its token projected into each task's pod.
+const teamAccount = "prober"
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -122,11 +130,12 @@ func start() (w *webNode, stop func(), err error) {
 	w.ns = "atc-e2e-" + rand.String(5)
 	w.tagged = w.ns + "-tagged"
 	w.team = w.ns + "-team"
-	for _, ns := range []string{w.ns, w.tagged, w.team} {
+	w.otherTeam = w.ns + "-teamb"
+	for _, ns := range []string{w.ns, w.tagged, w.team, w.otherTeam} {
 		labels := map[string]string{}
-		if ns == w.tagged {
+		if ns == w.tagged || ns == w.otherTeam {
 			// Pod Security baseline, as the chart's builds' namespaces: no privileged step
-			// runs there (TestPrivilegedRefused).
+			// runs there (TestPrivilegedRefused, TestTeams).
 			labels["pod-security.kubernetes.io/enforce"] = "baseline"
 		}
 		if _, err := w.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}, metav1.CreateOptions{}); err != nil {
@@ -149,6 +158,9 @@ func start() (w *webNode, stop func(), err error) {
 			return nil, stop, fmt.Errorf("waiting for the default service account of %s: %w", ns, err)
 		}
 	}
+	if _, err := w.kube.CoreV1().ServiceAccounts(w.team).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: teamAccount}}, metav1.CreateOptions{}); err != nil {
+		return nil, stop, fmt.Errorf("creating service account %s/%s: %w", w.team, teamAccount, err)
+	}
 
 	tmp, err := os.MkdirTemp("", "atc-e2e-")
 	if err != nil {
@@ -157,8 +169,8 @@ func start() (w *webNode, stop func(), err error) {
 	undo = append(undo, func() { os.RemoveAll(tmp) })
 	w.state = filepath.Join(tmp, "web")
 	targets := filepath.Join(tmp, "targets.yml")
-	if err := os.WriteFile(targets, []byte(fmt.Sprintf("- namespace: %s\n  kubeconfig: %s\n  tags: [%s]\n- namespace: %s\n  kubeconfig: %s\n  team: %s\n",
-		w.tagged, path, taggedTag, w.team, path, workerTeam)), 0o600); err != nil {
+	if err := os.WriteFile(targets, []byte(fmt.Sprintf("- namespace: %s\n  kubeconfig: %s\n  tags: [%s]\n- namespace: %s\n  kubeconfig: %s\n  team: %s\n- namespace: %s\n  kubeconfig: %s\n  team: %s\n",
+		w.tagged, path, taggedTag, w.team, path, workerTeam, w.otherTeam, path, otherTeam)), 0o600); err != nil {
 		return nil, stop, err
 	}
 	home := filepath.Join(tmp, "home")
@@ -192,6 +204,8 @@ func start() (w *webNode, stop func(), err error) {
 		"CONCOURSE_TEKTON_RESOURCE_IMAGE=mock="+mockImage,
 		"CONCOURSE_TEKTON_IMAGE_REGISTRY="+os.Getenv("E2E_IMAGE_REGISTRY"),
 		"CONCOURSE_TEKTON_HEARTBEAT_INTERVAL=5s",
+		// A cloud identity for one team's tasks (TestTeams).
+		"CONCOURSE_TEKTON_TEAM_SERVICE_ACCOUNT="+workerTeam+"="+teamAccount,
 		// Credentials (TestCredentials): a credential manager, as a Concourse deployment
 		// may have one (build logs redact them, as Concourse 8 always does).
 		"CONCOURSE_DUMMY_CREDS_VAR=global_secret="+globalSecret,
@@ -570,9 +584,14 @@ func client(err error) error {
 
 // busybox is the image_resource of the pipelines' tasks.
 func busybox() string {
-	repo, tag := busyboxImage, "latest"
-	if i := strings.LastIndex(busyboxImage, ":"); i > strings.LastIndex(busyboxImage, "/") {
-		repo, tag = busyboxImage[:i], busyboxImage[i+1:]
+	return imageResource(busyboxImage)
+}
+
+// imageResource is the image_resource of an image reference.
+func imageResource(ref string) string {
+	repo, tag := ref, "latest"
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		repo, tag = ref[:i], ref[i+1:]
 	}
 	return fmt.Sprintf(`{type: registry-image, source: {repository: %s, tag: %q}}`, repo, tag)
 }

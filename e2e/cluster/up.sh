@@ -52,7 +52,7 @@ build_tools() {
 	log "building the harness's own tools"
 	(cd "$REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/" \
 		./e2e/cmd/pause ./e2e/cmd/labcsi ./e2e/cmd/mock-resource ./e2e/cmd/git-resource ./e2e/cmd/e2eimages \
-		./e2e/cmd/apiserver-bridge) ||
+		./e2e/cmd/apiserver-bridge ./e2e/cmd/probe) ||
 		die "building the tools failed"
 }
 
@@ -61,6 +61,7 @@ build_images() {
 	"$E2E_CACHE/bin/tools/e2eimages" -out "$E2E_CACHE/images" -prefix "$IMG_PREFIX" -busybox /bin/busybox \
 		-pause "$E2E_CACHE/bin/tools/pause" -tekton "$BIN_TEKTON" -tekton-tag "$TEKTON_VERSION" \
 		-mock "$E2E_CACHE/bin/tools/mock-resource" -git-resource "$E2E_CACHE/bin/tools/git-resource" \
+		-probe "$E2E_CACHE/bin/tools/probe" \
 		>"$E2E_CACHE/images/index.txt" || die "building images failed"
 }
 

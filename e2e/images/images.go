@@ -65,6 +65,14 @@ func Busybox(ref string, busybox []byte, applets []string) Image {
 	}
 }
 
+// Probe is the image of the probe a team's step runs to reach another team's things
+// (e2e/cmd/probe): the probe at /bin/probe, on busybox.
+func Probe(ref string, probe, busybox []byte, applets []string) Image {
+	img := Busybox(ref, busybox, applets)
+	img.Files = append(img.Files, ociimage.File{Path: "/bin/probe", Mode: 0o755, Data: probe})
+	return img
+}
+
 // NonRoot is the user of Tekton's own images (ko's base image's "nonroot").
 const NonRoot = "65532"
 

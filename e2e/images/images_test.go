@@ -45,6 +45,7 @@ func TestImagesBuild(t *testing.T) {
 		Busybox("e2e.invalid/busybox:1", []byte("bb"), []string{"bin/sh", "bin/ls"}),
 		Tekton("e2e.invalid/tekton/nop:1", "nop", []byte("nop")),
 		Resource("e2e.invalid/mock:1", []byte("r"), []byte("bb"), []string{"bin/sh"}),
+		Probe("e2e.invalid/probe:1", []byte("probe"), []byte("bb"), []string{"bin/sh"}),
 		GitResource("e2e.invalid/git:1", []byte("r"), []byte("bb"), nil, []ociimage.File{
 			{Path: "/usr/bin/git", Mode: 0o755, Data: []byte("git")},
 			{Path: "/lib/x86_64-linux-gnu/libz.so.1", Mode: 0o644, Data: []byte("z")},

@@ -27,13 +27,14 @@ func run() error {
 	tektonDir := flag.String("tekton", "", "directory holding Tekton's entrypoint, nop and workingdirinit binaries")
 	tektonTag := flag.String("tekton-tag", "", "tag of Tekton's images (its version)")
 	mock := flag.String("mock", "", "the mock resource binary")
+	probe := flag.String("probe", "", "the probe binary (e2e/cmd/probe)")
 	gitResource := flag.String("git-resource", "", "the git resource binary (optional: no git resource image without it)")
 	bash := flag.String("bash", "/bin/bash", "the host's bash to put in the mock resource image, with its libraries (empty: a stand-in that runs busybox's sh)")
 	gitBinaries := flag.String("git", "/usr/bin/git,/usr/lib/git-core/git-daemon", "the host's git binaries to put in the git resource image, with their libraries")
 	flag.Parse()
-	if *out == "" || *pause == "" || *tektonDir == "" || *tektonTag == "" || *mock == "" {
+	if *out == "" || *pause == "" || *tektonDir == "" || *tektonTag == "" || *mock == "" || *probe == "" {
 		flag.Usage()
-		return fmt.Errorf("-out, -pause, -tekton, -tekton-tag and -mock are required")
+		return fmt.Errorf("-out, -pause, -tekton, -tekton-tag, -mock and -probe are required")
 	}
 
 	bb, err := os.ReadFile(*busybox)
@@ -80,6 +81,11 @@ func run() error {
 		host[0].Path = "/bin/bash"
 	}
 	all = append(all, images.Resource(*prefix+"/mock-resource:v1", m, bb, applets, host...))
+	pr, err := read(*probe)
+	if err != nil {
+		return err
+	}
+	all = append(all, images.Probe(*prefix+"/probe:v1", pr, bb, applets))
 	if *gitResource != "" {
 		g, err := read(*gitResource)
 		if err != nil {

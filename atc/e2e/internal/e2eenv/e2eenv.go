@@ -40,4 +40,5 @@ var (
 	BusyboxImage = Or("E2E_BUSYBOX_IMAGE", "e2e.invalid/busybox:1.35")
 	RunnerImage  = Or("E2E_RUNNER_IMAGE", "ghcr.io/concourse-tekton/runner:dev")
 	MockImage    = Or("E2E_MOCK_IMAGE", "e2e.invalid/mock-resource:v1")
+	ProbeImage   = Or("E2E_PROBE_IMAGE", "e2e.invalid/probe:v1")
 )
