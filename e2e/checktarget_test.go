@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -113,6 +114,35 @@ func TestCheckTarget(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantOut, stdout); diff != "" {
 		t.Errorf("check-target's output (-want +got):\n%s", diff)
+	}
+}
+
+// TestCheckTargets: check-target --targets checks the web node's workers, here a shared
+// namespace that admits privileged pods and a team's that enforces baseline, and says
+// where each team's steps run: the team's on its own worker, but its privileged ones on
+// the shared one; every other team's on the shared one.
+func TestCheckTargets(t *testing.T) {
+	t.Parallel()
+	shared, team := namespace(t), namespace(t)
+	enforce(t, team, "baseline")
+	file := filepath.Join(t.TempDir(), "targets.yml")
+	if err := os.WriteFile(file, []byte("- namespace: "+team+"\n  in_cluster: true\n  team: ml\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout := checkTargetCLI(t, kubeconfigPath(), "-n", shared, "--targets", file)
+	if code != 0 {
+		t.Errorf("check-target --targets exited %d, want 0\n%s", code, stdout)
+	}
+	for _, want := range []string{
+		"worker tekton-" + shared + " (namespace " + shared + ", every team's):\n",
+		"\nworker tekton-" + team + " (namespace " + team + ", team ml's):\n",
+		"\nwhere each team's steps run:\n" +
+			"    team ml, steps without tags: tekton-" + team + " (the team's own); privileged ones on tekton-" + shared + "\n" +
+			"    every other team, steps without tags: tekton-" + shared + "; privileged ones on tekton-" + shared + "\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("check-target --targets does not say %q:\n%s", want, stdout)
+		}
 	}
 }
 

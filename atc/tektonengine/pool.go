@@ -291,23 +291,13 @@ func neededTags(specs []workerSpec) []string {
 // serves tells whether the worker takes the team's builds: its own team's, or every
 // team's.
 func (w *Worker) serves(team string) bool {
-	return w.Team == "" || w.Team == team
+	return tektonrun.Serves(w.Team, team)
 }
 
 // ownFirst are the workers of running that are the team's own, when it has any, else
-// the others: Concourse uses a team's workers for its builds while any is running and
-// fits them, and the workers of every team only when none is.
+// the others (tektonrun.OwnFirst).
 func ownFirst(running []*Worker, team string) []*Worker {
-	var own []*Worker
-	for _, w := range running {
-		if w.Team != "" && w.Team == team {
-			own = append(own, w)
-		}
-	}
-	if len(own) > 0 {
-		return own
-	}
-	return running
+	return tektonrun.OwnFirst(running, func(w *Worker) string { return w.Team }, team)
 }
 
 // satisfies tells whether the worker can run a build of those steps, needing those tags
@@ -318,15 +308,7 @@ func (w *Worker) satisfies(specs []workerSpec, tags []string) bool {
 			return false
 		}
 	}
-	if len(tags) == 0 {
-		return len(w.Tags) == 0
-	}
-	for _, tag := range tags {
-		if !slices.Contains(w.Tags, tag) {
-			return false
-		}
-	}
-	return true
+	return tektonrun.FitsTags(w.Tags, tags)
 }
 
 // NoWorkersError is the error of a build no running worker can run: Concourse's

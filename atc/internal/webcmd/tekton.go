@@ -148,16 +148,16 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 	if err != nil {
 		return nil, err
 	}
-	specs := []TargetSpec{{Worker: f.WorkerName, Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace, InCluster: f.InCluster, Tags: f.Tags, Team: f.Team}}
+	specs := []tektonrun.TargetSpec{{Worker: f.WorkerName, Kubeconfig: f.Kubeconfig, Context: f.Context, Namespace: f.Namespace, InCluster: f.InCluster, Tags: f.Tags, Team: f.Team}}
 	for _, tag := range f.Tags {
-		if !tagPattern.MatchString(tag) {
-			return nil, fmt.Errorf("--tekton-tag %q is not a tag (%s)", tag, tagRule)
+		if err := tektonrun.CheckTag(tag); err != nil {
+			return nil, fmt.Errorf("--tekton-tag %w", err)
 		}
 	}
 	if f.Targets != "" {
-		more, err := ReadTargets(f.Targets)
+		more, err := tektonrun.ReadTargets(f.Targets)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--tekton-targets %w", err)
 		}
 		specs = append(specs, more...)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -17,20 +18,38 @@ import (
 func newCheckTarget(s *streams) *cobra.Command {
 	var o tektonrun.TargetOptions
 	var output string
+	var main tektonrun.TargetSpec
+	var targets string
 	cmd := &cobra.Command{
 		Use:   "check-target [flags]",
 		Short: "Check that a cluster's namespace can run builds (a Concourse worker)",
 		Long: `Check that the API server answers, that Tekton Pipelines is installed, and that the
 user may do everything the backend does in the namespace. Each check is a line on stdout,
 ✓ or ✗; the exit status is 0 when all pass, 1 otherwise. The cluster is chosen the way
-kubectl chooses it.`,
+kubectl chooses it.
+
+With --targets, the namespace of the flags is the web node's first worker (--worker,
+--team and --tag say it as the web node's --tekton-worker-name, --tekton-team and
+--tekton-tag do), and every target of the file is checked too; then, for each team, which
+workers its steps go to, by their tags, and which of them admit privileged steps.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return s.checkTarget(cmd.Context(), o, output)
+			if targets == "" {
+				if main.Worker != "" || main.Team != "" || len(main.Tags) > 0 {
+					return errors.New("--worker, --team and --tag describe the first of the web node's workers: give --targets too")
+				}
+				return s.checkTarget(cmd.Context(), o, output)
+			}
+			return s.checkTargets(cmd.Context(), o, main, targets, output)
 		},
 	}
 	addTargetFlags(cmd, &o)
-	cmd.Flags().StringVarP(&output, "output", "o", "", "print the report as json or yaml instead of status lines")
+	fl := cmd.Flags()
+	fl.StringVarP(&output, "output", "o", "", "print the report as json or yaml instead of status lines")
+	fl.StringVar(&targets, "targets", "", "the web node's --tekton-targets file: check each of its targets too, and say per team where its steps run (an entry with in_cluster is checked in the cluster of the flags)")
+	fl.StringVar(&main.Worker, "worker", "", "with --targets: the worker name of the flags' namespace (default: tekton-<namespace>)")
+	fl.StringVar(&main.Team, "team", "", "with --targets: the team whose worker the flags' namespace is (default: every team's)")
+	fl.StringSliceVar(&main.Tags, "tag", nil, "with --targets: a tag of the flags' namespace's worker (repeatable)")
 	return cmd
 }
 

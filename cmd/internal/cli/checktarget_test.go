@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	tektonfake "github.com/tektoncd/pipeline/pkg/client/clientset/versioned/fake"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,18 +41,41 @@ type fakeWorker struct {
 // the options the command passed.
 func useFakeTarget(t *testing.T, w fakeWorker) *tektonrun.TargetOptions {
 	t.Helper()
+	useFakeTargets(t, map[string]fakeWorker{"ci": w})
 	var got tektonrun.TargetOptions
+	fake := newTarget
+	newTarget = func(o tektonrun.TargetOptions) (*tektonrun.Target, error) {
+		got = o
+		return fake(o)
+	}
+	return &got
+}
+
+// useFakeTargets makes check-target talk to a fake cluster in each namespace of workers
+// (that of the options it passes, else "ci"), and returns the options it passed, in
+// the order it passed them.
+func useFakeTargets(t *testing.T, workers map[string]fakeWorker) *[]tektonrun.TargetOptions {
+	t.Helper()
+	got := make([]tektonrun.TargetOptions, 0, len(workers))
+	var mu sync.Mutex
 	old := newTarget
 	t.Cleanup(func() { newTarget = old })
 	newTarget = func(o tektonrun.TargetOptions) (*tektonrun.Target, error) {
-		got = o
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}
+		mu.Lock()
+		got = append(got, o)
+		mu.Unlock()
+		name := cmp.Or(o.Namespace, "ci")
+		w, ok := workers[name]
+		if !ok {
+			return nil, fmt.Errorf("no fake cluster has namespace %s", name)
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if w.enforce != "" {
 			ns.Labels = map[string]string{"pod-security.kubernetes.io/enforce": w.enforce}
 		}
 		objects := []runtime.Object{ns}
 		if w.landing {
-			objects = append(objects, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tektonrun.StateConfigMap, Namespace: "ci"},
+			objects = append(objects, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: tektonrun.StateConfigMap, Namespace: name},
 				Data: map[string]string{"state": "landing", "since": "2026-11-24T10:00:00Z"}})
 		}
 		if w.runtime != "" {
@@ -81,7 +107,7 @@ func useFakeTarget(t *testing.T, w fakeWorker) *tektonrun.TargetOptions {
 			}
 			return true, review, nil
 		})
-		target := tektonrun.NewTargetFromClients("ci", kube, tektonfake.NewSimpleClientset())
+		target := tektonrun.NewTargetFromClients(name, kube, tektonfake.NewSimpleClientset())
 		target.Config = &rest.Config{Host: "https://127.0.0.1:6443"}
 		return target, nil
 	}
@@ -183,11 +209,11 @@ func TestCheckTarget(t *testing.T) {
 					!strings.Contains(stdout, "steps whose runner switches to run.user") {
 					t.Errorf("stdout does not say restricted rejects the steps:\n%s", stdout)
 				}
-			} else if diff := cmp.Diff(tc.want, strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")); diff != "" {
+			} else if diff := gocmp.Diff(tc.want, strings.Split(strings.TrimSuffix(stdout, "\n"), "\n")); diff != "" {
 				t.Errorf("stdout (-want +got):\n%s", diff)
 			}
 			wantOpts := tektonrun.TargetOptions{Kubeconfig: "/k/config", Context: "lab", Namespace: "ci", QPS: 5, Burst: 100, UserAgent: "concourse-tekton/" + version}
-			if diff := cmp.Diff(wantOpts, *opts); diff != "" {
+			if diff := gocmp.Diff(wantOpts, *opts); diff != "" {
 				t.Errorf("target options (-want +got):\n%s", diff)
 			}
 		})
@@ -215,7 +241,7 @@ func TestCheckTargetJSON(t *testing.T) {
 		"runner":          map[string]any{"mounted": false, "why": "the cluster has no node"},
 		"ok":              false,
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("report (-want +got):\n%s", diff)
 	}
 }
@@ -237,7 +263,7 @@ func TestCheckTargetErrors(t *testing.T) {
 			if code != 1 || stdout != "" {
 				t.Errorf("code %d, stdout %q; want code 1, no stdout", code, stdout)
 			}
-			if diff := cmp.Diff(tc.want, stderr); diff != "" {
+			if diff := gocmp.Diff(tc.want, stderr); diff != "" {
 				t.Errorf("stderr (-want +got):\n%s", diff)
 			}
 		})
@@ -258,6 +284,93 @@ func TestLand(t *testing.T) {
 		code, stdout, stderr := run(t, "", tc.args...)
 		if code != 0 || stdout != tc.want || stderr != "" {
 			t.Errorf("%v: code %d, stdout %q, stderr %q; want %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+// TestCheckTargets: with --targets, each of the web node's workers is checked, the flags'
+// as the first, then where each team's steps go: its own workers first, the shared ones
+// when none of its own fits or takes builds, and privileged steps only where the
+// namespace admits them.
+func TestCheckTargets(t *testing.T) {
+	opts := useFakeTargets(t, map[string]fakeWorker{
+		"ci":     {tekton: true, enforce: "baseline"},
+		"ci-ml":  {tekton: true},
+		"ci-ops": {tekton: true, enforce: "baseline", landing: true},
+	})
+	file := writeFile(t, "targets.yml", `- namespace: ci-ml
+  in_cluster: true
+  worker: ml-gpu
+  team: ml
+  tags: [gpu]
+- namespace: ci-ops
+  kubeconfig: /other/config
+  team: ops
+`)
+	code, stdout, stderr := run(t, "", "check-target", "--kubeconfig", "/k/config", "-n", "ci", "--targets", file)
+	if code != 0 || stderr != "" {
+		t.Errorf("code %d, stderr %q; want 0, none", code, stderr)
+	}
+	refused := `privileged ones refused: worker tekton-ci's namespace enforces Pod Security baseline: privileged (container "step-run" must not set securityContext.privileged=true)`
+	for _, want := range []string{
+		"worker tekton-ci (namespace ci, every team's):\n✓ API server",
+		"\n\nworker ml-gpu (namespace ci-ml, team ml's, tags gpu):\n✓ API server",
+		"\n\nworker tekton-ci-ops (namespace ci-ops, team ops's):\n✓ API server",
+		"! target ci-ops is landed since 2026-11-24T10:00:00Z: it takes no new build (land --undo takes them again)\n",
+		"\nwhere each team's steps run:\n" +
+			"    team ml, steps without tags: tekton-ci; " + refused + "\n" +
+			"    team ml, steps tagged gpu: ml-gpu (the team's own); privileged ones on ml-gpu\n" +
+			"    team ops, steps without tags: tekton-ci; " + refused + "\n" +
+			"    team ops, steps tagged gpu: no worker: such a build errors\n" +
+			"    every other team, steps without tags: tekton-ci; " + refused + "\n" +
+			"    every other team, steps tagged gpu: no worker: such a build errors\n",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout does not have %q:\n%s", want, stdout)
+		}
+	}
+	byNamespace := map[string]tektonrun.TargetOptions{}
+	for _, o := range *opts {
+		byNamespace[o.Namespace] = o
+	}
+	if o := byNamespace["ci-ml"]; o.Kubeconfig != "/k/config" || o.InCluster {
+		t.Errorf("ci-ml (in_cluster) checked with %+v; want the flags' cluster", o)
+	}
+	if o := byNamespace["ci-ops"]; o.Kubeconfig != "/other/config" {
+		t.Errorf("ci-ops checked with %+v; want its own kubeconfig", o)
+	}
+
+	code, stdout, _ = run(t, "", "check-target", "-n", "ci", "--team", "main", "--targets", file, "-o", "json")
+	var report struct {
+		Targets []struct {
+			Worker, Team string
+		}
+		Teams []teamPlace
+	}
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil || code != 0 {
+		t.Fatalf("-o json: code %d, %v\n%s", code, err, stdout)
+	}
+	if len(report.Targets) != 3 || report.Targets[0].Team != "main" || report.Teams[0].Team != "main" || !report.Teams[0].Steps[0].Own {
+		t.Errorf("-o json with --team main: %+v", report)
+	}
+}
+
+func TestCheckTargetsErrors(t *testing.T) {
+	useFakeTargets(t, map[string]fakeWorker{"ci": {tekton: true}, "ci-x": {tekton: true}})
+	bad := writeFile(t, "bad.yml", "- namespace: ci-x\n  tags: [\"no tag\"]\n")
+	twice := writeFile(t, "twice.yml", "- namespace: ci-x\n  worker: tekton-ci\n")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--team", "ml"}, "error: --worker, --team and --tag describe the first of the web node's workers: give --targets too\n"},
+		{[]string{"--targets", bad}, "error: --targets " + bad + `:2:9: targets[0].tags: "no tag" is not a tag (letters, digits, and _ . : / - after the first)` + "\n"},
+		{[]string{"--targets", twice}, "error: --targets " + twice + ":1:3: targets[0]: worker tekton-ci is the flags' target's name already\n"},
+		{[]string{"--targets", bad, "--tag", "a b"}, "error: --tag \"a b\" is not a tag (letters, digits, and _ . : / - after the first)\n"},
+	} {
+		code, stdout, stderr := run(t, "", append([]string{"check-target", "-n", "ci"}, tc.args...)...)
+		if code != 1 || stdout != "" || stderr != tc.want {
+			t.Errorf("%v: code %d, stdout %q, stderr %q; want 1, none, %q", tc.args, code, stdout, stderr, tc.want)
 		}
 	}
 }

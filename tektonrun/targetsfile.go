@@ -1,4 +1,4 @@
-package webcmd
+package tektonrun
 
 import (
 	"bytes"
@@ -9,14 +9,15 @@ import (
 	"regexp"
 	"strings"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// TargetSpec is one entry of the --tekton-targets file: a further target (a namespace of
-// a cluster with Tekton) the web node runs builds on, the worker it is, and what it does
-// differently from the --tekton-* flags, whose values it takes otherwise.
+// TargetSpec is one entry of a targets file (the web node's --tekton-targets, which
+// check-target --targets reads too): a further target (a namespace of a cluster with
+// Tekton) the web node runs builds on, the worker it is, and what it does differently
+// from the --tekton-* flags, whose values it takes otherwise.
 //
 //   - worker: tekton-gpu          # default: tekton-<namespace>
 //     kubeconfig: /etc/concourse/gpu.kubeconfig
@@ -53,22 +54,30 @@ var tagPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:/-]*$`)
 
 const tagRule = "letters, digits, and _ . : / - after the first"
 
+// CheckTag says why tag cannot be a worker's tag, or nil when it can.
+func CheckTag(tag string) error {
+	if !tagPattern.MatchString(tag) {
+		return fmt.Errorf("%q is not a tag (%s)", tag, tagRule)
+	}
+	return nil
+}
+
 // targetFields are the keys of a TargetSpec in the file, in the order errors list them.
 var targetFields = []string{"worker", "kubeconfig", "context", "namespace", "in_cluster", "tags", "team", "service_account", "storage_class", "build_volume_size", "image_registry", "image_registry_secret"}
 
 // yamlLine is the position yaml puts in its type errors' messages.
 var yamlLine = regexp.MustCompile(`^line \d+: `)
 
-// ReadTargets reads a --tekton-targets file: a YAML list of TargetSpec. An error names the
-// file, the line and column, and the field.
+// ReadTargets reads a targets file: a YAML list of TargetSpec. An error names the file,
+// the line and column, and the field.
 func ReadTargets(path string) ([]TargetSpec, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--tekton-targets: %w", err)
+		return nil, err
 	}
 	specs, err := parseTargets(data)
 	if err != nil {
-		return nil, fmt.Errorf("--tekton-targets %s:%w", path, err)
+		return nil, fmt.Errorf("%s:%w", path, err)
 	}
 	return specs, nil
 }
@@ -177,9 +186,9 @@ func (s *TargetSpec) validate(i int, item *yaml.Node) error {
 		}
 	}
 	for _, tag := range s.Tags {
-		if !tagPattern.MatchString(tag) {
+		if err := CheckTag(tag); err != nil {
 			l, c := at("tags")
-			return posError(l, c, "targets[%d].tags: %q is not a tag (%s)", i, tag, tagRule)
+			return posError(l, c, "targets[%d].tags: %v", i, err)
 		}
 	}
 	if s.BuildVolumeSize != "" {
