@@ -85,8 +85,8 @@ jobs:
 // (B) has in its namespace while a build of B's runs: its Secrets, pods, a pod's log and
 // its volume claims through the API server (anonymously, and with every token the step
 // has), the pod's log through the kubelet, and B's private image, which the node pulled
-// for B with B's credentials. Each attempt is denied; A's privileged step runs in A's own
-// namespace, which admits it, while B's namespace enforces baseline.
+// for B with B's credentials. Each attempt is denied. A's privileged step runs in A's own
+// namespace, which admits it; B's, whose namespace enforces baseline, on the shared one.
 func teamIsolation(t *testing.T) {
 	registry, auth := os.Getenv("E2E_PRIVATE_REGISTRY"), os.Getenv("E2E_PRIVATE_REGISTRY_AUTH")
 	if registry == "" || auth == "" {
@@ -121,7 +121,15 @@ jobs:
         type: registry-image
         source: {repository: %s, tag: private, username: %s, password: %s}
       run: {path: sh, args: [-c, 'echo "team B holds, in its image"; sleep 600']}
-`, repo, user, password))
+- name: privileged
+  plan:
+  - task: privileged
+    privileged: true
+    config:
+      platform: linux
+      image_resource: %s
+      run: {path: echo, args: [privileged on a worker that admits it]}
+`, repo, user, password, busybox()))
 	b.ok(time.Minute, "trigger-job", "-j", "hold/hold")
 	defer b.run(time.Minute, "abort-build", "-j", "hold/hold", "-b", "1")
 	var pod *corev1.Pod
@@ -203,6 +211,11 @@ jobs:
 		}
 	}
 	inOrder(t, out, "selected worker:", " tekton-"+web.team+"\n", "privileged in the team's own namespace", "succeeded")
+
+	// B's own namespace enforces baseline: B's privileged task runs on the shared worker,
+	// the one that fits it (placement counts Pod Security), not on B's.
+	out = b.ok(5*time.Minute, "trigger-job", "-j", "hold/privileged", "-w")
+	inOrder(t, out, "selected worker:", " tekton-"+web.ns+"\n", "privileged on a worker that admits it", "succeeded")
 
 	out, code = a.run(5*time.Minute, "trigger-job", "-j", "isolation/pull", "-w")
 	t.Logf("team A's task in team B's image: exit %d\n%s", code, out)
