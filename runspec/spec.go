@@ -1,12 +1,12 @@
 package runspec
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 )
 
@@ -286,16 +286,19 @@ func (s Spec) Encode() (string, error) {
 }
 
 // AppendJSON appends the spec's JSON, as Encode returns it, to dst: a caller that encodes
-// many specs reuses one buffer.
+// many specs reuses one buffer. It is what a json.Encoder that leaves HTML unescaped
+// writes for the spec, without its line break (see specjson.go).
 func (s *Spec) AppendJSON(dst []byte) ([]byte, error) {
-	buf := bytes.NewBuffer(dst)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(s); err != nil {
+	w := jsonWriters.Get().(*jsonWriter)
+	defer jsonWriters.Put(w)
+	w.buf, w.err = dst, nil
+	writeSpec()(w, reflect.ValueOf(s).Elem())
+	out, err := w.buf, w.err
+	w.buf = nil
+	if err != nil {
 		return dst, fmt.Errorf("encoding runner spec: %w", err)
 	}
-	out := buf.Bytes()
-	return out[:len(out)-1], nil // the encoder's line break
+	return out, nil
 }
 
 // Args returns the runner's arguments for the spec (after the executable's path), as the

@@ -40,15 +40,32 @@ type cond struct {
 	failing string
 }
 
+// and is the condition that both c and o hold: their whens, and their afters each once,
+// in order.
 func (c cond) and(o cond) cond {
-	out := cond{when: append(append(v1.WhenExpressions{}, c.when...), o.when...), failing: c.failing}
+	out := cond{when: make(v1.WhenExpressions, 0, len(c.when)+len(o.when)), failing: c.failing}
+	out.when = append(append(out.when, c.when...), o.when...)
 	if out.failing == "" {
 		out.failing = o.failing
 	}
-	seen := map[string]bool{}
-	for _, a := range append(append([]string{}, c.after...), o.after...) {
-		if !seen[a] {
-			seen[a] = true
+	n := len(c.after) + len(o.after)
+	if n == 0 {
+		return out
+	}
+	out.after = make([]string, 0, n)
+	// Mostly a few: a scan of them costs less than a set, which many need.
+	var seen map[string]bool
+	if n > 16 {
+		seen = make(map[string]bool, n)
+	}
+	for _, after := range [2][]string{c.after, o.after} {
+		for _, a := range after {
+			if seen[a] || seen == nil && slices.Contains(out.after, a) {
+				continue
+			}
+			if seen != nil {
+				seen[a] = true
+			}
 			out.after = append(out.after, a)
 		}
 	}
@@ -306,9 +323,6 @@ type compiler struct {
 	// secrets are the Secrets the build reads credentials from.
 	secrets map[string]bool
 	creds   map[string]Credential
-	// mountsOf keeps, for the build's compile, the mount of a Secret by its directory
-	// and name (secretsOf).
-	mountsOf map[string]secretMount
 	// secretsFor keeps what secretsOf made, by the references it was given.
 	secretsFor map[string][]secretMount
 	// images are the artifacts a task can run (`image: name`) as they are, by name: the

@@ -1,15 +1,19 @@
 package translate_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
 	"github.com/concourse-tekton/concourse-tekton/concourse/planner"
 	"github.com/concourse-tekton/concourse-tekton/internal/testcorpus"
+	"github.com/concourse-tekton/concourse-tekton/runspec"
 	"github.com/concourse-tekton/concourse-tekton/translate"
 )
 
@@ -50,6 +54,9 @@ func TestCorpusConvert(t *testing.T) {
 				continue
 			}
 			validate(t, r)
+			if err := specsAsEncodingJSON(r); err != nil {
+				t.Errorf("%s: job %s: %v", filepath.Base(file), job, err)
+			}
 			for _, obj := range r.Objects() {
 				if err := translate.ObjectYAMLIsJSONs(obj); err != nil {
 					t.Errorf("%s: job %s: %v", filepath.Base(file), job, err)
@@ -74,6 +81,41 @@ func TestCorpusConvert(t *testing.T) {
 	}
 	testcorpus.Report(t, "corpus convert: %d jobs: %d converted and valid, %d not converted (listed with -v); largest object %d bytes (%s)\n",
 		jobs, converted, len(unsupported), largest, largestName)
+}
+
+// specsAsEncodingJSON says where runspec.Spec.AppendJSON, which the translator encodes
+// each spec with, writes other bytes than encoding/json (leaving HTML unescaped) for a
+// runner spec of r's, as its runner decodes it, and with its numbers as float64s (as
+// a task's config holds them).
+func specsAsEncodingJSON(r *translate.Result) error {
+	for _, pt := range slices.Concat(r.Pipeline.Spec.Tasks, r.Pipeline.Spec.Finally) {
+		for _, p := range pt.Params {
+			if p.Name != runspec.ParamSpec && p.Name != runspec.ParamVerdictSpec {
+				continue
+			}
+			asDecoded, err := runspec.Decode(p.Value.StringVal)
+			if err != nil {
+				return fmt.Errorf("%s: %w", pt.Name, err)
+			}
+			var withFloats runspec.Spec
+			if err := json.Unmarshal([]byte(p.Value.StringVal), &withFloats); err != nil {
+				return fmt.Errorf("%s: %w", pt.Name, err)
+			}
+			for _, spec := range []*runspec.Spec{&asDecoded, &withFloats} {
+				var want bytes.Buffer
+				enc := json.NewEncoder(&want)
+				enc.SetEscapeHTML(false)
+				if err := enc.Encode(spec); err != nil {
+					return fmt.Errorf("%s: %w", pt.Name, err)
+				}
+				got, err := spec.AppendJSON(nil)
+				if err != nil || string(got)+"\n" != want.String() {
+					return fmt.Errorf("the spec of %s: AppendJSON wrote (error %v)\n%s\nencoding/json\n%s", pt.Name, err, got, want.String())
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // BenchmarkCorpusConvert loads, plans and compiles every job of every valid corpus

@@ -146,9 +146,16 @@ func (e *emitter) indent(n int) {
 	if len(e.buf) > e.start {
 		e.buf = append(e.buf, '\n')
 	}
-	for range n {
-		e.buf = append(e.buf, ' ')
+	e.spaces(n)
+}
+
+// spaces writes n spaces.
+func (e *emitter) spaces(n int) {
+	const spaces = "                                                                "
+	for ; n > len(spaces); n -= len(spaces) {
+		e.buf = append(e.buf, spaces...)
 	}
+	e.buf = append(e.buf, spaces[:n]...)
 }
 
 func (e *emitter) key(k string) error {
@@ -234,25 +241,41 @@ func (e *emitter) lineOf(s string, ascii bool) error {
 		e.buf = append(e.buf, s...)
 		return nil
 	}
+	if isIndicator[s[0]] {
+		// Not plain, and single-quoted: analyse refuses that only to a line break, which
+		// a line has none of. A step's spec, a long line of JSON, is one of these.
+		e.singleQuoted(s)
+		return nil
+	}
 	a := analyse(s)
 	switch {
 	case a.plain:
 		e.buf = append(e.buf, s...)
 	case a.single:
-		e.buf = append(e.buf, '\'')
-		for {
-			i := strings.IndexByte(s, '\'')
-			if i < 0 {
-				break
-			}
-			e.buf = append(append(e.buf, s[:i+1]...), '\'')
-			s = s[i+1:]
-		}
-		e.buf = append(append(e.buf, s...), '\'')
+		e.singleQuoted(s)
 	default:
 		return e.byYAML(s)
 	}
 	return nil
+}
+
+// isIndicator are the characters that make a scalar they begin not plain, whatever
+// follows (yaml_emitter_analyze_scalar's block indicators).
+var isIndicator = [256]bool{'#': true, ',': true, '[': true, ']': true, '{': true, '}': true, '&': true, '*': true,
+	'!': true, '|': true, '>': true, '\'': true, '"': true, '%': true, '@': true, '`': true}
+
+// singleQuoted writes s single-quoted, its quotes doubled.
+func (e *emitter) singleQuoted(s string) {
+	e.buf = append(e.buf, '\'')
+	for {
+		i := strings.IndexByte(s, '\'')
+		if i < 0 {
+			break
+		}
+		e.buf = append(append(e.buf, s[:i+1]...), '\'')
+		s = s[i+1:]
+	}
+	e.buf = append(append(e.buf, s...), '\'')
 }
 
 // word says s is a letter followed by letters, digits and "-_./": a plain scalar to
@@ -297,9 +320,7 @@ func (e *emitter) literal(s string, indent int) error {
 			continue
 		}
 		if breaks {
-			for range indent + 2 {
-				e.buf = append(e.buf, ' ')
-			}
+			e.spaces(indent + 2)
 			breaks = false
 		}
 		e.buf = append(e.buf, s[i])
@@ -335,11 +356,10 @@ func isASCIIText(s string) bool {
 		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 		// No byte of 0x80 or more, none under 0x20 (a line feed is, and is looked at
-		// byte by byte below), none 0x7f: (y-ones)&^y&highs is nonzero where a byte of
-		// y is zero.
-		below := (x - 0x20*ones) &^ x & highs
-		del := x ^ 0x7f*ones
-		if x&highs != 0 || below != 0 || (del-ones)&^del&highs != 0 {
+		// byte by byte below), none 0x7f. Below 0x80, a byte plus 0x60 has its high bit
+		// set where it is 0x20 or more, plus 1 where it is 0x7f, and neither carries
+		// into the next byte.
+		if (x|^(x+0x60*ones)|(x+ones))&highs != 0 {
 			if !asciiBytes(s[i : i+8]) {
 				return false
 			}
@@ -434,10 +454,10 @@ func analyse(s string) analysis {
 		}
 		followedByWhitespace := i+1 >= len(s) || s[i+1] == ' ' || s[i+1] == '\n'
 		if i == 0 {
-			switch c {
-			case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+			switch {
+			case isIndicator[c]:
 				blockIndicators = true
-			case '?', ':', '-':
+			case c == '?' || c == ':' || c == '-':
 				if followedByWhitespace {
 					blockIndicators = true
 				}

@@ -265,16 +265,19 @@ func TestEmitWords(t *testing.T) {
 }
 
 // TestIsASCIIText holds isASCIIText, which looks at eight bytes at a time, to the byte by
-// byte answer: every byte value at every place of strings around the eight-byte steps.
+// byte answer: every byte value at every place of strings around the eight-byte steps,
+// among letters, line feeds or the ends of the printable range.
 func TestIsASCIIText(t *testing.T) {
-	for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 24} {
-		for at := range n {
-			for c := range 256 {
-				b := []byte(strings.Repeat("a", n))
-				b[at] = byte(c)
-				s := string(b)
-				if got, want := isASCIIText(s), asciiBytes(s); got != want {
-					t.Fatalf("isASCIIText(%q) = %v, want %v", s, got, want)
+	for _, around := range []string{"a", " ", "~", "\n"} {
+		for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 24} {
+			for at := range n {
+				for c := range 256 {
+					b := []byte(strings.Repeat(around, n))
+					b[at] = byte(c)
+					s := string(b)
+					if got, want := isASCIIText(s), asciiBytes(s); got != want {
+						t.Fatalf("isASCIIText(%q) = %v, want %v", s, got, want)
+					}
 				}
 			}
 		}

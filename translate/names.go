@@ -28,7 +28,16 @@ func dnsName(s string, max int) string {
 // dnsWord is s in lowercase letters and digits, every other run of characters one '-'
 // (none at either end), or "x" when nothing is left.
 func dnsWord(s string) string {
+	if isDNSWord(s) {
+		return s // most names of steps and jobs are
+	}
+	return makeDNSWord(s)
+}
+
+// makeDNSWord is dnsWord, made anew.
+func makeDNSWord(s string) string {
 	var b strings.Builder
+	b.Grow(len(s))
 	dash := false
 	for _, r := range strings.ToLower(s) {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
@@ -46,6 +55,22 @@ func dnsWord(s string) string {
 		out = "x"
 	}
 	return out
+}
+
+// isDNSWord says dnsWord(s) is s: lowercase letters and digits, single '-'s between them.
+func isDNSWord(s string) bool {
+	if s == "" || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && s[i-1] != '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // RunName is the name of a build's PipelineRun: `<pipeline>-<job>-<build>`, readable for

@@ -88,30 +88,40 @@ const maxRefMemoString = 1024
 
 // stringsWith calls f with each string of the JSON document doc, object keys included,
 // that holds sub, unescaped: a scan of doc's strings, with no value built for the rest.
-// sub must be of bytes that encoding/json never escapes, as "((" is.
+// sub must be of bytes that encoding/json never escapes, as "((" is. It looks for the
+// quotes that begin and end strings with bytes.IndexByte (a spec is long, and its
+// strings hold few escapes): a quote ends a string unless an odd number of backslashes
+// comes before it.
 func stringsWith(doc []byte, sub string, f func(string)) {
-	for i := 0; i < len(doc); i++ {
-		if doc[i] != '"' {
-			continue
+	for {
+		start := bytes.IndexByte(doc, '"')
+		if start < 0 {
+			return
 		}
-		end, escaped := i+1, false
-		for end < len(doc) && doc[end] != '"' {
-			if doc[end] == '\\' {
-				end, escaped = end+1, true
+		end := start + 1
+		for {
+			i := bytes.IndexByte(doc[end:], '"')
+			if i < 0 {
+				return // unterminated: not JSON
+			}
+			end += i
+			backslashes := 0
+			for doc[end-1-backslashes] == '\\' {
+				backslashes++
+			}
+			if backslashes%2 == 0 {
+				break
 			}
 			end++
 		}
-		if end >= len(doc) {
-			return // unterminated: not JSON
-		}
-		if lit := doc[i : end+1]; bytes.Contains(lit, []byte(sub)) {
-			if !escaped {
+		if lit := doc[start : end+1]; bytes.Contains(lit, []byte(sub)) {
+			if bytes.IndexByte(lit, '\\') < 0 {
 				f(string(lit[1 : len(lit)-1]))
 			} else if s := ""; json.Unmarshal(lit, &s) == nil {
 				f(s)
 			}
 		}
-		i = end
+		doc = doc[end+1:]
 	}
 }
 
@@ -159,11 +169,11 @@ func (c *compiler) secretMounts(refs []vars.Reference) []secretMount {
 	keys := map[string]map[string]bool{}
 	add := func(dir, name string, fields []string) string {
 		key := dir + "\x00" + name
-		at, ok := c.mountsOf[key]
+		at, ok := secretMountsOf.get(key)
 		if !ok {
 			at.path = path.Join(runspec.DefaultCreds, dir, name)
 			at.secret = secretName(strings.ReplaceAll(path.Join(dir, name), "/", "."))
-			c.mountsOf[key] = at
+			secretMountsOf.put(key, at)
 		}
 		p, secret := at.path, at.secret
 		if secret == "" {
@@ -215,6 +225,11 @@ func (c *compiler) secretMounts(refs []vars.Reference) []secretMount {
 	}
 	return out
 }
+
+// secretMountsOf are the mounts of the Secrets of the credentials the process's builds
+// read, by directory and name (secretMounts): each of a pipeline's jobs reads the same
+// few, whose paths and Secret names were made again in every build.
+var secretMountsOf = &processMemo[string, secretMount]{max: 8192}
 
 func walkStrings(v any, f func(string)) {
 	switch x := v.(type) {

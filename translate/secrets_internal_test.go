@@ -21,6 +21,7 @@ func TestStringsWith(t *testing.T) {
 		map[string]any{"a": "((x))", "((k))": 1, "b": []any{"no", "y ((z)) \"q\"\n", map[string]any{"c": "((w))<&>"}}, "n": 12.5, "t": true, "nil": nil},
 		"((top))",
 		[]any{`\((a))`, `a\"((b))`, "(( unclosed", "((é))"},
+		[]any{`((a))\`, `\\`, `\`, `\"((b))\\`, `"`, `((c))"`, ""},
 		map[string]any{},
 	}
 	for _, doc := range docs {

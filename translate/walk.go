@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -29,7 +30,7 @@ func writeObject(e *emitter, obj any) error {
 	defer walkers.Put(w)
 	w.e = e
 	defer func() { w.e = nil }()
-	if _, err := w.write(reflect.ValueOf(obj), atRoot, 0); err != nil {
+	if _, err := w.write(reflect.ValueOf(obj), nil, atRoot, 0); err != nil {
 		return err
 	}
 	e.buf = append(e.buf, '\n')
@@ -74,8 +75,10 @@ func dropped(key string, w wrote) bool {
 	return key == "status" && w == wroteEmptyObject || key == "creationTimestamp" && w == wroteNull
 }
 
-// write writes v at its place; v is addressable where encoding/json's would be.
-func (w *walker) write(v reflect.Value, at place, indent int) (wrote, error) {
+// write writes v at its place; v is addressable where encoding/json's would be. ti, when
+// not nil, is the typeInfo of v's type past its pointers, which the type of the field or
+// the slice that holds v says.
+func (w *walker) write(v reflect.Value, ti *typeInfo, at place, indent int) (wrote, error) {
 	if !v.IsValid() {
 		w.leaf(at)
 		w.e.buf = append(w.e.buf, "null"...)
@@ -86,14 +89,18 @@ func (w *walker) write(v reflect.Value, at place, indent int) (wrote, error) {
 		// encoding/json writes null for nil, else the value's encoding (its own
 		// methods apply through the pointer or the interface as to the value).
 		if v.IsNil() {
-			return w.write(reflect.Value{}, at, indent)
+			return w.write(reflect.Value{}, nil, at, indent)
 		}
-		return w.write(v.Elem(), at, indent)
+		if k == reflect.Interface {
+			ti = nil // the value's type is its own
+		}
+		return w.write(v.Elem(), ti, at, indent)
 	}
-	if mayEncode(t) {
-		if e := encodingOf(t); e.encodes && (!e.byAddress || v.CanAddr()) {
-			return w.marshaled(v, at, indent) // by its own MarshalJSON or MarshalText
-		}
+	if ti == nil && mayEncode(t) {
+		ti = typeInfoOf(t)
+	}
+	if ti != nil && ti.encodes && (!ti.byAddress || v.CanAddr()) {
+		return w.marshaled(v, at, indent) // by its own MarshalJSON or MarshalText
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -114,7 +121,7 @@ func (w *walker) write(v reflect.Value, at place, indent int) (wrote, error) {
 		}
 		return w.str(v.String(), at, indent)
 	case reflect.Struct:
-		fields := structFields(t)
+		fields := ti.fields // a struct's type may encode: ti is set
 		if fields == nil {
 			return w.viaJSON(v, at, indent)
 		}
@@ -146,7 +153,7 @@ func (w *walker) write(v reflect.Value, at place, indent int) (wrote, error) {
 			return w.viaJSON(v, at, indent)
 		}
 		if v.IsNil() {
-			return w.write(reflect.Value{}, at, indent)
+			return w.write(reflect.Value{}, nil, at, indent)
 		}
 		if t == stringMapType {
 			return w.stringMap(v.Interface().(map[string]string), at, indent)
@@ -166,7 +173,7 @@ func (w *walker) write(v reflect.Value, at place, indent int) (wrote, error) {
 			return w.viaJSON(v, at, indent)
 		}
 		if v.IsNil() {
-			return w.write(reflect.Value{}, at, indent)
+			return w.write(reflect.Value{}, nil, at, indent)
 		}
 		fallthrough
 	case reflect.Array:
@@ -176,13 +183,17 @@ func (w *walker) write(v reflect.Value, at place, indent int) (wrote, error) {
 			w.e.buf = append(w.e.buf, "[]"...)
 			return wroteOther, nil
 		}
+		var items *typeInfo
+		if ti != nil {
+			items = ti.items.typeInfo()
+		}
 		inline := w.open(at)
 		for i := range n {
 			if i > 0 || !inline {
 				w.e.indent(w.nested(at, indent))
 			}
 			w.e.buf = append(w.e.buf, '-')
-			if _, err := w.write(v.Index(i), afterDash, w.nested(at, indent)); err != nil {
+			if _, err := w.write(v.Index(i), items, afterDash, w.nested(at, indent)); err != nil {
 				return wroteOther, err
 			}
 		}
@@ -240,7 +251,7 @@ func (m *members) add(key string, v reflect.Value) error {
 	if err := m.w.e.key(key); err != nil {
 		return err
 	}
-	return m.value(mark, key, v)
+	return m.value(mark, key, v, nil)
 }
 
 // addString writes the member key: s.
@@ -258,11 +269,18 @@ func (m *members) addString(key, s string) error {
 // stringMap writes a map of strings (labels, annotations, node selectors) as write writes
 // any map, without reflection: a value of one taken from a map is a copy on the heap.
 func (w *walker) stringMap(x map[string]string, at place, indent int) (wrote, error) {
-	keys := w.keys[:0]
+	keys, valid := w.keys[:0], true
 	for k := range x {
 		keys = append(keys, k)
+		valid = valid && utf8.ValidString(k)
 	}
-	slices.SortFunc(keys, func(a, b string) int { return keyCompare(validUTF8(a), validUTF8(b)) })
+	if valid {
+		// The keys are as encoding/json writes them: no need to make them so in each
+		// comparison.
+		slices.SortFunc(keys, keyCompare)
+	} else {
+		slices.SortFunc(keys, func(a, b string) int { return keyCompare(validUTF8(a), validUTF8(b)) })
+	}
 	// The values are strings: nothing written below takes the buffer.
 	w.keys = keys
 	return w.object(at, indent, func(m *members) error {
@@ -282,7 +300,7 @@ func (m *members) addField(f *field, v reflect.Value) error {
 	}
 	mark := m.start()
 	m.w.e.buf = append(m.w.e.buf, f.keyYAML...)
-	return m.value(mark, f.name, v)
+	return m.value(mark, f.name, v, f.typ.typeInfo())
 }
 
 // start starts a member's line, and returns where the member starts in the buffer.
@@ -296,11 +314,11 @@ func (m *members) start() int {
 }
 
 // value writes a member's ": value" after its key, or takes the member back to mark
-// where dropped leaves it out.
-func (m *members) value(mark int, key string, v reflect.Value) error {
+// where dropped leaves it out; ti is as write's.
+func (m *members) value(mark int, key string, v reflect.Value, ti *typeInfo) error {
 	e := m.w.e
 	e.buf = append(e.buf, ':')
-	wrote, err := m.w.write(v, afterKey, m.indent)
+	wrote, err := m.w.write(v, ti, afterKey, m.indent)
 	if err != nil {
 		return err
 	}
@@ -368,9 +386,9 @@ func (w *walker) paramValue(v reflect.Value, x *v1.ParamValue, at place, indent 
 	case v1.ParamTypeString:
 		return w.str(x.StringVal, at, indent)
 	case v1.ParamTypeArray:
-		return w.write(reflect.ValueOf(x.ArrayVal), at, indent)
+		return w.write(reflect.ValueOf(x.ArrayVal), nil, at, indent)
 	case v1.ParamTypeObject:
-		return w.write(reflect.ValueOf(x.ObjectVal), at, indent)
+		return w.write(reflect.ValueOf(x.ObjectVal), nil, at, indent)
 	}
 	return w.viaJSON(v, at, indent)
 }
@@ -408,30 +426,78 @@ func wroteOf(tree any) wrote {
 var (
 	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
 	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
-	// encodingTypes caches how each type encodes itself (*encoding).
-	encodingTypes sync.Map
+	// typeInfos caches what write needs to know of each type (*typeInfo).
+	typeInfos sync.Map
 )
 
-// encodingOf says whether values of t encode themselves, as encoding/json asks them to:
-// by a MarshalJSON or a MarshalText method of t, or of *t (byAddress), which applies to
-// the values that can be addressed.
-func encodingOf(t reflect.Type) *selfEncoding {
-	if e, ok := encodingTypes.Load(t); ok {
-		return e.(*selfEncoding)
-	}
-	e := &selfEncoding{}
-	switch {
-	case t.Implements(jsonMarshaler), t.Implements(textMarshaler):
-		e.encodes = true
-	case t.Kind() != reflect.Pointer && (reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)):
-		e.encodes, e.byAddress = true, true
-	}
-	actual, _ := encodingTypes.LoadOrStore(t, e)
-	return actual.(*selfEncoding)
+// typeInfo is what write needs to know of a type, found once (typeInfoOf).
+type typeInfo struct {
+	// encodes says values of the type encode themselves, as encoding/json asks them to:
+	// by a MarshalJSON or a MarshalText method of the type, or of its pointer
+	// (byAddress), which applies to the values that can be addressed.
+	encodes, byAddress bool
+	// fields are a struct's (structFields).
+	fields *fieldList
+	// items are the type of a slice's or an array's items.
+	items *staticType
 }
 
-type selfEncoding struct {
-	encodes, byAddress bool
+// typeInfoOf is t's typeInfo.
+func typeInfoOf(t reflect.Type) *typeInfo {
+	if ti, ok := typeInfos.Load(t); ok {
+		return ti.(*typeInfo)
+	}
+	ti := &typeInfo{}
+	switch {
+	case t.Implements(jsonMarshaler), t.Implements(textMarshaler):
+		ti.encodes = true
+	case t.Kind() != reflect.Pointer && (reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)):
+		ti.encodes, ti.byAddress = true, true
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		ti.fields = structFields(t)
+	case reflect.Slice, reflect.Array:
+		ti.items = newStaticType(t.Elem())
+	}
+	actual, _ := typeInfos.LoadOrStore(t, ti)
+	return actual.(*typeInfo)
+}
+
+// staticType is the type of a struct's field or of a slice's items, past its pointers: the
+// type of each value write writes there, whose typeInfo it then need not look up for
+// each. Its typeInfo is found when the first value is written (the types a struct holds
+// may hold it). It is nil where an interface is reached, each value having a type of its
+// own, and past a few pointers (a pointer type may point to itself).
+type staticType struct {
+	t    reflect.Type
+	info atomic.Pointer[typeInfo]
+}
+
+func newStaticType(t reflect.Type) *staticType {
+	for range 4 {
+		if t.Kind() != reflect.Pointer {
+			break
+		}
+		t = t.Elem()
+	}
+	if t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface {
+		return nil
+	}
+	return &staticType{t: t}
+}
+
+// typeInfo is the type's typeInfo, or nil where s is.
+func (s *staticType) typeInfo() *typeInfo {
+	if s == nil {
+		return nil
+	}
+	ti := s.info.Load()
+	if ti == nil {
+		ti = typeInfoOf(s.t)
+		s.info.Store(ti)
+	}
+	return ti
 }
 
 var (
@@ -439,7 +505,7 @@ var (
 	durationType   = reflect.TypeFor[metav1.Duration]()
 )
 
-// mayEncode says values of t may have a MarshalJSON or MarshalText method (encodingOf
+// mayEncode says values of t may have a MarshalJSON or MarshalText method (typeInfoOf
 // tells): not those of the predeclared types and the unnamed slices, maps and arrays,
 // which have no methods, nor do their pointers.
 func mayEncode(t reflect.Type) bool {
@@ -511,6 +577,8 @@ type fieldList struct {
 
 type field struct {
 	name string
+	// typ is the field's type (for write).
+	typ *staticType
 	// keyYAML is the name as the emitter writes a key, "" where it does not.
 	keyYAML   string
 	index     []int
@@ -584,7 +652,7 @@ func typeFields(t reflect.Type) *fieldList {
 					continue // a shallower field of that name hides it
 				}
 				depthOf[name] = depth
-				f := field{name: name, index: index}
+				f := field{name: name, index: index, typ: newStaticType(sf.Type)}
 				if e := (emitter{}); e.key(name) == nil {
 					f.keyYAML = string(e.buf)
 				}
