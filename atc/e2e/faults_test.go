@@ -384,3 +384,54 @@ jobs:
 	clusterSh(t, "start-registry")
 	started = true
 }
+
+// TestFaultVolumeFull: the build's volume fills (the fifth target's volumes are file
+// systems of their claim's size, smallVolume): mid-step, a process of the count task (fly
+// intercept) writes twice that into the task's output, which the task's container holds
+// until the step ends and its runner saves it to the volume. Concourse: a worker whose
+// disk fills errors the step that can no longer write what it must (its output's volume),
+// naming the error; the build errors. Here: the same, the step errored with the write
+// that failed ("saving artifact out: ... no space left on device"), its lines each once,
+// and the task after it not run.
+func TestFaultVolumeFull(t *testing.T) {
+	dumpOnFailure(t)
+	if err := web.waitForWorkers(time.Minute, "tekton-"+web.small); err != nil {
+		fatal(t, err)
+	}
+	const pipeline = "fault-volume-full"
+	setPipeline(t, pipeline, fmt.Sprintf(`
+jobs:
+- name: run
+  plan:
+  - task: count
+    tags: [%s]
+    config:
+      platform: linux
+      image_resource: %s
+      outputs: [{name: out}]
+      run: {path: sh, args: [-c, 'i=0; while [ ! -e /tmp/stop ] && [ $i -lt 600 ]; do i=$((i+1)); echo count $i; sleep 1; done']}
+  - task: after
+    tags: [%s]
+    config:
+      platform: linux
+      image_resource: %s
+      run: {path: echo, args: [after the fault]}
+`, smallTag, busybox(), smallTag, busybox()))
+	r := triggerFaultBuild(t, pipeline)
+	out, code := fly(t, 3*time.Minute, "intercept", "-j", pipeline+"/run", "-b", "1", "-s", "count", "--",
+		"dd", "if=/dev/zero", "of=out/fill", "bs=1M", "count=64")
+	t.Logf("fly intercept (dd): exit %d\n%s", code, out)
+	if code != 0 {
+		errorf(t, "writing the output: exit %d, want 0 (the task's container holds it)", code)
+	}
+	r.stop()
+	out, code = r.watch()
+	if code != 2 {
+		errorf(t, "fly watch: exit %d, want 2 (errored)", code)
+	}
+	eachLineOnce(t, out, 3)
+	inOrder(t, out, "count 3", "saving artifact out: ", "no space left on device", "errored")
+	if strings.Contains(out, "after the fault") {
+		errorf(t, "the task after the full volume ran")
+	}
+}

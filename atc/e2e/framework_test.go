@@ -50,8 +50,10 @@ type webNode struct {
 	tekton tekton.Interface
 	// ns is the namespace its builds run in; tagged, a further target's, whose worker
 	// has the tag taggedTag (--tekton-targets); team, a third's, whose worker is team
-	// workerTeam's; otherTeam, a fourth's, team otherTeam's.
-	ns, tagged, team, otherTeam string
+	// workerTeam's; otherTeam, a fourth's, team otherTeam's; small, a fifth's, tagged
+	// smallTag, whose builds' volumes are file systems of smallVolume (a disk that
+	// fills: TestFaultVolumeFull).
+	ns, tagged, team, otherTeam, small string
 	// env is web.sh's environment: its state, ports and --tekton-* flags, and a home of
 	// its own, so that fly's targets (~/.flyrc) are the test's.
 	env   []string
@@ -70,6 +72,13 @@ const taggedTag = "e2e-tagged"
 const (
 	workerTeam = "e2e-team"
 	otherTeam  = "e2e-teamb"
+)
+
+// smallTag is the tag of the web node's fifth target, whose build volumes are small
+// file systems of their own (the e2e cluster's StorageClass labcsi-sized), of smallVolume.
+const (
+	smallTag    = "e2e-small-disk"
+	smallVolume = "32Mi"
 )
 
 // teamAccount is the ServiceAccount of workerTeam's namespace that the team's tasks run
@@ -131,7 +140,8 @@ func start() (w *webNode, stop func(), err error) {
 	w.tagged = w.ns + "-tagged"
 	w.team = w.ns + "-team"
 	w.otherTeam = w.ns + "-teamb"
-	for _, ns := range []string{w.ns, w.tagged, w.team, w.otherTeam} {
+	w.small = w.ns + "-small"
+	for _, ns := range []string{w.ns, w.tagged, w.team, w.otherTeam, w.small} {
 		labels := map[string]string{}
 		if ns == w.tagged || ns == w.otherTeam {
 			// Pod Security baseline, as the chart's builds' namespaces: no privileged step
@@ -169,8 +179,9 @@ func start() (w *webNode, stop func(), err error) {
 	undo = append(undo, func() { os.RemoveAll(tmp) })
 	w.state = filepath.Join(tmp, "web")
 	targets := filepath.Join(tmp, "targets.yml")
-	if err := os.WriteFile(targets, []byte(fmt.Sprintf("- namespace: %s\n  kubeconfig: %s\n  tags: [%s]\n- namespace: %s\n  kubeconfig: %s\n  team: %s\n- namespace: %s\n  kubeconfig: %s\n  team: %s\n",
-		w.tagged, path, taggedTag, w.team, path, workerTeam, w.otherTeam, path, otherTeam)), 0o600); err != nil {
+	if err := os.WriteFile(targets, []byte(fmt.Sprintf("- namespace: %s\n  kubeconfig: %s\n  tags: [%s]\n- namespace: %s\n  kubeconfig: %s\n  team: %s\n- namespace: %s\n  kubeconfig: %s\n  team: %s\n"+
+		"- namespace: %s\n  kubeconfig: %s\n  tags: [%s]\n  storage_class: labcsi-sized\n  build_volume_size: %s\n",
+		w.tagged, path, taggedTag, w.team, path, workerTeam, w.otherTeam, path, otherTeam, w.small, path, smallTag, smallVolume)), 0o600); err != nil {
 		return nil, stop, err
 	}
 	home := filepath.Join(tmp, "home")

@@ -275,11 +275,12 @@ func (s *soak) check(ended map[string]build) {
 				// A build whose step's pod was deleted errors, unless the step had done its
 				// work when the pod went.
 				hit := s.faultOf[key] != ""
+				out, _ := fly(s.t, 2*time.Minute, "watch", "-j", "soak/"+b.JobName, "-b", b.Name)
 				if b.Status != status && !(hit && b.Status == "errored") {
-					bad("build %s ended %s, want %s", key, b.Status, status)
+					// What it printed says why, with the faults' times in the log.
+					bad("build %s ended %s, want %s; fly watch:\n%s", key, b.Status, status, out)
 					continue
 				}
-				out, _ := fly(s.t, 2*time.Minute, "watch", "-j", "soak/"+b.JobName, "-b", b.Name)
 				for _, step := range steps[b.JobName] {
 					for i := 1; i <= 5; i++ {
 						line := fmt.Sprintf("%s line %d", step, i)

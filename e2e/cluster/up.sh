@@ -462,6 +462,16 @@ provisioner: $CSI_DRIVER
 reclaimPolicy: Delete
 volumeBindingMode: Immediate
 ---
+# A volume of this class is a file system of its claim's size (in memory), which a step
+# fills as it would a disk: the fault matrix's full build volume.
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: labcsi-sized}
+provisioner: $CSI_DRIVER
+parameters: {enforceCapacity: "true"}
+reclaimPolicy: Delete
+volumeBindingMode: Immediate
+---
 apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: local-path}

@@ -17,13 +17,21 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
-// Mounter makes and removes the bind mounts that publish a volume. Bind and Unmount
-// must be idempotent; IsMounted reports whether target is a mount point.
+// Mounter makes and removes the bind mounts that publish a volume, and the file systems
+// of the volumes whose capacity is enforced. Bind and Unmount must be idempotent;
+// IsMounted reports whether target is a mount point; Tmpfs mounts on target a file
+// system in memory that holds at most size bytes, writable by every user.
 type Mounter interface {
 	Bind(source, target string, readOnly bool) error
 	Unmount(target string) error
 	IsMounted(target string) (bool, error)
+	Tmpfs(target string, size int64) error
 }
+
+// EnforceCapacity is the StorageClass parameter ("true") that gives each volume a file
+// system of its own of the claim's size, so that a step writing past it gets ENOSPC, as
+// on a real disk that fills; without it a volume is a directory of the node's disk.
+const EnforceCapacity = "enforceCapacity"
 
 // Copier copies the contents of directory src into the existing, empty directory dst,
 // keeping modes, ownership and symlinks.
@@ -107,7 +115,8 @@ func (d *Driver) ControllerGetCapabilities(context.Context, *csi.ControllerGetCa
 }
 
 // CreateVolume implements csi.ControllerServer: an empty directory, or a copy of the
-// source volume when the request clones one. Creating an existing volume succeeds.
+// source volume when the request clones one; with EnforceCapacity, a file system of the
+// capacity asked for mounted on the directory. Creating an existing volume succeeds.
 func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (*csi.CreateVolumeResponse, error) {
 	path, err := d.volumePath(req.GetName())
 	if err != nil {
@@ -130,8 +139,18 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 		CapacityBytes: req.GetCapacityRange().GetRequiredBytes(),
 		ContentSource: req.GetVolumeContentSource(),
 	}}
+	sized := req.GetParameters()[EnforceCapacity] == "true"
+	if sized && resp.Volume.CapacityBytes <= 0 {
+		return nil, status.Errorf(codes.InvalidArgument, "%s: the claim asks for no capacity to enforce", EnforceCapacity)
+	}
 	if _, err := os.Stat(path); err == nil {
-		return resp, nil
+		if !sized || d.complete(path) {
+			return resp, nil
+		}
+		// A sized volume whose making stopped half-way: made again.
+		if err := d.remove(path); err != nil {
+			return nil, status.Errorf(codes.Internal, "cleaning %s: %v", path, err)
+		}
 	}
 	if source != "" {
 		if _, err := os.Stat(source); err != nil {
@@ -151,16 +170,63 @@ func (d *Driver) CreateVolume(_ context.Context, req *csi.CreateVolumeRequest) (
 	if err := os.Chmod(tmp, 0o777); err != nil {
 		return nil, status.Errorf(codes.Internal, "creating volume: %v", err)
 	}
+	if sized {
+		// A mount point cannot be renamed: the file system goes on the volume's own
+		// directory, and a mark beside it says once it holds all it should.
+		if err := os.Rename(tmp, path); err != nil {
+			return nil, status.Errorf(codes.Internal, "creating volume: %v", err)
+		}
+		if err := d.Mounter.Tmpfs(path, resp.Volume.CapacityBytes); err != nil {
+			return nil, status.Errorf(codes.Internal, "creating volume: %v", err)
+		}
+		tmp = path
+	}
 	if source != "" {
 		if err := d.Copy(source, tmp); err != nil {
-			os.RemoveAll(tmp)
+			d.remove(tmp)
 			return nil, status.Errorf(codes.Internal, "cloning: %v", err)
 		}
+	}
+	if sized {
+		if err := os.WriteFile(path+completeSuffix, nil, 0o644); err != nil {
+			return nil, status.Errorf(codes.Internal, "creating volume: %v", err)
+		}
+		return resp, nil
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		return nil, status.Errorf(codes.Internal, "creating volume: %v", err)
 	}
 	return resp, nil
+}
+
+// completeSuffix names the mark beside a sized volume's directory that it was made.
+const completeSuffix = ".complete"
+
+// complete tells whether the sized volume at path was made whole.
+func (d *Driver) complete(path string) bool {
+	_, err := os.Stat(path + completeSuffix)
+	return err == nil
+}
+
+// remove deletes the volume at path: its file system, if it has one, its directory and
+// its mark.
+func (d *Driver) remove(path string) error {
+	mounted, err := d.Mounter.IsMounted(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if mounted {
+		if err := d.Mounter.Unmount(path); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(path); err != nil {
+		return err
+	}
+	if err := os.Remove(path + completeSuffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }
 
 // DeleteVolume implements csi.ControllerServer. Deleting a missing volume succeeds.
@@ -171,7 +237,7 @@ func (d *Driver) DeleteVolume(_ context.Context, req *csi.DeleteVolumeRequest) (
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := os.RemoveAll(path); err != nil {
+	if err := d.remove(path); err != nil {
 		return nil, status.Errorf(codes.Internal, "deleting volume: %v", err)
 	}
 	return &csi.DeleteVolumeResponse{}, nil

@@ -3,9 +3,12 @@ package labcsi
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,13 +21,18 @@ import (
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
-// fakeMounter records bind mounts instead of making them, so the tests need no root.
+// fakeMounter records bind mounts and file systems instead of making them, so the tests
+// need no root.
 type fakeMounter struct{ mounts map[string]string }
 
 var _ Mounter = (*fakeMounter)(nil)
 
 func (m *fakeMounter) Bind(source, target string, _ bool) error {
 	m.mounts[target] = source
+	return nil
+}
+func (m *fakeMounter) Tmpfs(target string, size int64) error {
+	m.mounts[target] = fmt.Sprintf("tmpfs of %d bytes", size)
 	return nil
 }
 func (m *fakeMounter) Unmount(target string) error { delete(m.mounts, target); return nil }
@@ -102,6 +110,76 @@ func TestCloneCopiesAndStaysIndependent(t *testing.T) {
 	}
 	if _, err := os.Stat(clone); !os.IsNotExist(err) {
 		t.Errorf("clone still exists: %v", err)
+	}
+}
+
+// TestSizedVolume: with enforceCapacity, a volume is a file system of the claim's size on
+// its directory, made whole once (a half-made one, without its mark, is made again), and
+// deleting it unmounts it; a claim of no size has none to enforce.
+func TestSizedVolume(t *testing.T) {
+	d, m := newDriver(t)
+	sized := func(name string, bytes int64) error {
+		_, err := d.CreateVolume(context.Background(), &csi.CreateVolumeRequest{
+			Name: name, CapacityRange: &csi.CapacityRange{RequiredBytes: bytes},
+			Parameters: map[string]string{EnforceCapacity: "true"},
+		})
+		return err
+	}
+	path := filepath.Join(d.Root, "pvc-sized")
+	if err := sized("pvc-sized", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.mounts[path]; got != "tmpfs of 67108864 bytes" {
+		t.Errorf("mounted on the volume: %q, want a tmpfs of 64 MiB", got)
+	}
+	write(t, filepath.Join(path, "data"), "kept")
+	if err := sized("pvc-sized", 64<<20); err != nil || read(t, filepath.Join(path, "data")) != "kept" {
+		t.Errorf("creating again: %v; want the volume as it is", err)
+	}
+	if err := os.Remove(path + completeSuffix); err != nil {
+		t.Fatal(err)
+	}
+	if err := sized("pvc-sized", 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(path, "data")); !os.IsNotExist(err) {
+		t.Errorf("a half-made volume was not made again: %v", err)
+	}
+	if _, err := d.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: "pvc-sized"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.mounts[path]; ok {
+		t.Error("the volume's file system is still mounted after its deletion")
+	}
+	for _, p := range []string{path, path + completeSuffix} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still exists: %v", p, err)
+		}
+	}
+	if got := status.Code(sized("pvc-nothing", 0)); got != codes.InvalidArgument {
+		t.Errorf("a sized volume of no capacity: %v, want InvalidArgument", got)
+	}
+}
+
+// TestSizedVolumeFills: on a real node (root), a sized volume refuses what is written
+// past its size with ENOSPC.
+func TestSizedVolumeFills(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a file system needs root")
+	}
+	d, _ := newDriver(t)
+	d.Mounter = SysMounter{}
+	_, err := d.CreateVolume(context.Background(), &csi.CreateVolumeRequest{
+		Name: "pvc-full", CapacityRange: &csi.CapacityRange{RequiredBytes: 1 << 20},
+		Parameters: map[string]string{EnforceCapacity: "true"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.DeleteVolume(context.Background(), &csi.DeleteVolumeRequest{VolumeId: "pvc-full"}) })
+	err = os.WriteFile(filepath.Join(d.Root, "pvc-full", "fill"), make([]byte, 2<<20), 0o644)
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("writing 2 MiB into a volume of 1 MiB: %v, want ENOSPC", err)
 	}
 }
 

@@ -42,6 +42,14 @@ func (SysMounter) Unmount(target string) error {
 	return nil
 }
 
+// Tmpfs implements Mounter.
+func (SysMounter) Tmpfs(target string, size int64) error {
+	if err := syscall.Mount("tmpfs", target, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("size=%d,mode=0777", size)); err != nil {
+		return fmt.Errorf("mounting a file system of %d bytes on %s: %w", size, target, err)
+	}
+	return nil
+}
+
 // IsMounted implements Mounter by reading /proc/self/mountinfo: a bind mount of a
 // directory on the same file system has the same device, so stat cannot tell.
 func (SysMounter) IsMounted(target string) (bool, error) {
