@@ -113,7 +113,7 @@ e2e: runner-image cli-image web-image ## End-to-end tests on a real local cluste
 e2e: FLY_PLATFORMS = linux/amd64
 
 .PHONY: bench-e2e
-bench-e2e: ## Benchmarks on the running e2e cluster (make e2e-up first): a build against a hand-written Tekton PipelineRun of the same steps; execute's transfers against tar | kubectl exec.
+bench-e2e: ## Benchmarks on the running e2e cluster (make e2e-up first): a build against a hand-written Tekton PipelineRun of the same steps; sequences against one hand-written pod; execute's transfers against tar | kubectl exec.
 	cd e2e && $(GO) test -tags e2e -count=1 -run '^$$' -bench . -benchtime 1x -count 3 -timeout 30m .
 
 .PHONY: bench-scale
