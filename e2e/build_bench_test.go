@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	watchapi "k8s.io/apimachinery/pkg/watch"
 	"knative.dev/pkg/apis"
 )
 
@@ -61,16 +62,22 @@ func handWritten(name string) *pipelinev1.PipelineRun {
 				Workspaces: []pipelinev1.PipelineWorkspaceDeclaration{{Name: "build"}},
 				Tasks:      []pipelinev1.PipelineTask{task("a"), task("b", "a"), task("c", "a"), task("d", "b", "c")},
 			},
-			Workspaces: []pipelinev1.WorkspaceBinding{{Name: "build", VolumeClaimTemplate: &corev1.PersistentVolumeClaim{
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceStorage: resource.MustParse("64Mi"),
-					}},
-				},
-			}}},
+			Workspaces: benchVolume(),
 		},
 	}
+}
+
+// benchVolume is the workspace of a hand-written run: a claim from a volumeClaimTemplate
+// of the size of the benchmarks' build volumes (--build-volume-size 64Mi).
+func benchVolume() []pipelinev1.WorkspaceBinding {
+	return []pipelinev1.WorkspaceBinding{{Name: "build", VolumeClaimTemplate: &corev1.PersistentVolumeClaim{
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("64Mi"),
+			}},
+		},
+	}}}
 }
 
 // BenchmarkBuild compares a build of a four-step job (a; b and c in parallel; d) run with
@@ -145,35 +152,51 @@ func ours(b *testing.B, ns, file, job string, flags ...string) (time.Duration, i
 // succeed, and the number of pods it ran.
 func tektons(b *testing.B, ns, name string) (time.Duration, int) {
 	b.Helper()
+	runs := testCluster.tekton.TektonV1().PipelineRuns(ns)
+	elapsed := untilSucceeded[*pipelinev1.PipelineRun](b, "PipelineRun", name, runs.Watch, func(ctx context.Context) error {
+		_, err := runs.Create(ctx, handWritten(name), metav1.CreateOptions{})
+		return err
+	})
+	return elapsed, podCount(b, ns, name)
+}
+
+// untilSucceeded makes a run with create (a PipelineRun or TaskRun named name, of type
+// R, which watch watches) and returns the time from then until the watch sees it
+// succeed; a run that fails fails b.
+func untilSucceeded[R interface {
+	*pipelinev1.PipelineRun | *pipelinev1.TaskRun
+	GetStatusCondition() apis.ConditionAccessor
+}](b *testing.B, kind, name string, watch func(context.Context, metav1.ListOptions) (watchapi.Interface, error), create func(context.Context) error) time.Duration {
+	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	runs := testCluster.tekton.TektonV1().PipelineRuns(ns)
-	w, err := runs.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	w, err := watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Stop()
 	start := time.Now()
-	if _, err := runs.Create(ctx, handWritten(name), metav1.CreateOptions{}); err != nil {
+	if err := create(ctx); err != nil {
 		b.Fatal(err)
 	}
 	for ev := range w.ResultChan() {
-		pr, ok := ev.Object.(*pipelinev1.PipelineRun)
+		run, ok := ev.Object.(R)
 		if !ok {
 			continue
 		}
-		finished, succeeded := done(pr.Status.GetCondition(apis.ConditionSucceeded))
+		cond := run.GetStatusCondition().GetCondition(apis.ConditionSucceeded)
+		finished, succeeded := done(cond)
 		if !finished {
 			continue
 		}
 		elapsed := time.Since(start)
 		if !succeeded {
-			b.Fatalf("PipelineRun %s failed: %+v", name, pr.Status.GetCondition(apis.ConditionSucceeded))
+			b.Fatalf("%s %s failed: %+v", kind, name, cond)
 		}
-		return elapsed, podCount(b, ns, name)
+		return elapsed
 	}
-	b.Fatalf("PipelineRun %s: the watch ended before it did: %v", name, ctx.Err())
-	return 0, 0
+	b.Fatalf("%s %s: the watch ended before it did: %v", kind, name, ctx.Err())
+	return 0
 }
 
 // podCount is the number of pods a PipelineRun ran (its TaskRuns' pods; an affinity

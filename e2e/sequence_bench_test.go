@@ -12,11 +12,7 @@ import (
 	"time"
 
 	pipelinev1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"knative.dev/pkg/apis"
 )
 
 // sequenceJob is a job of sequential steps, and the same steps as a Tekton user writes
@@ -98,14 +94,7 @@ func (j sequenceJob) onePod(name string) *pipelinev1.TaskRun {
 				Workspaces: []pipelinev1.WorkspaceDeclaration{{Name: "build"}},
 				Steps:      j.steps,
 			},
-			Workspaces: []pipelinev1.WorkspaceBinding{{Name: "build", VolumeClaimTemplate: &corev1.PersistentVolumeClaim{
-				Spec: corev1.PersistentVolumeClaimSpec{
-					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-						corev1.ResourceStorage: resource.MustParse("64Mi"),
-					}},
-				},
-			}}},
+			Workspaces: benchVolume(),
 		},
 	}
 }
@@ -153,33 +142,9 @@ func BenchmarkSequence(b *testing.B) {
 // succeed.
 func onePod(b *testing.B, ns string, job sequenceJob, name string) time.Duration {
 	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	runs := testCluster.tekton.TektonV1().TaskRuns(ns)
-	w, err := runs.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer w.Stop()
-	start := time.Now()
-	if _, err := runs.Create(ctx, job.onePod(name), metav1.CreateOptions{}); err != nil {
-		b.Fatal(err)
-	}
-	for ev := range w.ResultChan() {
-		tr, ok := ev.Object.(*pipelinev1.TaskRun)
-		if !ok {
-			continue
-		}
-		finished, succeeded := done(tr.Status.GetCondition(apis.ConditionSucceeded))
-		if !finished {
-			continue
-		}
-		elapsed := time.Since(start)
-		if !succeeded {
-			b.Fatalf("TaskRun %s failed: %+v", name, tr.Status.GetCondition(apis.ConditionSucceeded))
-		}
-		return elapsed
-	}
-	b.Fatalf("TaskRun %s: the watch ended before it did: %v", name, ctx.Err())
-	return 0
+	return untilSucceeded[*pipelinev1.TaskRun](b, "TaskRun", name, runs.Watch, func(ctx context.Context) error {
+		_, err := runs.Create(ctx, job.onePod(name), metav1.CreateOptions{})
+		return err
+	})
 }

@@ -2,6 +2,7 @@ package tektonrun
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,12 @@ type TargetSpec struct {
 
 	// Line and Column are where the entry is in its file.
 	Line, Column int `yaml:"-"`
+}
+
+// WorkerName is the name of the worker the target is, in namespace (the namespace its
+// kubeconfig context gives, when it names none): its worker's, else tekton-<namespace>.
+func (s TargetSpec) WorkerName(namespace string) string {
+	return cmp.Or(s.Worker, "tekton-"+namespace)
 }
 
 // tagPattern is what a worker tag may be here (tagRule says it): a word a pipeline's

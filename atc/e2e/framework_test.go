@@ -435,10 +435,15 @@ func fatal(t *testing.T, args ...any) {
 // exit status.
 func fly(t *testing.T, timeout time.Duration, args ...string) (string, int) {
 	t.Helper()
+	return flyAs(t, flyTarget, timeout, args...)
+}
+
+// flyAs is fly with another of fly's targets (a team's: TestTeams).
+func flyAs(t *testing.T, target string, timeout time.Duration, args ...string) (string, int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	p := startFly(t, ctx, args...)
-	return p.wait(t)
+	return launchFly(t, ctx, target, false, args).wait(t)
 }
 
 // flyProcess is a fly command running in the background.
@@ -467,19 +472,19 @@ func (p *flyProcess) output() string {
 
 func startFly(t *testing.T, ctx context.Context, args ...string) *flyProcess {
 	t.Helper()
-	return launchFly(t, ctx, false, args)
+	return launchFly(t, ctx, flyTarget, false, args)
 }
 
 // startFlyIn starts fly with a pipe to its stdin.
 func startFlyIn(t *testing.T, ctx context.Context, args ...string) *flyProcess {
 	t.Helper()
-	return launchFly(t, ctx, true, args)
+	return launchFly(t, ctx, flyTarget, true, args)
 }
 
-func launchFly(t *testing.T, ctx context.Context, stdin bool, args []string) *flyProcess {
+func launchFly(t *testing.T, ctx context.Context, target string, stdin bool, args []string) *flyProcess {
 	t.Helper()
 	p := &flyProcess{done: make(chan struct{})}
-	p.cmd = exec.CommandContext(ctx, web.fly, append([]string{"-t", flyTarget}, args...)...)
+	p.cmd = exec.CommandContext(ctx, web.fly, append([]string{"-t", target}, args...)...)
 	p.cmd.Env = web.env
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	if stdin {
@@ -518,6 +523,12 @@ func (p *flyProcess) wait(t *testing.T) (string, int) {
 // setPipeline sets and unpauses a pipeline.
 func setPipeline(t *testing.T, name, config string) {
 	t.Helper()
+	setPipelineAs(t, flyTarget, name, config)
+}
+
+// setPipelineAs is setPipeline with another of fly's targets.
+func setPipelineAs(t *testing.T, target, name, config string) {
+	t.Helper()
 	file := filepath.Join(t.TempDir(), name+".yml")
 	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
 		fatal(t, err)
@@ -526,7 +537,7 @@ func setPipeline(t *testing.T, name, config string) {
 		{"set-pipeline", "-n", "-p", name, "-c", file},
 		{"unpause-pipeline", "-p", name},
 	} {
-		if out, code := fly(t, time.Minute, args...); code != 0 {
+		if out, code := flyAs(t, target, time.Minute, args...); code != 0 {
 			fatalf(t, "fly %s: exit %d\n%s", strings.Join(args, " "), code, out)
 		}
 	}

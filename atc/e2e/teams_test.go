@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -46,8 +45,7 @@ func teamWorker(t *testing.T) {
 		fatalf(t, "worker %s is saved before its team exists: %+v", name, workers)
 	}
 	teamFly := newTeam(t, workerTeam, web.team)
-	file := filepath.Join(t.TempDir(), "pipeline.yml")
-	if err := os.WriteFile(file, []byte(`
+	teamFly.setPipeline("team-jobs", `
 jobs:
 - name: hello
   plan:
@@ -56,11 +54,7 @@ jobs:
       platform: linux
       image_resource: `+busybox()+`
       run: {path: echo, args: [on the team's own worker]}
-`), 0o644); err != nil {
-		fatal(t, err)
-	}
-	teamFly.ok(time.Minute, "set-pipeline", "-n", "-p", "team-jobs", "-c", file)
-	teamFly.ok(time.Minute, "unpause-pipeline", "-p", "team-jobs")
+`)
 	out := teamFly.ok(5*time.Minute, "trigger-job", "-j", "team-jobs/hello", "-w")
 	inOrder(t, out, "selected worker:", " "+name+"\n", "on the team's own worker", "succeeded")
 
@@ -250,20 +244,7 @@ func newTeam(t *testing.T, team, ns string) teamFly {
 // run runs fly as the team and returns what it printed and its exit status.
 func (f teamFly) run(timeout time.Duration, args ...string) (string, int) {
 	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, web.fly, append([]string{"-t", f.team}, args...)...)
-	cmd.Env = web.env
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return string(out), 0
-	case errors.As(err, &exit):
-		return string(out), exit.ExitCode()
-	}
-	fatalf(f.t, "fly -t %s %s: %v\n%s", f.team, strings.Join(args, " "), err, out)
-	return "", 0
+	return flyAs(f.t, f.team, timeout, args...)
 }
 
 // ok runs fly as the team and fails the test unless it exits 0.
@@ -279,10 +260,5 @@ func (f teamFly) ok(timeout time.Duration, args ...string) string {
 // setPipeline sets and unpauses one of the team's pipelines.
 func (f teamFly) setPipeline(name, config string) {
 	f.t.Helper()
-	file := filepath.Join(f.t.TempDir(), name+".yml")
-	if err := os.WriteFile(file, []byte(config), 0o644); err != nil {
-		fatal(f.t, err)
-	}
-	f.ok(time.Minute, "set-pipeline", "-n", "-p", name, "-c", file)
-	f.ok(time.Minute, "unpause-pipeline", "-p", name)
+	setPipelineAs(f.t, f.team, name, config)
 }

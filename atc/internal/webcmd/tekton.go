@@ -175,7 +175,7 @@ func (f *TektonFlags) openTekton() (*tekton, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		name := cmp.Or(s.Worker, "tekton-"+target.Namespace)
+		name := s.WorkerName(target.Namespace)
 		if other, ok := workers[name]; ok {
 			return nil, fmt.Errorf("%s: worker %s is %s's name already: give it another (worker:)", where, name, other)
 		}

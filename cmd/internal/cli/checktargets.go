@@ -59,7 +59,7 @@ func (s *streams) checkTargets(ctx context.Context, o tektonrun.TargetOptions, f
 		if err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		name := cmp.Or(spec.Worker, "tekton-"+t.Namespace)
+		name := spec.WorkerName(t.Namespace)
 		if other, ok := names[name]; ok {
 			return fmt.Errorf("%s: worker %s is %s's name already", where, name, other)
 		}
