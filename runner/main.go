@@ -97,7 +97,7 @@ func stopOnSignal(parent context.Context, signals ...os.Signal) (context.Context
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "error: usage: concourse-runner <mode>|step --spec=<json> | install DEST | abort [--volume=DIR] | hold | session | receive --dir=DIR --name=NAME | send --name=NAME")
+		fmt.Fprintln(stderr, "error: usage: concourse-runner <mode>|step --spec=<json> | install DEST | abort [--volume=DIR] | hold | serve | session | session-key | receive --dir=DIR --name=NAME | send --name=NAME")
 		return exitUsage
 	}
 	mode := runspec.Mode(args[0])
@@ -135,6 +135,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.DurationVar(&opts.poll, "x-poll", defaultPoll, "hidden: how often markers are polled, for tests")
 	sessionRoot := fs.String("x-session-root", runspec.SessionRoot, "hidden: a check session's directory of its checks, for tests")
 	sessionCreds := fs.String("x-session-creds", runspec.SessionCreds, "hidden: a check session's directory of its checks' credentials, for tests")
+	sessionPort := fs.Int("x-session-port", runspec.SessionPort, "hidden: the port a check session serves checks on (0: any), for tests")
 	if err := fs.Parse(args[1:]); err != nil {
 		return exitUsage
 	}
@@ -158,6 +159,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 0
 	case runspec.ModeHold:
 		return hold(ctx, *timeout)
+	case runspec.ModeServe:
+		if fs.NArg() != 0 || *specJSON != "" {
+			fmt.Fprintln(stderr, "error: usage: concourse-runner serve [--timeout=DURATION] [--image=IMAGE]")
+			return exitUsage
+		}
+		exe, err := os.Executable()
+		if err != nil {
+			fmt.Fprintf(stderr, "error: finding the runner's own binary: %v\n", err)
+			return 1
+		}
+		// Each check is the session mode, with the flags this runner was given.
+		child := []string{exe, string(runspec.ModeSession)}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "timeout" && f.Name != "x-session-port" {
+				child = append(child, "--"+f.Name+"="+f.Value.String())
+			}
+		})
+		return serveChecks(ctx, *timeout, *sessionPort, *sessionCreds, child, stderr)
+	case runspec.ModeSessionKey:
+		if err := sessionKey(ctx, *sessionCreds, stdout); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return 1
+		}
+		return 0
 	case runspec.ModeSession:
 		if fs.NArg() != 0 || *specJSON != "" {
 			fmt.Fprintln(stderr, "error: usage: concourse-runner session (the check's request on stdin)")

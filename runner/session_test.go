@@ -40,6 +40,17 @@ func (w *world) startSession(req runspec.SessionRequest) *sessionRun {
 	if err != nil {
 		w.t.Fatal(err)
 	}
+	s.running, s.stdin = w.startStopped(cmd, func() { stdin.Close() }), stdin
+	if _, err := stdin.Write([]byte(mustJSON(w.t, req) + "\n")); err != nil {
+		w.t.Fatal(err)
+	}
+	return s
+}
+
+// startStopped starts cmd, a runner that ends when stop asks it to: at the test's end it
+// is asked, then killed if it has not ended 20 seconds later.
+func (w *world) startStopped(cmd *exec.Cmd, stop func()) *running {
+	w.t.Helper()
 	r := &running{cmd: cmd, stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = r.stdout, r.stderr
 	r.start = time.Now()
@@ -51,19 +62,15 @@ func (w *world) startSession(req runspec.SessionRequest) *sessionRun {
 		close(r.done)
 	}()
 	w.t.Cleanup(func() {
-		stdin.Close()
+		stop()
 		select {
 		case <-r.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(20 * time.Second):
 			cmd.Process.Kill()
 			<-r.done
 		}
 	})
-	s.running, s.stdin = r, stdin
-	if _, err := stdin.Write([]byte(mustJSON(w.t, req) + "\n")); err != nil {
-		w.t.Fatal(err)
-	}
-	return s
+	return r
 }
 
 // leftovers lists what a session's checks left in its directories.

@@ -9,15 +9,15 @@ import (
 
 // A check session is a resource's check container that lasts (Concourse's check session:
 // one container per resource config, serving every check of it for up to an hour). Its
-// pod's main process is the runner holding (ModeHold); each check is a ModeSession
-// runner exec'd into it, which reads one SessionRequest on stdin, runs the step in a
-// directory of its own under SessionRoot, and writes one SessionResult on stdout, as its
-// last line. The step's log goes to stderr, redacted, as a step's does. The request is
+// pod's main process is the runner serving its checks (ModeServe, sessionwire.go); each
+// check is a ModeSession runner, started by it or exec'd into the pod, which reads one
+// SessionRequest on stdin, runs the step in a directory of its own under SessionRoot,
+// and writes one SessionResult on stdout, as its last line. The step's log goes to stderr, redacted, as a step's does. The request is
 // never on a command line (the API server's audit log and the node's process table
 // would show it): it may carry credentials.
 //
-// Stdin stays open while the step runs: when it closes (the backend's exec ended: a
-// check's timeout, the web node going away) the step is interrupted, as a step whose
+// Stdin stays open while the step runs: when it closes (the backend hung up: a check's
+// timeout, the web node going away) the step is interrupted, as a step whose
 // build is aborted, so that nothing of a check outlives the check.
 const (
 	// SessionRoot is where a check session's pod mounts the directory of its checks'

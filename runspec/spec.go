@@ -45,6 +45,11 @@ const (
 	// ModeSession runs one check in a check session's container, its request on stdin
 	// (see session.go).
 	ModeSession Mode = "session"
+	// ModeServe is a check session's main process: it holds the pod and serves its checks
+	// over the pod network, each a ModeSession runner of its own; ModeSessionKey says how
+	// to reach it (see sessionwire.go).
+	ModeServe      Mode = "serve"
+	ModeSessionKey Mode = "session-key"
 	// ModeIntercept, given a step's spec, replaces the runner with a shell (or the
 	// command after --) in the step's working directory, with its environment and user.
 	ModeIntercept Mode = "intercept"

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/concourse-tekton/concourse-tekton/concourse"
@@ -48,6 +49,19 @@ func (b *Backend) Close() { b.client.Close() }
 // outside the cluster, a harness whose simulated nodes serve none) instead of the API's
 // pods/log. Call it before the backend follows a build.
 func (b *Backend) SetLogSource(src LogSource) { b.client.logs = src }
+
+// CheckOverExec makes the checks of check sessions go through pods/exec (the API server
+// and the kubelet) rather than over the pod network to their pods' runners: for a
+// process that cannot reach the pods' IPs. Call it before the backend runs a check.
+func (b *Backend) CheckOverExec() { b.client.pods.ExecChecks = true }
+
+// SimulateSessions makes the backend reach the runners of its check sessions' pods
+// through stream in place of pods/exec and at host's address in place of their IPs: for
+// a harness whose simulated nodes (kwok) run no containers, which serves the sessions
+// elsewhere. Call it before the backend runs a check.
+func (b *Backend) SimulateSessions(stream podexec.Streamer, host func(*corev1.Pod) string) {
+	b.client.pods.Stream, b.client.pods.SessionHost = stream, host
+}
 
 // Client is the backend's cluster client.
 func (b *Backend) Client() *Client { return b.client }

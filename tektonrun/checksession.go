@@ -30,8 +30,9 @@ var ErrSessionGone = errors.New("the check container is gone")
 // SessionCheck is a check build compiled to run in a check session's container
 // (runspec/session.go) instead of as a PipelineRun of its own: where Concourse runs a
 // resource's checks in the container of its resource config's check session, checks
-// run here as a runner exec'd into the session's pod, which its owner (the web node's
-// check session) keeps for as long as it wants it. A check costs no pod, no TaskRun, no
+// run here in the session's pod, served by its runner over the pod network (or exec'd
+// into it, where the network does not reach it), which its owner (the web node's check
+// session) keeps for as long as it wants it. A check costs no pod, no TaskRun, no
 // build volume, no Secret.
 type SessionCheck struct {
 	client  *Client
@@ -115,17 +116,18 @@ func (s *SessionCheck) Start(ctx context.Context, name string) error {
 // error wrapping ErrSessionGone when the pod can take no check (before anything was
 // emitted), ctx's error when ctx ended (a timeout) first.
 func (s *SessionCheck) Run(ctx context.Context, name string, emit func(buildevents.Event) error) (runspec.SessionResult, error) {
-	pod, err := s.client.pods.Session(ctx, name, s.session.Hash)
+	conn, err := s.client.pods.OpenSession(ctx, name, s.session.Hash)
 	if err != nil {
 		return runspec.SessionResult{}, err
 	}
-	if pod == nil {
+	if conn == nil {
 		return runspec.SessionResult{}, fmt.Errorf("%w: %s", ErrSessionGone, name)
 	}
 	spec := s.session.Request.Spec
-	digest := buildevents.ImageDigest(pod, runspec.SessionContainer)
-	for _, e := range buildevents.SessionHead(s.step, spec, time.Now().Unix(), pod.Spec.NodeName, digest) {
+	digest := buildevents.ImageDigest(conn.Pod, runspec.SessionContainer)
+	for _, e := range buildevents.SessionHead(s.step, spec, time.Now().Unix(), conn.Pod.Spec.NodeName, digest) {
 		if err := emit(e); err != nil {
+			conn.Close()
 			return runspec.SessionResult{}, err
 		}
 	}
@@ -136,7 +138,7 @@ func (s *SessionCheck) Run(ctx context.Context, name string, emit func(buildeven
 		n++
 		return emit(e)
 	}}
-	res, err := s.client.pods.ExecSession(ctx, name, s.session.Image, s.request, log)
+	res, err := conn.Check(ctx, s.session.Image, s.request, log)
 	if err != nil {
 		return runspec.SessionResult{}, err
 	}

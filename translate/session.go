@@ -16,7 +16,7 @@ import (
 
 // CheckSession is a check build compiled to run in the container of a check session
 // (runspec/session.go) rather than as a PipelineRun of its own: the pod of the session,
-// which holds, and the request of the check, which a runner exec'd into the pod runs.
+// whose runner serves its checks (runspec/sessionwire.go), and the request of the check.
 // The pod's container is the check step's own, as its Task makes it (image, user,
 // security, node selection, the runner's install, /scratch); the build's volume, results
 // and credentials become directories of each check's own in the pod, the credentials
@@ -143,7 +143,8 @@ func (r *Result) CheckSession() (*CheckSession, error) {
 			Name:            runspec.SessionContainer,
 			Image:           image,
 			Command:         []string{runspec.RunnerPath},
-			Args:            []string{string(runspec.ModeHold), "--timeout=" + SessionHold.String()},
+			Args:            []string{string(runspec.ModeServe), "--timeout=" + SessionHold.String(), "--image=" + image},
+			Ports:           []corev1.ContainerPort{{Name: runspec.SessionPortName, ContainerPort: runspec.SessionPort, Protocol: corev1.ProtocolTCP}},
 			VolumeMounts:    mounts,
 			SecurityContext: run.SecurityContext.DeepCopy(),
 			Resources:       *run.ComputeResources.DeepCopy(),

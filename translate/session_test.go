@@ -39,7 +39,7 @@ func gitCheck(tags ...string) concourse.Plan {
 }
 
 // TestCheckSession: a check build becomes a session's pod, the check step's own
-// container holding (its image, its security, its node by its tags, the runner's
+// container serving checks (its image, its security, its node by its tags, the runner's
 // install, no token, no Secret mounted), and the check's request, whose spec is the
 // step's, its build's name given, and whose credentials are the starter's to add.
 func TestCheckSession(t *testing.T) {
@@ -56,8 +56,11 @@ func TestCheckSession(t *testing.T) {
 	if c.Name != runspec.SessionContainer || c.Image != s.Image || !strings.HasPrefix(c.Image, "concourse/git-resource@sha256:") {
 		t.Errorf("container %s of %s (session image %s); want %s of the type's image", c.Name, c.Image, s.Image, runspec.SessionContainer)
 	}
-	if diff := cmp.Diff([]string{runspec.RunnerPath, "hold", "--timeout=2h0m0s"}, append(c.Command, c.Args...)); diff != "" {
+	if diff := cmp.Diff([]string{runspec.RunnerPath, "serve", "--timeout=2h0m0s", "--image=" + s.Image}, append(c.Command, c.Args...)); diff != "" {
 		t.Errorf("command (-want +got):\n%s", diff)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].ContainerPort != runspec.SessionPort {
+		t.Errorf("ports %v; want the one checks are served on", c.Ports)
 	}
 	if *pod.AutomountServiceAccountToken || *pod.EnableServiceLinks || pod.ServiceAccountName != "builds" || pod.RestartPolicy != corev1.RestartPolicyNever {
 		t.Errorf("pod token %v, links %v, account %q, restart %s; want no token, no links, builds, never", *pod.AutomountServiceAccountToken, *pod.EnableServiceLinks, pod.ServiceAccountName, pod.RestartPolicy)

@@ -23,17 +23,19 @@ import (
 // TestCheckLoad (make bench-checks; docs/benchmarks.md has its last figures) measures what
 // Concourse's periodic checks cost the cluster: for each N of CHECKS_RESOURCES (50,200), a
 // pipeline of N mock resources, each a triggering input of a paused job, checked every
-// CHECKS_EVERY (1m) through the web node, for
-// CHECKS_DURATION (10m), and in that time one resource a minute given a new version by hand
-// (fly check-resource --from). It reports pods and TaskRuns created a minute (after the
-// first minute, when every resource is checked for the first time; and pods once every
-// resource was checked once, "later"), each check's lag (from
-// when it was due, its previous check's end plus the interval, to its end, when its versions
-// were saved), the API server's and the kubelet's CPU seconds a minute, and the checks that
-// did not succeed. Each size runs in each of CHECKS_MODES (runs,containers): the checks
-// as runs of their own (--tekton-no-check-containers), then in check containers, one
-// after the other in the same run. It asserts nothing of the figures: they are the
-// bench's.
+// CHECKS_EVERY (1m) through the web node, for CHECKS_DURATION (10m), and in that time one
+// resource a minute given a new version by hand (fly check-resource --from). It reports
+// pods and TaskRuns created a minute (after the first minute, when every resource is
+// checked for the first time; and pods once every resource was checked once, "later"),
+// each check's lag (from when it was due, its previous check's end plus the interval, to
+// its end, when its versions were saved) and its own time (from its build's start, once
+// lidar's scan, every CHECKS_SCANNER_INTERVAL (Concourse's 10s), found it due and the rate
+// limiter let it run), the API server's and the kubelet's CPU seconds a minute, and the
+// checks that did not succeed. Each size runs in each of CHECKS_MODES
+// (runs,exec,containers): the checks as runs of their own (--tekton-no-check-containers),
+// in check containers through pods/exec (--tekton-check-over-exec), then in check
+// containers over the pod network, one after the other in the same run. It asserts
+// nothing of the figures: they are the bench's.
 func TestCheckLoad(t *testing.T) {
 	var sizes []int
 	for _, s := range strings.Split(envString("CHECKS_RESOURCES", "50,200"), ",") {
@@ -45,26 +47,31 @@ func TestCheckLoad(t *testing.T) {
 	}
 	duration := envDuration(t, "CHECKS_DURATION", 10*time.Minute)
 	every := envDuration(t, "CHECKS_EVERY", time.Minute)
-	modes := strings.Split(envString("CHECKS_MODES", "runs,containers"), ",")
+	modes := strings.Split(envString("CHECKS_MODES", "runs,exec,containers"), ",")
 	for _, m := range modes {
-		if m != "runs" && m != "containers" {
-			fatalf(t, "CHECKS_MODES=%q: want runs, containers or both, comma-separated", os.Getenv("CHECKS_MODES"))
+		if m != "runs" && m != "exec" && m != "containers" {
+			fatalf(t, "CHECKS_MODES=%q: want runs, exec or containers, comma-separated", os.Getenv("CHECKS_MODES"))
 		}
 	}
 	dumpOnFailure(t)
 	base := slices.Clone(web.env)
+	scan := "10s" // Concourse's --lidar-scanner-interval
+	if v := os.Getenv("CHECKS_SCANNER_INTERVAL"); v != "" {
+		scan = envDuration(t, "CHECKS_SCANNER_INTERVAL", 0).String()
+		base = append(base, "CONCOURSE_LIDAR_SCANNER_INTERVAL="+scan)
+	}
 	defer checksIn(t, base, "containers")
 	var rows []string
 	for _, n := range sizes {
 		for _, m := range modes {
 			checksIn(t, base, m)
 			l := runCheckLoad(t, n, duration, every)
-			l.mode = m
+			l.mode, l.scan = m, scan
 			rows = append(rows, l.row())
 			t.Logf("check load: %s", l.row())
 		}
 	}
-	report := "| resources | checks in | minutes | pods/min | pods/min, later | TaskRuns/min | lag p50 | lag p99 | lag p99, later checks | API server CPU s/min | kubelet CPU s/min | checks | not succeeded |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + strings.Join(rows, "\n") + "\n"
+	report := "| resources | checks in | lidar's scan | minutes | pods/min | pods/min, later | TaskRuns/min | lag p50 | lag p99 | lag p99, later checks | check's own time p99 | API server CPU s/min | kubelet CPU s/min | checks | not succeeded |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + strings.Join(rows, "\n") + "\n"
 	t.Logf("check load:\n%s", report)
 	if out := os.Getenv("CHECKS_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
@@ -74,12 +81,16 @@ func TestCheckLoad(t *testing.T) {
 }
 
 // checksIn restarts the web node, when it must, for its checks to run in check containers
-// (mode "containers", the default) or as runs of their own ("runs":
+// (mode "containers", the default), in check containers through pods/exec ("exec":
+// --tekton-check-over-exec) or as runs of their own ("runs":
 // --tekton-no-check-containers); base is its environment.
 func checksIn(t *testing.T, base []string, mode string) {
 	env := base
-	if mode == "runs" {
+	switch mode {
+	case "runs":
 		env = append(slices.Clone(base), "CONCOURSE_TEKTON_NO_CHECK_CONTAINERS=true")
+	case "exec":
+		env = append(slices.Clone(base), "CONCOURSE_TEKTON_CHECK_OVER_EXEC=true")
 	}
 	if slices.Equal(env, web.env) {
 		return
@@ -98,7 +109,7 @@ func checksIn(t *testing.T, base []string, mode string) {
 
 // checkLoad is what one size's run measured.
 type checkLoad struct {
-	mode           string
+	mode, scan     string
 	resources      int
 	minutes        float64
 	pods, taskRuns int // created after the first minute
@@ -109,7 +120,10 @@ type checkLoad struct {
 	lags         []time.Duration
 	// laterLags are the lags of every check but each resource's first: the resources
 	// are set at once, and Concourse's rate limiter spreads their first checks.
-	laterLags                []time.Duration
+	laterLags []time.Duration
+	// took is each check's own time, from its build's start (once lidar's scan found it
+	// due and Concourse's rate limiter let it run) to its end.
+	took                     []time.Duration
 	apiserverCPU, kubeletCPU float64 // seconds, over the whole run
 	checks, notSucceeded     int
 }
@@ -127,8 +141,8 @@ func (l checkLoad) row() string {
 	if l.laterMinutes > 0 {
 		later = fmt.Sprintf("%.1f", float64(l.laterPods)/l.laterMinutes)
 	}
-	return fmt.Sprintf("| %d | %s | %.0f | %.1f | %s | %.1f | %s | %s | %s | %.1f | %.1f | %d | %d |", l.resources, l.mode, l.minutes,
-		float64(l.pods)/rest, later, float64(l.taskRuns)/rest, pct(l.lags, 0.5), pct(l.lags, 0.99), pct(l.laterLags, 0.99),
+	return fmt.Sprintf("| %d | %s | %s | %.0f | %.1f | %s | %.1f | %s | %s | %s | %s | %.1f | %.1f | %d | %d |", l.resources, l.mode, l.scan, l.minutes,
+		float64(l.pods)/rest, later, float64(l.taskRuns)/rest, pct(l.lags, 0.5), pct(l.lags, 0.99), pct(l.laterLags, 0.99), pct(l.took, 0.99),
 		l.apiserverCPU/l.minutes, l.kubeletCPU/l.minutes, l.checks, l.notSucceeded)
 }
 
@@ -232,6 +246,7 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 				l.notSucceeded++
 			}
 			lag := max(0, c.end.Sub(due))
+			l.took = append(l.took, max(0, c.end.Sub(c.start)))
 			l.lags = append(l.lags, lag)
 			if due != start {
 				l.laterLags = append(l.laterLags, lag)

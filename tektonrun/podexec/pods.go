@@ -6,6 +6,7 @@ import (
 	"github.com/tektoncd/pipeline/pkg/apis/pipeline"
 	v1 "github.com/tektoncd/pipeline/pkg/apis/pipeline/v1"
 	"github.com/tektoncd/pipeline/pkg/client/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -23,6 +24,14 @@ type Pods struct {
 	// doing says, if they may not; an error of its own it keeps to itself (the exec will
 	// say).
 	CanExec func(ctx context.Context, doing string) error
+	// ExecChecks runs every check of a check session through pods/exec, never over the
+	// pod network (sessionconn.go).
+	ExecChecks bool
+	// SessionHost, when set, is where a session pod's runner is reached (its IP when
+	// nil): a harness whose simulated nodes run no containers serves them elsewhere.
+	SessionHost func(*corev1.Pod) string
+
+	sessions sessionCache
 }
 
 // New returns the pods of namespace, reached through kube and tekton, and through config

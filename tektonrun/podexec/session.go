@@ -169,6 +169,7 @@ func (b *boundedBuffer) Bytes() []byte {
 // DeleteSession deletes the pod name if it is a check session's, and says whether it
 // was; one that is gone already is not.
 func (pe *Pods) DeleteSession(ctx context.Context, name string) (bool, error) {
+	pe.sessions.forget(name)
 	pods := pe.Kube.CoreV1().Pods(pe.Namespace)
 	p, err := pods.Get(ctx, name, metav1.GetOptions{})
 	switch {

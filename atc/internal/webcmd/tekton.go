@@ -63,6 +63,7 @@ type TektonFlags struct {
 	BaggageclaimBindPort int           `long:"baggageclaim-bind-port" value-name:"PORT" description:"The port of the first namespace's baggageclaim API, the next ones' the ports after it (default: free ones; see --tekton-garden-bind-port)."`
 	VolumesDir           string        `long:"volumes-dir" value-name:"DIR" description:"Where this web node keeps its copies of the workers' volumes (fly execute's inputs and outputs, which the database holds and every web node serves), a directory each (default: concourse-tekton-web/volumes in the user's cache directory)."`
 	NoCheckContainers    bool          `long:"no-check-containers" description:"Run each check of a resource as a build of its own (a PipelineRun, a pod), rather than in the check container of the resource's config: a pod that serves its checks for as long as Concourse keeps its check session (up to an hour)."`
+	CheckOverExec        bool          `long:"check-over-exec" description:"Run each check in its check container through pods/exec (the API server and the kubelet) rather than over the pod network to the container's runner: for a web node that cannot reach the builds' pods' IPs (one that can reach none falls back to pods/exec by itself, a pod at a time)."`
 	GCInterval           time.Duration `long:"gc-interval" default:"10m" description:"How often the namespace is swept of what no build needs: of each job's and each check's ended builds, all but the newest (the database keeps their events), pods of ended builds (but the latest failed build's, for --gc-failed-grace-period), volumes; 0: never."`
 
 	// revealSecrets is the web node's --disable-redact-secrets: the builds' steps then
@@ -250,6 +251,9 @@ func (cmd *WebCommand) StepperFactory(logger lager.Logger, fallback engine.Stepp
 		t.backend = tektonrun.NewBackend(t.target, opts)
 		if f.settings().MountRunnerWhereSupported() {
 			t.backend.MountRunnerWhereSupported()
+		}
+		if f.CheckOverExec {
+			t.backend.CheckOverExec()
 		}
 		worker := tektonworker.Worker(t.worker, resourceImages(opts.ResourceImages))
 		worker.Tags, worker.Team = t.tags, t.team
