@@ -89,7 +89,8 @@ func serveChecks(ctx context.Context, timeout time.Duration, port int, credsRoot
 	return 0
 }
 
-// serveCheck serves one client: its hello, then one check.
+// serveCheck serves one client: its hello, then one check, which it says it served on
+// stderr, the pod's log.
 func serveCheck(ctx context.Context, conn *tls.Conn, token string, child []string, stderr io.Writer) {
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(helloTimeout))
@@ -106,6 +107,7 @@ func serveCheck(ctx context.Context, conn *tls.Conn, token string, child []strin
 		return
 	}
 	_ = conn.SetDeadline(time.Time{})
+	start := time.Now()
 	frames := runspec.NewSessionFrameWriter(conn)
 	cmd := exec.Command(child[0], child[1:]...)
 	cmd.Stdout, cmd.Stderr = frames.Stream(runspec.FrameStdout), frames.Stream(runspec.FrameStderr)
@@ -148,6 +150,9 @@ func serveCheck(ctx context.Context, conn *tls.Conn, token string, child []strin
 		code = runspec.Errored.ExitCode()
 	}
 	_ = frames.Exit(code)
+	// A line of the pod's log for each check, nothing of its own in it: what kubectl logs
+	// shows of the container's work.
+	fmt.Fprintf(stderr, "served a check: exit status %d after %s\n", code, time.Since(start).Round(time.Millisecond))
 }
 
 // sessionCertificate makes a key and a certificate of it for a check session that lasts

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -143,7 +144,8 @@ jobs:
 }
 
 // TestLidarCheck: lidar's periodic checks (in-memory check builds) run on the cluster
-// too: with no fly check-resource, the resource's version is found and triggers the job.
+// too: with no fly check-resource, the resource's version is found and triggers the job;
+// they run in the resource's check container, over the pod network.
 func TestLidarCheck(t *testing.T) {
 	dumpOnFailure(t)
 	t.Parallel()
@@ -177,6 +179,17 @@ jobs:
 	})
 	out := watchBuild(t, "lidar", "use", "1")
 	inOrder(t, out, "got from-lidar", "succeeded")
+	// Its checks go over the pod network to its check container's runner, which logs each
+	// check it served (pods/exec would leave no line).
+	eventually(t, "the check container to serve lidar's checks", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		for _, name := range sessionPods(t, "lidar") {
+			log, err := web.kube.CoreV1().Pods(web.ns).GetLogs(name, &corev1.PodLogOptions{Container: "check"}).DoRaw(ctx)
+			if err == nil && strings.Count(string(log), "served a check: exit status 0") >= 2 {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	for _, line := range strings.Split(web.logTail(5000), "\n") {
 		if strings.Contains(line, "no Host in request URL") {
 			errorf(t, "a check went to Concourse's own stepper: %s", line)

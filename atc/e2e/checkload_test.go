@@ -169,7 +169,7 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 	apiserver, kubelet := daemonCPU(t, "kube-apiserver"), daemonCPU(t, "kubelet")
 	start := time.Now()
 	setPipeline(t, pipeline, b.String())
-	defer fly(t, time.Minute, "destroy-pipeline", "-n", "-p", pipeline)
+	defer clearChecks(t, pipeline)
 	flyOK(t, time.Minute, "pause-job", "-j", pipeline+"/uses")
 
 	// Each resource's checks, by build ID: when each ended and how.
@@ -256,6 +256,34 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 	}
 	l.pods, l.taskRuns = created.after(start.Add(time.Minute), end)
 	return l
+}
+
+// clearChecks destroys the pipeline and deletes what its checks left on the cluster (its
+// runs, its check containers), and waits until their pods are gone: the next size or
+// way starts on a cluster that works for it alone.
+func clearChecks(t *testing.T, pipeline string) {
+	if out, code := fly(t, time.Minute, "destroy-pipeline", "-n", "-p", pipeline); code != 0 {
+		t.Logf("fly destroy-pipeline -p %s: exit %d\n%s", pipeline, code, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	opts := metav1.ListOptions{LabelSelector: "concourse-ci.org/pipeline=" + pipeline}
+	if err := web.tekton.TektonV1().PipelineRuns(web.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts); err != nil {
+		t.Logf("deleting the runs of %s: %v", pipeline, err)
+	}
+	if err := web.kube.CoreV1().Pods(web.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts); err != nil {
+		t.Logf("deleting the pods of %s: %v", pipeline, err)
+	}
+	start := time.Now()
+	for ctx.Err() == nil {
+		pods, err := web.kube.CoreV1().Pods(web.ns).List(ctx, opts)
+		if err == nil && len(pods.Items) == 0 {
+			t.Logf("the pods of %s were gone %s after its end", pipeline, time.Since(start).Round(time.Second))
+			return
+		}
+		time.Sleep(5 * time.Second)
+	}
+	t.Logf("the pods of %s were not all gone 10 minutes after its end", pipeline)
 }
 
 // creations records when each pod and TaskRun of a pipeline was created.
