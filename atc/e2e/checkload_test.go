@@ -30,8 +30,9 @@ import (
 // each check's lag (from when it was due, its previous check's end plus the interval, to
 // its end, when its versions were saved) and its own time (from its build's start, once
 // lidar's scan, every CHECKS_SCANNER_INTERVAL (Concourse's 10s), found it due and the rate
-// limiter let it run), the API server's and the kubelet's CPU seconds a minute, and the
-// checks that did not succeed. Each size runs in each of CHECKS_MODES
+// limiter let it run), the API server's and the kubelet's CPU seconds a minute (over the
+// run, and "later", once every resource had been checked once: the steady state), and
+// the checks that did not succeed. Each size runs in each of CHECKS_MODES
 // (runs,exec,containers): the checks as runs of their own (--tekton-no-check-containers),
 // in check containers through pods/exec (--tekton-check-over-exec), then in check
 // containers over the pod network, one after the other in the same run. It asserts
@@ -71,7 +72,7 @@ func TestCheckLoad(t *testing.T) {
 			t.Logf("check load: %s", l.row())
 		}
 	}
-	report := "| resources | checks in | lidar's scan | minutes | pods/min | pods/min, later | TaskRuns/min | lag p50 | lag p99 | lag p99, later checks | check's own time p99 | API server CPU s/min | kubelet CPU s/min | checks | not succeeded |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + strings.Join(rows, "\n") + "\n"
+	report := "| resources | checks in | lidar's scan | minutes | pods/min | pods/min, later | TaskRuns/min | lag p50 | lag p99 | lag p99, later checks | check's own time p99 | own time p99, later | API server CPU s/min | API server CPU s/min, later | kubelet CPU s/min | kubelet CPU s/min, later | checks | not succeeded |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + strings.Join(rows, "\n") + "\n"
 	t.Logf("check load:\n%s", report)
 	if out := os.Getenv("CHECKS_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
@@ -123,9 +124,12 @@ type checkLoad struct {
 	laterLags []time.Duration
 	// took is each check's own time, from its build's start (once lidar's scan found it
 	// due and Concourse's rate limiter let it run) to its end.
-	took                     []time.Duration
-	apiserverCPU, kubeletCPU float64 // seconds, over the whole run
-	checks, notSucceeded     int
+	took, laterTook []time.Duration
+	// laterAPIServerCPU and laterKubeletCPU are CPU seconds a minute once every
+	// resource had been checked once (-1: never).
+	laterAPIServerCPU, laterKubeletCPU float64
+	apiserverCPU, kubeletCPU           float64 // seconds, over the whole run
+	checks, notSucceeded               int
 }
 
 func (l checkLoad) row() string {
@@ -141,9 +145,15 @@ func (l checkLoad) row() string {
 	if l.laterMinutes > 0 {
 		later = fmt.Sprintf("%.1f", float64(l.laterPods)/l.laterMinutes)
 	}
-	return fmt.Sprintf("| %d | %s | %s | %.0f | %.1f | %s | %.1f | %s | %s | %s | %s | %.1f | %.1f | %d | %d |", l.resources, l.mode, l.scan, l.minutes,
-		float64(l.pods)/rest, later, float64(l.taskRuns)/rest, pct(l.lags, 0.5), pct(l.lags, 0.99), pct(l.laterLags, 0.99), pct(l.took, 0.99),
-		l.apiserverCPU/l.minutes, l.kubeletCPU/l.minutes, l.checks, l.notSucceeded)
+	cpu := func(v float64) string {
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("| %d | %s | %s | %.0f | %.1f | %s | %.1f | %s | %s | %s | %s | %s | %.1f | %s | %.1f | %s | %d | %d |", l.resources, l.mode, l.scan, l.minutes,
+		float64(l.pods)/rest, later, float64(l.taskRuns)/rest, pct(l.lags, 0.5), pct(l.lags, 0.99), pct(l.laterLags, 0.99), pct(l.took, 0.99), pct(l.laterTook, 0.99),
+		l.apiserverCPU/l.minutes, cpu(l.laterAPIServerCPU), l.kubeletCPU/l.minutes, cpu(l.laterKubeletCPU), l.checks, l.notSucceeded)
 }
 
 // runCheckLoad sets a pipeline of n resources, lets lidar check them for duration, and
@@ -182,8 +192,15 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 		checks[i] = map[int]check{}
 	}
 	next := 0
+	// The daemons' CPU every tick, for the steady state's share once it is known.
+	type cpuSample struct {
+		at                 time.Time
+		apiserver, kubelet float64
+	}
+	samples := []cpuSample{{start, apiserver, kubelet}}
 	for tick := time.Now(); time.Since(start) < duration; tick = tick.Add(5 * time.Second) {
 		time.Sleep(time.Until(tick))
+		samples = append(samples, cpuSample{time.Now(), daemonCPU(t, "kube-apiserver"), daemonCPU(t, "kubelet")})
 		if m := int(time.Since(start) / time.Minute); m > next {
 			next = m
 			// A new version of one resource a minute.
@@ -219,7 +236,7 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 		}
 	}
 	end := time.Now()
-	l := checkLoad{resources: n, minutes: end.Sub(start).Minutes()}
+	l := checkLoad{resources: n, minutes: end.Sub(start).Minutes(), laterAPIServerCPU: -1, laterKubeletCPU: -1}
 	l.apiserverCPU, l.kubeletCPU = daemonCPU(t, "kube-apiserver")-apiserver, daemonCPU(t, "kubelet")-kubelet
 	// When every resource had been checked once (zero: some never was).
 	var firstRound time.Time
@@ -236,6 +253,17 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 	if !firstRound.IsZero() && firstRound.Before(end) {
 		l.laterPods, _ = created.after(firstRound, end)
 		l.laterMinutes = end.Sub(firstRound).Minutes()
+		from := samples[len(samples)-1]
+		for _, s := range samples {
+			if !s.at.Before(firstRound) {
+				from = s
+				break
+			}
+		}
+		last := samples[len(samples)-1]
+		if m := last.at.Sub(from.at).Minutes(); m > 0 {
+			l.laterAPIServerCPU, l.laterKubeletCPU = (last.apiserver-from.apiserver)/m, (last.kubelet-from.kubelet)/m
+		}
 	}
 	for _, byID := range checks {
 		due := start
@@ -250,6 +278,7 @@ func runCheckLoad(t *testing.T, n int, duration, every time.Duration) checkLoad 
 			l.lags = append(l.lags, lag)
 			if due != start {
 				l.laterLags = append(l.laterLags, lag)
+				l.laterTook = append(l.laterTook, max(0, c.end.Sub(c.start)))
 			}
 			due = c.end.Add(every)
 		}
@@ -268,20 +297,21 @@ func clearChecks(t *testing.T, pipeline string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	opts := metav1.ListOptions{LabelSelector: "concourse-ci.org/pipeline=" + pipeline}
-	if err := web.tekton.TektonV1().PipelineRuns(web.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts); err != nil {
-		t.Logf("deleting the runs of %s: %v", pipeline, err)
-	}
-	if err := web.kube.CoreV1().Pods(web.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts); err != nil {
-		t.Logf("deleting the pods of %s: %v", pipeline, err)
-	}
 	start := time.Now()
 	for ctx.Err() == nil {
+		// Again each time: a run the web node was making meanwhile makes pods later.
+		if err := web.tekton.TektonV1().PipelineRuns(web.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts); err != nil {
+			t.Logf("deleting the runs of %s: %v", pipeline, err)
+		}
+		if err := web.kube.CoreV1().Pods(web.ns).DeleteCollection(ctx, metav1.DeleteOptions{}, opts); err != nil {
+			t.Logf("deleting the pods of %s: %v", pipeline, err)
+		}
+		time.Sleep(5 * time.Second)
 		pods, err := web.kube.CoreV1().Pods(web.ns).List(ctx, opts)
 		if err == nil && len(pods.Items) == 0 {
 			t.Logf("the pods of %s were gone %s after its end", pipeline, time.Since(start).Round(time.Second))
 			return
 		}
-		time.Sleep(5 * time.Second)
 	}
 	t.Logf("the pods of %s were not all gone 10 minutes after its end", pipeline)
 }
