@@ -87,7 +87,10 @@ jobs:
 			errorf(t, "fly's output shows the registry's password")
 		}
 		run := pipelineRun(t, "private", job)
-		s, err := web.kube.CoreV1().Secrets(web.ns).Get(ctx, run+runspec.ImagePullSecretSuffix, metav1.GetOptions{})
+		// A context of its own: the pushes' may have run out while the builds ran.
+		get, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := web.kube.CoreV1().Secrets(web.ns).Get(get, run+runspec.ImagePullSecretSuffix, metav1.GetOptions{})
 		if err != nil {
 			fatalf(t, "the run's Secret of image pull credentials: %v", err)
 		}
