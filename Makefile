@@ -121,6 +121,11 @@ bench-scale: ## Scale on the running e2e cluster (make e2e-up first) with simula
 	eval "$$($(E2E_CLUSTER) kwok)" && export KWOK_BIN KWOK_STAGES && export E2E_KUBECONFIG=$${E2E_KUBECONFIG:-$$($(E2E_CLUSTER) kubeconfig)} && \
 		cd e2e && $(GO) test -tags e2e -count=1 -run '^$$' -bench Scale -benchtime 1x -timeout 90m ./scale
 
+.PHONY: bench-checks-kwok
+bench-checks-kwok: ## Periodic checks' load on the control plane of the running e2e cluster (make e2e-up first) with simulated nodes (kwok): 5,000 resources checked every minute for 5 minutes, as runs of their own, then in check containers (CHECKS_KWOK_RESOURCES, CHECKS_KWOK_EVERY, CHECKS_KWOK_DURATION, CHECKS_KWOK_MODES, CHECKS_KWOK_QPS, CHECKS_KWOK_OUT).
+	eval "$$($(E2E_CLUSTER) kwok)" && export KWOK_BIN KWOK_STAGES && export E2E_KUBECONFIG=$${E2E_KUBECONFIG:-$$($(E2E_CLUSTER) kubeconfig)} && \
+		cd e2e && $(GO) test -tags e2e -count=1 -run '^$$' -bench Checks -benchtime 1x -timeout 90m ./scale
+
 .PHONY: e2e-up
 e2e-up: runner-image cli-image ## Start the local e2e cluster (root; ~10 GB disk, 10-20 min the first time) and print its kubeconfig path.
 	$(E2E_CLUSTER) up
