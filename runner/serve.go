@@ -149,10 +149,10 @@ func serveCheck(ctx context.Context, conn *tls.Conn, token string, child []strin
 		_ = frames.Write(runspec.FrameStderr, fmt.Appendf(nil, "error: running the check: %v\n", err))
 		code = runspec.Errored.ExitCode()
 	}
-	_ = frames.Exit(code)
 	// A line of the pod's log for each check, nothing of its own in it: what kubectl logs
 	// shows of the container's work.
 	fmt.Fprintf(stderr, "served a check: exit status %d after %s\n", code, time.Since(start).Round(time.Millisecond))
+	_ = frames.Exit(code)
 }
 
 // sessionCertificate makes a key and a certificate of it for a check session that lasts

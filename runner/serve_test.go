@@ -108,7 +108,13 @@ echo '[{"v":"1"},{"v":"2"}]'`)
 	if fi, err := os.Stat(filepath.Join(s.creds, runspec.SessionKeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the key's file: %v, %v; want 0600", fi, err)
 	}
-	out := s.stdout.String() + s.stderr.String()
+	// The server's log reaches this process through a pipe: it may lag its answers.
+	out := ""
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if out = s.stdout.String() + s.stderr.String(); strings.Count(out, "served a check: exit status 0 after ") == 2 {
+			break
+		}
+	}
 	if strings.Contains(out, s.key.Token) || strings.Contains(out, "s3cr3t") || strings.Count(out, "served a check: exit status 0 after ") != 2 {
 		t.Errorf("the server said %q; want the two checks served, no secret", out)
 	}
