@@ -3,7 +3,6 @@ package runner_test
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -69,15 +68,8 @@ func (s *server) check(ctx context.Context, t *testing.T, req runspec.SessionReq
 // left; the key is readable by the container's user alone, and said nowhere else.
 func TestServeChecks(t *testing.T) {
 	w := newWorld(t)
-	rec := w.recordingScript("check", `echo "token is $(cat `+w.root+`/rec/check.stdin | sed 's/.*uri":"\([^"]*\)".*/\1/')" >&2
-echo '[{"v":"1"},{"v":"2"}]'`)
+	rec, req := w.credentialedCheck()
 	s := w.serve()
-	spec := runspec.Spec{Mode: runspec.ModeCheck, PlanID: "c", Name: "repo", SuppliedCredentials: true,
-		Build: runspec.Build{Name: "9"},
-		Check: &runspec.Check{Type: "git", Source: map[string]any{"uri": "((token))"}, FromVersion: map[string]string{"v": "0"}}}
-	context := `{"id":42,"team_id":1,"team":"main","pipeline_id":3,"pipeline":"app","job":"check-repo","external_url":"https://ci.example.com","check":true}`
-	req := runspec.SessionRequest{Spec: spec, Context: json.RawMessage(context),
-		Credentials: map[string]json.RawMessage{runspec.CredentialKey("token"): json.RawMessage(`"s3cr3t-value"`)}}
 	for i := range 2 {
 		log, res, err := s.check(t.Context(), t, req)
 		if err != nil {

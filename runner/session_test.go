@@ -98,20 +98,28 @@ func sessionResult(t *testing.T, r run) runspec.SessionResult {
 	return res
 }
 
-// TestSessionCheck: a check run in a check session sees what it sees as a step of its
-// own (its build's environment, its source with the credentials the request carries),
-// its log is redacted, every version it found is in its result, however few, and
-// nothing of it is left in the session's directories.
-func TestSessionCheck(t *testing.T) {
-	w := newWorld(t)
+// credentialedCheck is a check's request whose source reads the credential token
+// (s3cr3t-value), and the directory where its script records what it read (stdin, env):
+// the script says the token on stderr, and finds two versions.
+func (w *world) credentialedCheck() (string, runspec.SessionRequest) {
+	w.t.Helper()
 	rec := w.recordingScript("check", `echo "token is $(cat `+w.root+`/rec/check.stdin | sed 's/.*uri":"\([^"]*\)".*/\1/')" >&2
 echo '[{"v":"1"},{"v":"2"}]'`)
 	spec := runspec.Spec{Mode: runspec.ModeCheck, PlanID: "c", Name: "repo", SuppliedCredentials: true,
 		Build: runspec.Build{Name: "9"},
 		Check: &runspec.Check{Type: "git", Source: map[string]any{"uri": "((token))"}, FromVersion: map[string]string{"v": "0"}}}
 	context := `{"id":42,"team_id":1,"team":"main","pipeline_id":3,"pipeline":"app","job":"check-repo","external_url":"https://ci.example.com","check":true}`
-	req := runspec.SessionRequest{Spec: spec, Context: json.RawMessage(context),
+	return rec, runspec.SessionRequest{Spec: spec, Context: json.RawMessage(context),
 		Credentials: map[string]json.RawMessage{runspec.CredentialKey("token"): json.RawMessage(`"s3cr3t-value"`)}}
+}
+
+// TestSessionCheck: a check run in a check session sees what it sees as a step of its
+// own (its build's environment, its source with the credentials the request carries),
+// its log is redacted, every version it found is in its result, however few, and
+// nothing of it is left in the session's directories.
+func TestSessionCheck(t *testing.T) {
+	w := newWorld(t)
+	rec, req := w.credentialedCheck()
 	s := w.startSession(req)
 	r := s.wait(t)
 	if r.exit != 0 {

@@ -221,10 +221,6 @@ var ErrSessionUnreachable = errors.New("the check container cannot be reached")
 // cannot be reached is not waited for long.
 const sessionDialTimeout = 5 * time.Second
 
-// maxSessionOutput bounds what a check's runner writes on stdout: its result, every
-// version the check found.
-const maxSessionOutput = 16 << 20
-
 // SessionClient is a connection to a check session's runner, which has taken the
 // client's token: a check can be sent on it (Check).
 type SessionClient struct {
@@ -278,7 +274,7 @@ func (c *SessionClient) Check(ctx context.Context, token string, request []byte,
 		}
 		return SessionResult{}, fmt.Errorf("sending the check: %w", err)
 	}
-	stdout := &boundedBuffer{max: maxSessionOutput}
+	stdout := &SessionOutput{}
 	_, err := ReadSessionFrames(c.conn, stdout, log)
 	if ctx.Err() != nil {
 		return SessionResult{}, ctx.Err()
@@ -287,18 +283,33 @@ func (c *SessionClient) Check(ctx context.Context, token string, request []byte,
 		return SessionResult{}, err
 	}
 	// The runner exits non-zero for a check that did not succeed: its result says how.
-	return ParseSessionResult(stdout.buf.Bytes())
+	return ParseSessionResult(stdout.Bytes())
 }
 
-// boundedBuffer keeps at most max bytes; more is an error.
-type boundedBuffer struct {
+// maxSessionOutput bounds what a check's runner writes on stdout: its result, every
+// version the check found.
+const maxSessionOutput = 16 << 20
+
+// SessionOutput is a check's runner's stdout as its backend keeps it, over the network
+// or through pods/exec: at most maxSessionOutput bytes, more an error. It is safe to
+// write while another goroutine waits to read it.
+type SessionOutput struct {
+	mu  sync.Mutex
 	buf bytes.Buffer
-	max int
 }
 
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	if b.buf.Len()+len(p) > b.max {
-		return 0, fmt.Errorf("the check wrote more than %d bytes of results", b.max)
+func (b *SessionOutput) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len()+len(p) > maxSessionOutput {
+		return 0, fmt.Errorf("the check wrote more than %d bytes of results", maxSessionOutput)
 	}
 	return b.buf.Write(p)
+}
+
+// Bytes is what was written.
+func (b *SessionOutput) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Bytes()
 }

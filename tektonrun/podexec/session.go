@@ -8,7 +8,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,10 +97,6 @@ func (pe *Pods) runningSession(ctx context.Context, name string) (*corev1.Pod, e
 	return p, nil
 }
 
-// maxSessionOutput bounds what a check's runner writes on stdout: its result, every
-// version the check found.
-const maxSessionOutput = 16 << 20
-
 // ExecSession runs one check in the session pod name (runspec.ModeSession): the request
 // on stdin, kept open until the check ends or ctx does (which interrupts it), its log to
 // log as the runner writes it, and its result read from its stdout.
@@ -112,7 +107,7 @@ func (pe *Pods) ExecSession(ctx context.Context, name, image string, request []b
 	done := make(chan struct{})
 	defer close(done)
 	stdin := io.MultiReader(bytes.NewReader(append(slices.Clip(request), '\n')), &openUntil{ctx: ctx, done: done})
-	stdout := &boundedBuffer{max: maxSessionOutput}
+	stdout := &runspec.SessionOutput{}
 	cmd := []string{runspec.RunnerPath, string(runspec.ModeSession), "--image=" + image}
 	err := pe.Stream.Stream(ctx, pe.Namespace, name, runspec.SessionContainer, cmd, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: log})
 	if ctx.Err() != nil {
@@ -142,28 +137,6 @@ func (o *openUntil) Read([]byte) (int, error) {
 	case <-o.done:
 	}
 	return 0, io.EOF
-}
-
-// boundedBuffer keeps at most max bytes; more is an error.
-type boundedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len()+len(p) > b.max {
-		return 0, fmt.Errorf("the check wrote more than %d bytes of results", b.max)
-	}
-	return b.buf.Write(p)
-}
-
-func (b *boundedBuffer) Bytes() []byte {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Bytes()
 }
 
 // DeleteSession deletes the pod name if it is a check session's, and says whether it
